@@ -1,0 +1,42 @@
+# Two commands do all set-up: `make run` (serve the app) and `make test` (the whole suite).
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PORT ?= 8501
+
+.PHONY: run serve test test-fast bench lint screenshots retrain clean
+
+$(VENV)/.runtime: requirements.txt
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt
+	touch $@
+
+$(VENV)/.dev: $(VENV)/.runtime requirements-dev.txt
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+	touch $@
+
+run: $(VENV)/.runtime
+	$(PY) -m streamlit run app.py --server.port $(PORT)
+
+lint: $(VENV)/.dev
+	$(PY) -m ruff check .
+
+test: $(VENV)/.dev
+	bash scripts/ensure_chromium.sh
+	$(PY) -m ruff check .
+	$(PY) -m pytest -q
+
+test-fast: $(VENV)/.dev
+	$(PY) -m pytest -q -m "not browser"
+
+bench: $(VENV)/.dev
+	$(PY) bench/bench_engine.py
+
+screenshots: $(VENV)/.dev
+	bash scripts/ensure_chromium.sh
+	$(PY) scripts/screenshots.py
+
+retrain: $(VENV)/.runtime
+	$(PY) -m transformer train --corpus ../shared/corpora/tinyshakespeare.txt --out assets/models/shakespeare-gpt --steps 2400 --dropout 0.15 --eval-every 200
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Pure figure builders: arrays + labels → plotly go.Figure. No streamlit here."""

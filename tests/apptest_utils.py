@@ -1,0 +1,55 @@
+"""Shared helpers for driving pages with Streamlit's AppTest."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = sorted((ROOT / "pages").glob("*.py"))
+TIMEOUT = 60
+
+# The bad-input set every page must survive: (name, sentence). Each gives a clear message or a result, never an exception.
+BAD_INPUTS = [
+    ("empty", ""),
+    ("whitespace", "   \n\t  "),
+    ("very_long", "To be, or not to be, that is the question. " * 120),  # ~5,000 characters
+    ("emoji", "I love 🐻 bears 🐻‍❄️!"),
+    ("rtl", "مرحبا بالعالم — שלום"),
+    ("control", "a\x00b\x07c\x1b[31mred\u202edesrever"),
+    ("script", "<script>alert(1)</script>"),
+    ("img", '<img src=x onerror=alert(1)>'),
+]
+
+
+def page_path(name: str) -> str:
+    """'3_One_head' → the page file's path."""
+    return str(ROOT / "pages" / f"{name}.py")
+
+
+def run_page(path: str, **query: str) -> AppTest:
+    """Run a page (or app.py) once, with optional query-string state."""
+    at = AppTest.from_file(path, default_timeout=TIMEOUT)
+    for k, v in query.items():
+        at.query_params[k] = v
+    return at.run()
+
+
+def charts(at: AppTest) -> list[dict]:
+    """The figures on the page, as plotly JSON dicts."""
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def texts(at: AppTest) -> str:
+    """All markdown, captions, infos, warnings and errors on the page, joined."""
+    parts = []
+    for kind in ("markdown", "caption", "info", "warning", "error", "success", "latex", "metric", "text"):
+        for el in at.get(kind):
+            parts.append(str(getattr(el, "value", getattr(el, "body", ""))))
+    return "\n".join(parts)
+
+
+def assert_ok(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]

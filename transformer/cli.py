@@ -1,0 +1,95 @@
+"""Command line: `python -m transformer train | trace | eval`."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .config import GPTConfig
+from .loading import ModelLoadError, load_model
+from .model import Interventions
+from .trace import TraceInputError, run_trace
+from .train import TrainConfig, bigram_baseline, evaluate, split_corpus, train, windows
+
+
+def cmd_train(a: argparse.Namespace) -> None:
+    cfg = GPTConfig(vocab_size=a.vocab_size, n_ctx=a.n_ctx, d_model=a.d_model, n_layer=a.n_layer, n_head=a.n_head, d_mlp=a.d_mlp or 4 * a.d_model, pos_encoding=a.pos_encoding, dropout=a.dropout)
+    tc = TrainConfig(steps=a.steps, batch_size=a.batch_size, lr=a.lr, eval_every=a.eval_every, max_chars=a.max_chars, seed=a.seed, threads=a.threads)
+    if a.short:  # a quick smoke run for tests
+        cfg = GPTConfig(vocab_size=300, n_ctx=32, d_model=32, n_layer=2, n_head=4, d_mlp=64)
+        tc = TrainConfig(steps=30, batch_size=8, lr=3e-3, warmup=5, eval_every=10, eval_batches=2, max_chars=60_000, seed=a.seed, threads=1)
+    command = "python -m transformer " + " ".join(shlex.quote(x) for x in sys.argv[1:])
+    n = train(Path(a.corpus), Path(a.out), cfg, tc, command)
+    print(f"val loss {n['val_loss']:.4f}  bigram {n['bigram_val_loss']:.4f}  params {n['params']:,}  {n['minutes']:.1f} min → {a.out}")
+
+
+def cmd_trace(a: argparse.Namespace) -> None:
+    lm = load_model(a.model)
+    iv = Interventions(temperature=a.temperature, causal=not a.no_mask, ablate=frozenset(tuple(map(int, h.split("."))) for h in a.ablate))
+    tr = run_trace(lm.model, lm.tokenizer, a.text, iv)
+    np.savez_compressed(a.out, tokens=np.array(tr.encoding.tokens), token_ids=np.array(tr.encoding.ids), offsets=np.array(tr.encoding.offsets), **tr.cache)
+    cut = f" (cut from {tr.n_tokens_in})" if tr.truncated else ""
+    print(f"{len(tr.encoding)} tokens{cut}, {len(tr.cache)} tensors → {a.out}")
+
+
+def cmd_eval(a: argparse.Namespace) -> None:
+    """Recompute a model card's validation and bigram losses on the same split."""
+    lm = load_model(a.model)
+    torch.set_num_threads(a.threads)
+    train_text, val_text = split_corpus(Path(a.corpus).read_text(encoding="utf-8"), 0.1)
+    tok = lm.tokenizer
+    train_ids, val_ids = np.array(tok.encode(train_text).ids), torch.tensor(tok.encode(val_text).ids)
+    val_x, val_y = windows(val_ids, lm.cfg.n_ctx)
+    bigram, k = bigram_baseline(train_ids, val_ids[: val_y.numel() + 1].numpy(), tok.vocab_size)
+    val = evaluate(lm.model, val_x, val_y)
+    print(f"val loss {val:.4f}  bigram (add-{k:g}) {bigram:.4f}  difference {bigram - val:.4f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m transformer", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    t = sub.add_parser("train", help="train a tokenizer and a model on a text file")
+    t.add_argument("--corpus", required=True, help="plain-text training file")
+    t.add_argument("--out", required=True, help="model directory to write")
+    t.add_argument("--steps", type=int, default=3000)
+    t.add_argument("--batch-size", type=int, default=16)
+    t.add_argument("--lr", type=float, default=2e-3)
+    t.add_argument("--eval-every", type=int, default=250)
+    t.add_argument("--vocab-size", type=int, default=4096)
+    t.add_argument("--n-ctx", type=int, default=256)
+    t.add_argument("--d-model", type=int, default=128)
+    t.add_argument("--n-layer", type=int, default=4)
+    t.add_argument("--n-head", type=int, default=4)
+    t.add_argument("--d-mlp", type=int, default=0, help="default 4·d_model")
+    t.add_argument("--pos-encoding", choices=["sinusoidal", "learned"], default="sinusoidal")
+    t.add_argument("--dropout", type=float, default=0.0)
+    t.add_argument("--max-chars", type=int, default=0, help="use only the corpus' first N characters")
+    t.add_argument("--seed", type=int, default=1337)
+    t.add_argument("--threads", type=int, default=2)
+    t.add_argument("--short", action="store_true", help="a 30-step smoke run on a tiny model (for tests)")
+    t.set_defaults(fn=cmd_train)
+    r = sub.add_parser("trace", help="write every traced tensor of one text to an .npz file")
+    r.add_argument("--model", required=True, help="bundled model name or model directory")
+    r.add_argument("--text", required=True)
+    r.add_argument("--out", required=True, help="output .npz path")
+    r.add_argument("--temperature", type=float, default=1.0, help="attention temperature τ")
+    r.add_argument("--no-mask", action="store_true", help="switch the causal mask off")
+    r.add_argument("--ablate", nargs="*", default=[], metavar="L.H", help="heads to ablate, e.g. 0.1 2.3")
+    r.set_defaults(fn=cmd_trace)
+    e = sub.add_parser("eval", help="recompute a model card's validation and bigram losses")
+    e.add_argument("--model", required=True)
+    e.add_argument("--corpus", required=True)
+    e.add_argument("--threads", type=int, default=2)
+    e.set_defaults(fn=cmd_eval)
+    a = p.parse_args(argv)
+    try:
+        a.fn(a)
+    except (ModelLoadError, TraceInputError, ValueError, OSError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,36 @@
+"""Loaded models, held in a module-level registry shared by every session.
+
+A client's "clear cache" request empties Streamlit's caches, not this registry, so a bundled
+model is loaded once per process and never reloaded for everyone. Traces are cached per
+(model, text, interventions) with bounded size; their arrays are read-only.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import streamlit as st
+
+from transformer import Interventions, Trace, run_trace
+from transformer.loading import LoadedModel, bundled_models, load_model
+
+_MODELS: dict[str, LoadedModel] = {}
+_LOCK = threading.Lock()
+
+
+def get_model(name: str) -> LoadedModel:
+    """A bundled model by name, or a model directory by path; loaded at most once per process."""
+    key = name if name in bundled_models() else str(Path(name).expanduser().resolve())
+    with _LOCK:
+        if key not in _MODELS:
+            _MODELS[key] = load_model(key)
+        return _MODELS[key]
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def get_trace(model_name: str, text: str, temperature: float = 1.0, causal: bool = True, ablate: tuple[tuple[int, int], ...] = ()) -> Trace:
+    """run_trace on a registry model, cached; the trace's arrays are read-only."""
+    lm = get_model(model_name)
+    iv = Interventions(temperature=temperature, causal=causal, ablate=frozenset(ablate))
+    return run_trace(lm.model, lm.tokenizer, text, iv)

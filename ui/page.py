@@ -1,0 +1,31 @@
+"""Small helpers every page uses."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from transformer import Trace, TraceInputError
+
+from .models import get_model, get_trace
+from .state import State
+
+PLOTLY_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
+
+
+def trace_or_stop(state: State, temperature: float | None = None, causal: bool = True, ablate: tuple[tuple[int, int], ...] = ()) -> Trace:
+    """The trace of the current sentence; stops the page with a clear message when the text cannot be run."""
+    tau = state.temperature if temperature is None else temperature
+    try:
+        tr = get_trace(state.model, state.sentence, tau, causal, ablate)
+    except TraceInputError as err:
+        st.info(f"{err} Pick a preset in the sidebar, or type your own.")
+        st.stop()
+    if tr.truncated:
+        n_ctx = get_model(state.model).cfg.n_ctx
+        st.warning(f"The text is {tr.n_tokens_in:,} tokens long; the model reads at most {n_ctx}, so this page shows the first {len(tr.encoding)}.")
+    return tr
+
+
+def show_figure(fig: go.Figure, key: str | None = None) -> None:
+    st.plotly_chart(fig, config=PLOTLY_CONFIG, key=key)

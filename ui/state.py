@@ -1,0 +1,118 @@
+"""State shared by every page: model, sentence, layer, head, attention temperature.
+
+Values live in plain session_state keys (prefixed "atlas_") so they survive page switches,
+and are mirrored into the URL query string so a shared link opens with the same state.
+Widgets use their own keys ("w_…") and copy into the plain keys when they change.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import streamlit as st
+
+from transformer.loading import bundled_models
+from transformer.trace import MAX_CHARS
+
+from .models import get_model
+
+PRESETS = {
+    "Bear country": "The hiking trail led us through bear country.",
+    "I love bears": "I love bears.",
+    "She bears the pain": "She bears the pain.",
+    "Bears won the game": "Bears won the game.",
+    "Time flies": "Time flies like an arrow.",
+    "Fruit flies": "Fruit flies like a banana.",
+    "The cat sat": "The cat sat on the mat.",
+    "The animal and the street": "The animal didn't cross the street because it was too tired.",
+    "River bank": "We sat on the bank of the river.",
+    "Money bank": "She put the money in the bank.",
+    "Shakespeare": "ROMEO: But, soft! what light through yonder window breaks?",
+}
+DEFAULT_SENTENCE = PRESETS["Bear country"]
+TEMPERATURE_RANGE = (0.05, 5.0)
+KEYS = ("model", "sentence", "layer", "head", "temperature")
+
+
+@dataclass(frozen=True)
+class State:
+    model: str
+    sentence: str
+    layer: int
+    head: int
+    temperature: float
+
+
+def _default_model() -> str:
+    names = bundled_models()
+    return "shakespeare-gpt" if "shakespeare-gpt" in names else names[0]
+
+
+def _clean(raw: dict) -> dict:
+    """Validated values; anything missing or invalid falls back to its default."""
+    out = {"model": _default_model(), "sentence": DEFAULT_SENTENCE, "layer": 0, "head": 0, "temperature": 1.0}
+    if raw.get("model") in bundled_models():
+        out["model"] = raw["model"]
+    if isinstance(raw.get("sentence"), str):
+        out["sentence"] = raw["sentence"][:MAX_CHARS]
+    cfg = get_model(out["model"]).cfg
+    for key, top in (("layer", cfg.n_layer - 1), ("head", cfg.n_head - 1)):
+        try:
+            out[key] = min(max(int(raw.get(key, 0)), 0), top)
+        except (TypeError, ValueError):
+            pass
+    try:
+        t = float(raw.get("temperature", 1.0))
+        if math.isfinite(t):
+            out["temperature"] = min(max(t, TEMPERATURE_RANGE[0]), TEMPERATURE_RANGE[1])
+    except (TypeError, ValueError):
+        pass
+    return out
+
+
+def _init() -> None:
+    """First run of a session: take the state from the query string."""
+    if "atlas_model" not in st.session_state:
+        for key, value in _clean(st.query_params.to_dict()).items():
+            st.session_state["atlas_" + key] = value
+
+
+def _copy(key: str) -> None:
+    st.session_state["atlas_" + key] = st.session_state["w_" + key]
+
+
+def _apply_preset() -> None:
+    choice = st.session_state["w_preset"]
+    if choice in PRESETS:
+        st.session_state["atlas_sentence"] = PRESETS[choice]
+
+
+def _widget(key: str) -> dict:
+    """Arguments that bind a widget to the persistent value `key`."""
+    st.session_state["w_" + key] = st.session_state["atlas_" + key]
+    return {"key": "w_" + key, "on_change": _copy, "args": (key,)}
+
+
+def current() -> State:
+    return State(*(st.session_state["atlas_" + k] for k in KEYS))
+
+
+def sidebar() -> State:
+    """Draw the shared controls in the sidebar and return the current state."""
+    _init()
+    with st.sidebar:
+        st.selectbox("Model", bundled_models(), help="A bundled model (see the model card on the home page).", **_widget("model"))
+        # The model may have changed: keep layer and head inside it.
+        fixed = _clean({k: st.session_state["atlas_" + k] for k in KEYS})
+        for k in ("layer", "head"):
+            st.session_state["atlas_" + k] = fixed[k]
+        cfg = get_model(fixed["model"]).cfg
+        st.selectbox("Preset sentences", ["(choose a preset)", *PRESETS], key="w_preset", on_change=_apply_preset, help="Sentences from the lecture: try the four 'bear' ones.")
+        st.text_area("Sentence", max_chars=MAX_CHARS, height=90, help=f"Any text; the model reads the first {cfg.n_ctx} tokens.", **_widget("sentence"))
+        st.slider("Layer", 0, cfg.n_layer - 1, help="Which transformer block to look at (0 = the first).", **_widget("layer"))
+        st.slider("Head", 0, cfg.n_head - 1, help="Which attention head of that layer.", **_widget("head"))
+        st.slider("Attention temperature τ", *TEMPERATURE_RANGE, step=0.05, help="Divides the scaled scores before softmax: τ < 1 sharpens, τ > 1 flattens. 1 = the model as trained.", **_widget("temperature"))
+    state = current()
+    st.query_params.from_dict({k: str(v) for k, v in vars(state).items()})
+    return state
