@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import html
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -16,7 +16,7 @@ SEQUENTIAL = "Blues"
 
 def esc(text: str) -> str:
     """Text made safe for a plotly label: plotly reads <br>, <a href> … as markup."""
-    return html.escape(str(text), quote=True)
+    return html.escape(str(text), quote=False)
 
 
 def tick_labels(labels: Sequence[str]) -> list[str]:

@@ -8,4 +8,4 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 echo "Installing Debian chromium for the browser tests…"
 apt-get update -qq
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-noto-color-emoji >/dev/null

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
+import numpy as np
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,8 +32,8 @@ def page_path(name: str) -> str:
 
 
 def run_page(path: str, **query: str) -> AppTest:
-    """Run a page (or app.py) once, with optional query-string state."""
-    at = AppTest.from_file(path, default_timeout=TIMEOUT)
+    """Run a page (or "app.py"; relative paths are from the project root) once, with optional query-string state."""
+    at = AppTest.from_file(str(ROOT / path), default_timeout=TIMEOUT)
     for k, v in query.items():
         at.query_params[k] = v
     return at.run()
@@ -53,3 +55,12 @@ def texts(at: AppTest) -> str:
 
 def assert_ok(at: AppTest) -> None:
     assert not at.exception, [e.value for e in at.exception]
+
+
+def array(value) -> np.ndarray:
+    """A plotly JSON array as numpy: plain lists, or base64 typed arrays {"dtype", "bdata", "shape"}."""
+    if isinstance(value, dict) and "bdata" in value:
+        arr = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+        shape = value.get("shape")
+        return arr.reshape([int(s) for s in str(shape).split(",")]) if shape else arr
+    return np.array(value, dtype=float)

@@ -28,9 +28,20 @@ def cmd_train(a: argparse.Namespace) -> None:
     print(f"val loss {n['val_loss']:.4f}  bigram {n['bigram_val_loss']:.4f}  params {n['params']:,}  {n['minutes']:.1f} min → {a.out}")
 
 
+def layer_head(spec: str) -> tuple[int, int]:
+    """'L.H' → (layer, head), for --ablate."""
+    layer, dot, head = spec.partition(".")
+    if not (dot and layer.isdigit() and head.isdigit()):
+        raise argparse.ArgumentTypeError(f"{spec!r} is not L.H (layer.head, e.g. 0.1)")
+    return int(layer), int(head)
+
+
 def cmd_trace(a: argparse.Namespace) -> None:
     lm = load_model(a.model)
-    iv = Interventions(temperature=a.temperature, causal=not a.no_mask, ablate=frozenset(tuple(map(int, h.split("."))) for h in a.ablate))
+    for layer, head in a.ablate:
+        if layer >= lm.cfg.n_layer or head >= lm.cfg.n_head:
+            raise ValueError(f"--ablate {layer}.{head}: this model has layers 0–{lm.cfg.n_layer - 1} and heads 0–{lm.cfg.n_head - 1}.")
+    iv = Interventions(temperature=a.temperature, causal=not a.no_mask, ablate=frozenset(a.ablate))
     tr = run_trace(lm.model, lm.tokenizer, a.text, iv)
     np.savez_compressed(a.out, tokens=np.array(tr.encoding.tokens), token_ids=np.array(tr.encoding.ids), offsets=np.array(tr.encoding.offsets), **tr.cache)
     cut = f" (cut from {tr.n_tokens_in})" if tr.truncated else ""
@@ -79,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--out", required=True, help="output .npz path")
     r.add_argument("--temperature", type=float, default=1.0, help="attention temperature τ")
     r.add_argument("--no-mask", action="store_true", help="switch the causal mask off")
-    r.add_argument("--ablate", nargs="*", default=[], metavar="L.H", help="heads to ablate, e.g. 0.1 2.3")
+    r.add_argument("--ablate", nargs="*", type=layer_head, default=[], metavar="L.H", help="heads to ablate, e.g. 0.1 2.3")
     r.set_defaults(fn=cmd_trace)
     e = sub.add_parser("eval", help="recompute a model card's validation and bigram losses")
     e.add_argument("--model", required=True)

@@ -40,6 +40,6 @@ class GPTConfig:
         Path(path).write_text(json.dumps(data, indent=2) + "\n")
 
     @classmethod
-    def from_dict(cls, data: dict) -> "GPTConfig":
+    def from_dict(cls, data: dict) -> GPTConfig:
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})

@@ -8,18 +8,22 @@ are read from safetensors only, never from pickle.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from .config import GPTConfig
 from .model import GPT
 from .tokenizer import Tokenizer
 
-ASSETS = Path(__file__).resolve().parent.parent / "assets" / "models"
+ROOT = Path(__file__).resolve().parent.parent
+ASSETS = ROOT / "assets" / "models"
 FILES = ("config.json", "model.safetensors", "tokenizer.json")
+MODEL_DIRS_ENV = "ATLAS_MODEL_DIRS"  # extra folders (os.pathsep-separated) whose model directories the app may open
 
 
 class ModelLoadError(ValueError):
@@ -44,10 +48,27 @@ def bundled_models() -> list[str]:
     return sorted(p.name for p in ASSETS.iterdir() if (p / "config.json").is_file()) if ASSETS.is_dir() else []
 
 
-def resolve(name_or_dir: str | Path) -> Path:
-    """A bundled model's name, or a path to a model directory."""
+def allowed_roots() -> list[Path]:
+    """Folders whose model directories the app may load: assets/models, ./models, and $ATLAS_MODEL_DIRS."""
+    extra = [Path(p).expanduser() for p in os.environ.get(MODEL_DIRS_ENV, "").split(os.pathsep) if p]
+    return [r.resolve() for r in (ASSETS, ROOT / "models", *extra)]
+
+
+def local_models() -> list[str]:
+    """Model directories found one level below the allowed folders (bundled ones excluded), as paths."""
+    found = []
+    for root in allowed_roots()[1:]:
+        if root.is_dir():
+            found += [str(p) for p in sorted(root.iterdir()) if (p / "config.json").is_file()]
+    return found
+
+
+def resolve(name_or_dir: str | Path, restrict: bool = False) -> Path:
+    """A bundled model's name, or a path to a model directory (inside allowed_roots() when `restrict`)."""
     bundled = ASSETS / str(name_or_dir)
     path = bundled if str(name_or_dir) in bundled_models() else Path(name_or_dir).expanduser()
+    if restrict and not any(path.resolve().is_relative_to(r) for r in allowed_roots()):
+        raise ModelLoadError(f"{str(name_or_dir)!r} is outside the folders this app may open models from; put it under ./models or add its folder to {MODEL_DIRS_ENV}.")
     if not path.is_dir():
         raise ModelLoadError(f"No model directory at {str(name_or_dir)!r} (bundled models: {', '.join(bundled_models())}).")
     missing = [f for f in FILES if not (path / f).is_file()]
@@ -68,28 +89,34 @@ def save_model(out: str | Path, model: GPT, tokenizer: Tokenizer, card: str = ""
     return out
 
 
-def load_model(name_or_dir: str | Path) -> LoadedModel:
-    path = resolve(name_or_dir)
+def load_model(name_or_dir: str | Path, restrict: bool = False) -> LoadedModel:
+    """Load a model directory into an eval-mode GPT; `restrict` limits paths to allowed_roots()."""
+    path = resolve(name_or_dir, restrict)
     try:
         raw_cfg = json.loads((path / "config.json").read_text())
         state = load_file(str(path / "model.safetensors"))
-    except (OSError, ValueError) as err:
+    except (OSError, ValueError, SafetensorError) as err:
         raise ModelLoadError(f"Could not read the model in {path}: {err}") from err
     kind = raw_cfg.get("model_type", "atlas-gpt")
-    if kind == "gpt2":
-        cfg, state = gpt2_to_atlas(raw_cfg, state)
-    elif kind == "atlas-gpt":
-        cfg = GPTConfig.from_dict(raw_cfg)
-    else:
+    if kind not in ("atlas-gpt", "gpt2"):
         raise ModelLoadError(f"{path}: model_type {kind!r} is not supported (atlas-gpt or gpt2).")
-    model = GPT(cfg)
     try:
+        cfg, state = gpt2_to_atlas(raw_cfg, state) if kind == "gpt2" else (GPTConfig.from_dict(raw_cfg), state)
+        model = GPT(cfg)
         model.load_state_dict(state)
-    except RuntimeError as err:
+    except ModelLoadError:
+        raise
+    except KeyError as err:
+        raise ModelLoadError(f"{path}: {err.args[0]!r} is missing from config.json or model.safetensors.") from err
+    except (ValueError, RuntimeError, TypeError) as err:
         raise ModelLoadError(f"{path}: the weights do not fit the config: {err}") from err
     model.eval().requires_grad_(False)
+    try:
+        tokenizer = Tokenizer.from_file(path / "tokenizer.json")
+    except Exception as err:  # `tokenizers` raises a bare Exception
+        raise ModelLoadError(f"{path}: tokenizer.json is not a valid tokenizer: {err}") from err
     card = (path / "README.md").read_text() if (path / "README.md").is_file() else ""
-    return LoadedModel(path.name, path, model, Tokenizer.from_file(path / "tokenizer.json"), card)
+    return LoadedModel(path.name, path, model, tokenizer, card)
 
 
 def gpt2_to_atlas(hf: dict, state: dict[str, torch.Tensor]) -> tuple[GPTConfig, dict[str, torch.Tensor]]:

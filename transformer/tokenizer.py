@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 from tokenizers import Tokenizer as HFTokenizer
 from tokenizers import decoders, models, pre_tokenizers, trainers
@@ -12,6 +13,8 @@ from tokenizers import decoders, models, pre_tokenizers, trainers
 END_OF_TEXT = "<|endoftext|>"
 # Whitespace and control characters drawn visibly in token labels.
 VISIBLE = {" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"}
+# Invisible characters shown by code point: format (U+200B, U+202E …), private, unassigned, other spaces.
+INVISIBLE = ("Cf", "Co", "Cn", "Zs", "Zl", "Zp")
 
 
 def _byte_decoder() -> dict[str, int]:
@@ -40,6 +43,8 @@ def visible(text: str) -> str:
             out.append(chr(0x2400 + ord(ch)))  # the Unicode "control picture" of the character
         elif ord(ch) == 127 or 0x80 <= ord(ch) < 0xA0:
             out.append(f"\\x{ord(ch):02x}")
+        elif unicodedata.category(ch) in INVISIBLE:
+            out.append(f"⟨U+{ord(ch):04X}⟩")
         else:
             out.append(ch)
     return "".join(out)
@@ -68,11 +73,11 @@ class Tokenizer:
         self._labels: list[str] | None = None
 
     @classmethod
-    def from_file(cls, path: str | Path) -> "Tokenizer":
+    def from_file(cls, path: str | Path) -> Tokenizer:
         return cls(HFTokenizer.from_file(str(path)))
 
     @classmethod
-    def train(cls, texts: Iterable[str], vocab_size: int) -> "Tokenizer":
+    def train(cls, texts: Iterable[str], vocab_size: int) -> Tokenizer:
         """Learn a byte-level BPE vocabulary of `vocab_size` tokens (one is END_OF_TEXT)."""
         hf = HFTokenizer(models.BPE())
         hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -90,15 +95,14 @@ class Tokenizer:
         self.hf.save(str(path))
 
     def label(self, token: str) -> str:
-        """Readable label of one vocabulary string: its bytes as text, whitespace made visible."""
+        """Readable label of one vocabulary string: its bytes as text, whitespace made visible,
+        each byte that is only part of a multi-byte character as <XX> (" 🐻"'s first three bytes: "␣<F0><9F>")."""
         try:
             raw = bytes(BYTE_DECODER[c] for c in token)
         except KeyError:  # not a byte-level token (a special token, another scheme)
             return visible(token)
-        try:
-            return visible(raw.decode("utf-8"))
-        except UnicodeDecodeError:  # part of a multi-byte character
-            return "".join(f"<{b:02X}>" for b in raw)
+        text = raw.decode("utf-8", errors="surrogateescape")  # a stray byte b becomes U+DC00 + b
+        return "".join(f"<{ord(ch) - 0xDC00:02X}>" if 0xDC80 <= ord(ch) <= 0xDCFF else visible(ch) for ch in text)
 
     def vocab_labels(self) -> list[str]:
         """label(id) for every id, computed once."""

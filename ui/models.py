@@ -13,18 +13,23 @@ from pathlib import Path
 import streamlit as st
 
 from transformer import Interventions, Trace, run_trace
-from transformer.loading import LoadedModel, bundled_models, load_model
+from transformer.loading import LoadedModel, bundled_models, load_model, local_models
 
 _MODELS: dict[str, LoadedModel] = {}
 _LOCK = threading.Lock()
 
 
+def model_choices() -> list[str]:
+    """What the model picker offers: bundled names, then model directories in the allowed folders."""
+    return bundled_models() + local_models()
+
+
 def get_model(name: str) -> LoadedModel:
-    """A bundled model by name, or a model directory by path; loaded at most once per process."""
+    """A bundled model by name, or a model directory in an allowed folder; loaded at most once per process."""
     key = name if name in bundled_models() else str(Path(name).expanduser().resolve())
     with _LOCK:
         if key not in _MODELS:
-            _MODELS[key] = load_model(key)
+            _MODELS[key] = load_model(key, restrict=True)
         return _MODELS[key]
 
 

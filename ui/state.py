@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from transformer.loading import bundled_models
+from transformer.loading import MODEL_DIRS_ENV, bundled_models
 from transformer.trace import MAX_CHARS
 
-from .models import get_model
+from .models import get_model, model_choices
 
 PRESETS = {
     "Bear country": "The hiking trail led us through bear country.",
@@ -52,7 +52,7 @@ def _default_model() -> str:
 def _clean(raw: dict) -> dict:
     """Validated values; anything missing or invalid falls back to its default."""
     out = {"model": _default_model(), "sentence": DEFAULT_SENTENCE, "layer": 0, "head": 0, "temperature": 1.0}
-    if raw.get("model") in bundled_models():
+    if raw.get("model") in model_choices():
         out["model"] = raw["model"]
     if isinstance(raw.get("sentence"), str):
         out["sentence"] = raw["sentence"][:MAX_CHARS]
@@ -102,7 +102,8 @@ def sidebar() -> State:
     """Draw the shared controls in the sidebar and return the current state."""
     _init()
     with st.sidebar:
-        st.selectbox("Model", bundled_models(), help="A bundled model (see the model card on the home page).", **_widget("model"))
+        model_help = f"Bundled models, then model directories found in ./models or ${MODEL_DIRS_ENV} (GPT-2 format works too)."
+        st.selectbox("Model", model_choices(), help=model_help, **_widget("model"))
         # The model may have changed: keep layer and head inside it.
         fixed = _clean({k: st.session_state["atlas_" + k] for k in KEYS})
         for k in ("layer", "head"):
@@ -112,7 +113,8 @@ def sidebar() -> State:
         st.text_area("Sentence", max_chars=MAX_CHARS, height=90, help=f"Any text; the model reads the first {cfg.n_ctx} tokens.", **_widget("sentence"))
         st.slider("Layer", 0, cfg.n_layer - 1, help="Which transformer block to look at (0 = the first).", **_widget("layer"))
         st.slider("Head", 0, cfg.n_head - 1, help="Which attention head of that layer.", **_widget("head"))
-        st.slider("Attention temperature τ", *TEMPERATURE_RANGE, step=0.05, help="Divides the scaled scores before softmax: τ < 1 sharpens, τ > 1 flattens. 1 = the model as trained.", **_widget("temperature"))
+        tau_help = "Divides the scaled scores before softmax: τ < 1 sharpens, τ > 1 flattens. 1 = the model as trained."
+        st.slider("Attention temperature τ", *TEMPERATURE_RANGE, step=0.05, help=tau_help, **_widget("temperature"))
     state = current()
     st.query_params.from_dict({k: str(v) for k, v in vars(state).items()})
     return state

@@ -1,0 +1,79 @@
+"""Serve the app on localhost and drive it with Playwright in Debian's headless Chromium."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def page_url(base: str, page_file: Path | None) -> str:
+    """URL of app.py (None) or of a file in pages/: "3_One_head.py" → /One_head."""
+    if page_file is None:
+        return base + "/"
+    return base + "/" + page_file.stem.split("_", 1)[1]
+
+
+@contextlib.contextmanager
+def serve_app(port: int | None = None, timeout: float = 60.0):
+    """Run `streamlit run app.py` on 127.0.0.1; yields the base URL."""
+    port = port or free_port()
+    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + timeout
+        while True:
+            try:
+                with urllib.request.urlopen(base + "/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                if proc.poll() is not None or time.time() > deadline:
+                    raise RuntimeError(f"streamlit did not start: {proc.stderr.read().decode()[-2000:]}") from None
+                time.sleep(0.3)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def launch(playwright):
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+
+
+def wait_rendered(page, timeout: float = 60_000) -> None:
+    """Wait until the script run has finished and every chart is drawn."""
+    page.wait_for_selector('[data-testid="stApp"]', timeout=timeout)
+    page.wait_for_function(
+        """() => {
+            const app = document.querySelector('[data-testid="stApp"]');
+            const running = document.querySelector('[data-testid="stStatusWidget"]');
+            const main = document.querySelector('[data-testid="stMain"]');
+            return app && !running && main && main.innerText.trim().length > 0;
+        }""",
+        timeout=timeout,
+    )
+    page.wait_for_timeout(500)
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.stPlotlyChart')].every(c => c.querySelector('.main-svg'))",
+        timeout=timeout,
+    )
