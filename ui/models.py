@@ -7,16 +7,21 @@ model is loaded once per process and never reloaded for everyone. Traces are cac
 
 from __future__ import annotations
 
+import gc
+import os
 import threading
 from pathlib import Path
 
 import streamlit as st
+import torch
 
 from transformer import Interventions, Trace, run_trace
 from transformer.loading import LoadedModel, bundled_models, load_model, local_models
 
 _MODELS: dict[str, LoadedModel] = {}
 _LOCK = threading.Lock()
+# Many sessions share 2 cores: one torch thread each beats several fighting over the cores.
+torch.set_num_threads(int(os.environ.get("ATLAS_TORCH_THREADS", "1")))
 
 
 def model_choices() -> list[str]:
@@ -30,6 +35,9 @@ def get_model(name: str) -> LoadedModel:
     with _LOCK:
         if key not in _MODELS:
             _MODELS[key] = load_model(key, restrict=True)
+            # Move the long-lived objects out of the collector's sight: every later collection is cheap.
+            gc.collect()
+            gc.freeze()
         return _MODELS[key]
 
 
