@@ -18,7 +18,10 @@ from .train import TrainConfig, bigram_baseline, evaluate, split_corpus, train, 
 
 
 def cmd_train(a: argparse.Namespace) -> None:
-    cfg = GPTConfig(vocab_size=a.vocab_size, n_ctx=a.n_ctx, d_model=a.d_model, n_layer=a.n_layer, n_head=a.n_head, d_mlp=a.d_mlp or 4 * a.d_model, pos_encoding=a.pos_encoding, dropout=a.dropout)
+    cfg = GPTConfig(
+        vocab_size=a.vocab_size, n_ctx=a.n_ctx, d_model=a.d_model, n_layer=a.n_layer, n_head=a.n_head, d_mlp=a.d_mlp or 4 * a.d_model,
+        pos_encoding=a.pos_encoding, dropout=a.dropout, tie_embeddings=not a.untied,
+    )
     tc = TrainConfig(steps=a.steps, batch_size=a.batch_size, lr=a.lr, eval_every=a.eval_every, max_chars=a.max_chars, seed=a.seed, threads=a.threads)
     if a.short:  # a quick smoke run for tests
         cfg = GPTConfig(vocab_size=300, n_ctx=32, d_model=32, n_layer=2, n_head=4, d_mlp=64)
@@ -71,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--batch-size", type=int, default=16)
     t.add_argument("--lr", type=float, default=2e-3)
     t.add_argument("--eval-every", type=int, default=250)
-    t.add_argument("--vocab-size", type=int, default=4096)
+    t.add_argument("--vocab-size", type=int, default=1024)
     t.add_argument("--n-ctx", type=int, default=256)
     t.add_argument("--d-model", type=int, default=128)
     t.add_argument("--n-layer", type=int, default=4)
@@ -79,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--d-mlp", type=int, default=0, help="default 4·d_model")
     t.add_argument("--pos-encoding", choices=["sinusoidal", "learned"], default="sinusoidal")
     t.add_argument("--dropout", type=float, default=0.0)
+    t.add_argument("--untied", action="store_true", help="give the unembedding W_U its own weights (default: W_U = W_Eᵀ)")
     t.add_argument("--max-chars", type=int, default=0, help="use only the corpus' first N characters")
     t.add_argument("--seed", type=int, default=1337)
     t.add_argument("--threads", type=int, default=2)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class GPTConfig:
-    vocab_size: int = 4096  # tokens in the BPE vocabulary
+    vocab_size: int = 1024  # tokens in the BPE vocabulary
     n_ctx: int = 256  # longest sequence the model reads (context length)
     d_model: int = 128  # width of the residual stream
     n_layer: int = 4  # transformer blocks
@@ -20,6 +20,7 @@ class GPTConfig:
     activation: str = "gelu_new"  # "gelu_new" (tanh approximation, GPT-2) or "gelu"
     ln_eps: float = 1e-5  # LayerNorm epsilon
     dropout: float = 0.0  # used only while training
+    tie_embeddings: bool = True  # unembedding W_U = W_Eᵀ (GPT-2); False gives W_U its own weights
 
     def __post_init__(self):
         if self.d_model % self.n_head:

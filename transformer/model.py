@@ -101,7 +101,11 @@ class LayerNorm(nn.Module):
 
 
 class Attention(nn.Module):
-    """Multi-head self-attention with per-head matrices W_Q[h], W_K[h], W_V[h], W_O[h]."""
+    """Multi-head attention with per-head matrices W_Q[h], W_K[h], W_V[h], W_O[h].
+
+    Self-attention by default; given `kv` (B, S, d), keys and values come from that other
+    sequence instead (cross-attention: queries from the decoder, keys/values from the encoder).
+    """
 
     def __init__(self, cfg: GPTConfig):
         super().__init__()
@@ -115,12 +119,13 @@ class Attention(nn.Module):
         self.b_V = nn.Parameter(torch.zeros(nh, hs))
         self.b_O = nn.Parameter(torch.zeros(d))
 
-    def forward(self, x, mask, layer: int, iv: Interventions, rec: Record = None, name: str = ""):
+    def forward(self, x, mask, layer: int, iv: Interventions, rec: Record = None, name: str = "", kv=None):
         B, T, d = x.shape
+        kv = x if kv is None else kv  # (B, S, d); S = T for self-attention
         # Q = X·W_Q, K = X·W_K, V = X·W_V, for every head at once
         q = torch.einsum("btd,hdk->bthk", x, self.W_Q) + self.b_Q  # (B, T, nh, hs)
-        k = torch.einsum("btd,hdk->bthk", x, self.W_K) + self.b_K  # (B, T, nh, hs)
-        v = torch.einsum("btd,hdk->bthk", x, self.W_V) + self.b_V  # (B, T, nh, hs)
+        k = torch.einsum("bsd,hdk->bshk", kv, self.W_K) + self.b_K  # (B, S, nh, hs)
+        v = torch.einsum("bsd,hdk->bshk", kv, self.W_V) + self.b_V  # (B, S, nh, hs)
         tau = iv.temperatures(layer, self.W_Q.size(0))
         z = attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), mask, tau, rec, name)  # (B, nh, T, hs)
         if any(lay == layer for lay, _ in iv.ablate):
@@ -195,13 +200,26 @@ class GPT(nn.Module):
         self.drop = nn.Dropout(cfg.dropout)
         self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layer))
         self.ln_final = LayerNorm(cfg)
+        if not cfg.tie_embeddings:
+            self.W_U_untied = nn.Parameter(torch.empty(cfg.d_model, cfg.vocab_size))
         self._init_weights()
 
+    @property
+    def W_U(self) -> torch.Tensor:
+        """The unembedding (d_model, vocab): W_Eᵀ when tied."""
+        return self.W_E.T if self.cfg.tie_embeddings else self.W_U_untied
+
     def _init_weights(self):
-        """N(0, 0.02), residual-stream outputs scaled by 1/√(2·n_layer), as in GPT-2."""
+        """N(0, 0.02), residual-stream outputs scaled by 1/√(2·n_layer), as in GPT-2.
+
+        An untied W_E starts at N(0, 0.5²), so a token's vector is about as long as its sinusoidal
+        position vector (‖PE_t‖ = √(d/2)) instead of being drowned by it.
+        """
         for name, p in self.named_parameters():
             if p.dim() >= 2:
                 std = 0.02 / math.sqrt(2 * self.cfg.n_layer) if name.endswith(("W_O", "W_out")) else 0.02
+                if name == "W_E" and not self.cfg.tie_embeddings:
+                    std = 0.5
                 nn.init.normal_(p, std=std)
 
     def forward(self, idx, attention_mask=None, interventions: Interventions = NO_INTERVENTIONS, rec: Record = None):
@@ -222,8 +240,8 @@ class GPT(nn.Module):
         for block in self.blocks:
             x = block(x, mask, interventions, rec)
         final = self.ln_final(x, rec, "ln_final.")
-        # logits = LN(x)·W_U, with W_U = W_Eᵀ (tied)
-        logits = final @ self.W_E.T  # (B, T, vocab)
+        # logits = LN(x)·W_U (W_U = W_Eᵀ when tied)
+        logits = final @ self.W_U  # (B, T, vocab)
         if rec is not None:
             rec["hook_embed"], rec["hook_pos_embed"], rec["logits"] = embed, pos_embed, logits
         return logits

@@ -22,7 +22,7 @@ Names and shapes (T tokens, nh heads, hs = d_head, d = d_model, V = vocab; one t
     blocks.{l}.hook_mlp_out          (T, d)       post·W_out + b_out
     blocks.{l}.hook_resid_post       (T, d)       resid_mid + mlp_out
     ln_final.hook_normalized         (T, d)       final LayerNorm
-    logits                           (T, V)       ln_final·W_Eᵀ
+    logits                           (T, V)       ln_final·W_U (W_U = W_Eᵀ when tied)
 """
 
 from __future__ import annotations

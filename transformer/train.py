@@ -98,8 +98,9 @@ def train(corpus: Path, out: Path, model_cfg: GPTConfig, tc: TrainConfig, comman
     bigram, bigram_k = bigram_baseline(train_ids.numpy(), val_ids[: val_y.numel() + 1].numpy(), tok.vocab_size)
 
     model = GPT(model_cfg)
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    # weight decay on weight matrices, not on biases, LayerNorm gains or the (tied) embedding
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and n != "W_E"]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2 or n == "W_E"]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": tc.weight_decay}, {"params": no_decay, "weight_decay": 0.0}], lr=tc.lr, betas=(0.9, 0.95))
     gen = torch.Generator().manual_seed(tc.seed)
     T = model_cfg.n_ctx
@@ -180,7 +181,7 @@ The byte-level BPE tokenizer ({cfg.vocab_size} tokens) was trained on the traini
 ## Training
     {command}
 
-{tc.steps} steps of {tc.batch_size} × {cfg.n_ctx} tokens, AdamW (peak lr {tc.lr}, weight decay {tc.weight_decay}),
+{tc.steps} steps of {tc.batch_size} × {cfg.n_ctx} tokens, AdamW (peak lr {tc.lr}, weight decay {tc.weight_decay} on matrices except W_E),
 seed {tc.seed}, {tc.threads} CPU threads; {n['minutes']:.1f} minutes on a 2-core CPU (tokenizer included).
 
 | step | train loss | val loss (subset) |

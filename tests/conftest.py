@@ -1,0 +1,63 @@
+"""Engine fixtures: a tokenizer trained on a slice of the corpus and a tiny random GPT built on it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+torch.set_num_threads(1)  # as the app runs (ui/models.py); on a busy 2-core machine two threads spin
+
+from transformer.config import GPTConfig
+from transformer.loading import save_model
+from transformer.model import GPT
+from transformer.tokenizer import Tokenizer
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT.parent / "shared" / "corpora" / "tinyshakespeare.txt"
+GPT2_FILES = ROOT.parent / "shared" / "tokenizers" / "gpt2"
+
+# Sentences of different lengths; one repeats a token ("the").
+SENTENCES = [
+    "To be, or not to be, that is the question.",
+    "the cat and the dog",
+    "ROMEO: But soft, what light through yonder window breaks?",
+    "Now is the winter of our discontent",
+    "a",
+    "Friends, Romans, countrymen, lend me your ears; I come to bury Caesar, not to praise him.",
+    "What's in a name? That which we call a rose",
+    "All the world's a stage,\nAnd all the men and women merely players;",
+]
+
+
+def randomize(model: GPT, seed: int, std: float = 0.3) -> GPT:
+    """Every parameter random (biases and LayerNorm too), large enough that attention is far from uniform."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            noise = torch.randn(p.shape, generator=gen)
+            p.copy_(1 + 0.2 * noise if name.endswith(".w") else std * noise)
+    return model.eval().requires_grad_(False)
+
+
+@pytest.fixture(scope="session")
+def tokenizer() -> Tokenizer:
+    return Tokenizer.train([CORPUS.read_text(encoding="utf-8")[:100_000]], vocab_size=400)
+
+
+@pytest.fixture(scope="session")
+def tiny_cfg(tokenizer) -> GPTConfig:
+    return GPTConfig(vocab_size=tokenizer.vocab_size, n_ctx=64, d_model=32, n_layer=3, n_head=4, d_mlp=64)
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tiny_cfg) -> GPT:
+    """A 3-layer, 4-head random GPT (sinusoidal positions); never modified by tests."""
+    return randomize(GPT(tiny_cfg), seed=0)
+
+
+@pytest.fixture(scope="session")
+def tiny_dir(tmp_path_factory, tiny_model, tokenizer) -> Path:
+    """The tiny model saved as a model directory."""
+    return save_model(tmp_path_factory.mktemp("tiny-gpt"), tiny_model, tokenizer, card="# tiny-gpt\nrandom weights\n")

@@ -1,0 +1,198 @@
+"""run_trace: names and shapes, read-only arrays, bad input, truncation, thread safety, the bundled model."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+import torch
+
+from tests.conftest import SENTENCES
+from transformer.loading import load_model
+from transformer.model import Interventions, sinusoidal_encoding
+from transformer.trace import MAX_CHARS, TraceInputError, run_trace, trace_names
+
+
+def expected_shapes(cfg, T: int) -> dict[str, tuple[int, ...]]:
+    """The module docstring's table, written out from the config."""
+    d, nh, hs = cfg.d_model, cfg.n_head, cfg.d_head
+    per_block = {
+        "hook_resid_pre": (T, d),
+        "ln1.hook_normalized": (T, d),
+        "attn.hook_q": (T, nh, hs),
+        "attn.hook_k": (T, nh, hs),
+        "attn.hook_v": (T, nh, hs),
+        "attn.hook_scores_raw": (nh, T, T),
+        "attn.hook_scores_scaled": (nh, T, T),
+        "attn.hook_scores_masked": (nh, T, T),
+        "attn.hook_pattern": (nh, T, T),
+        "attn.hook_z": (T, nh, hs),
+        "attn.hook_concat": (T, nh * hs),
+        "attn.hook_result": (T, nh, d),
+        "hook_attn_out": (T, d),
+        "hook_resid_mid": (T, d),
+        "ln2.hook_normalized": (T, d),
+        "mlp.hook_pre": (T, cfg.d_mlp),
+        "mlp.hook_post": (T, cfg.d_mlp),
+        "hook_mlp_out": (T, d),
+        "hook_resid_post": (T, d),
+    }
+    shapes = {"hook_embed": (T, d), "hook_pos_embed": (T, d), "ln_final.hook_normalized": (T, d), "logits": (T, cfg.vocab_size)}
+    for layer in range(cfg.n_layer):
+        shapes.update({f"blocks.{layer}.{k}": v for k, v in per_block.items()})
+    return shapes
+
+
+def test_names_and_shapes_match_the_documented_table(tiny_model, tokenizer, tiny_cfg):
+    tr = run_trace(tiny_model, tokenizer, SENTENCES[0])
+    T = len(tr.encoding)
+    shapes = expected_shapes(tiny_cfg, T)
+    assert set(trace_names(tiny_cfg.n_layer)) == set(tr.cache) == set(shapes)
+    assert len(trace_names(tiny_cfg.n_layer)) == len(set(trace_names(tiny_cfg.n_layer)))
+    for name, arr in tr.cache.items():
+        assert arr.shape == shapes[name], name
+        assert arr.dtype == np.float32, name
+        assert not arr.flags.writeable, name
+        with pytest.raises(ValueError):
+            arr[(0,) * arr.ndim] = 1.0
+
+
+def test_trace_values_follow_the_architecture(tiny_model, tokenizer, tiny_cfg):
+    """Embeddings, residual sums, concat and logits recomputed from the weights."""
+    tr = run_trace(tiny_model, tokenizer, SENTENCES[0])
+    ids, T = list(tr.encoding.ids), len(tr.encoding)
+    m = tiny_model
+    assert np.array_equal(tr["hook_embed"], m.W_E[ids].numpy())
+    assert np.array_equal(tr["hook_pos_embed"], m.W_pos[:T].numpy())
+    np.testing.assert_allclose(tr["blocks.0.hook_resid_pre"], tr["hook_embed"] + tr["hook_pos_embed"], atol=1e-6)
+    for layer in range(tiny_cfg.n_layer):
+        b = f"blocks.{layer}."
+        np.testing.assert_allclose(tr[b + "hook_resid_mid"], tr[b + "hook_resid_pre"] + tr[b + "hook_attn_out"], atol=1e-5)
+        np.testing.assert_allclose(tr[b + "hook_resid_post"], tr[b + "hook_resid_mid"] + tr[b + "hook_mlp_out"], atol=1e-5)
+        assert np.array_equal(tr[b + "attn.hook_concat"], tr[b + "attn.hook_z"].reshape(T, -1))
+        if layer + 1 < tiny_cfg.n_layer:
+            assert np.array_equal(tr[f"blocks.{layer + 1}.hook_resid_pre"], tr[b + "hook_resid_post"])
+    last = tr[f"blocks.{tiny_cfg.n_layer - 1}.hook_resid_post"]
+    x = (last - last.mean(-1, keepdims=True)) / np.sqrt(last.var(-1, keepdims=True) + tiny_cfg.ln_eps)
+    np.testing.assert_allclose(tr["ln_final.hook_normalized"], x * m.ln_final.w.numpy() + m.ln_final.b.numpy(), atol=1e-4)
+    np.testing.assert_allclose(tr["logits"], tr["ln_final.hook_normalized"] @ m.W_E.numpy().T, atol=1e-4)
+
+
+def test_sinusoidal_positions_follow_the_formula():
+    """PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d))."""
+    n, d = 50, 16
+    pe = sinusoidal_encoding(n, d).numpy()
+    assert pe.shape == (n, d) and pe.dtype == np.float32
+    for pos in range(n):
+        for i in range(d // 2):
+            angle = pos / 10000 ** (2 * i / d)
+            assert abs(pe[pos, 2 * i] - np.sin(angle)) < 1e-6 and abs(pe[pos, 2 * i + 1] - np.cos(angle)) < 1e-6
+    assert np.array_equal(pe[0], np.tile([0.0, 1.0], d // 2))
+
+
+# ---------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize("text, words", [("", "empty"), ("   \n\t  ", "whitespace"), ("\n", "whitespace")])
+def test_unusable_text_gives_a_clear_error(tiny_model, tokenizer, text, words):
+    with pytest.raises(TraceInputError, match=words):
+        run_trace(tiny_model, tokenizer, text)
+
+
+def test_text_longer_than_the_context_is_cut(tiny_model, tokenizer, tiny_cfg):
+    text = " ".join(SENTENCES) * 3
+    n_full = len(tokenizer.encode(text))
+    assert n_full > tiny_cfg.n_ctx
+    tr = run_trace(tiny_model, tokenizer, text)
+    assert len(tr.encoding) == tiny_cfg.n_ctx
+    assert tr.truncated and not tr.cut_chars
+    assert tr.n_tokens_in == n_full
+    assert tr.encoding.ids == tokenizer.encode(text).ids[: tiny_cfg.n_ctx]
+    assert text.startswith(tr.encoding.text) and tr.encoding.text.endswith(text[slice(*tr.encoding.offsets[-1])])
+    assert tr["logits"].shape[0] == tiny_cfg.n_ctx
+
+
+def test_text_of_exactly_the_context_is_not_cut(tiny_model, tokenizer, tiny_cfg):
+    text = "a" + " a" * (tiny_cfg.n_ctx - 1)
+    assert len(tokenizer.encode(text)) == tiny_cfg.n_ctx
+    tr = run_trace(tiny_model, tokenizer, text)
+    assert not tr.truncated and tr.n_tokens_in == tiny_cfg.n_ctx and tr.encoding.text == text
+
+
+def test_very_long_text_is_cut_by_characters_first(tiny_model, tokenizer, tiny_cfg):
+    text = "x" * (MAX_CHARS + 10)
+    tr = run_trace(tiny_model, tokenizer, text)
+    assert tr.cut_chars and tr.truncated
+    assert len(tr.encoding) == tiny_cfg.n_ctx
+    assert tr.n_tokens_in == len(tokenizer.encode(text[:MAX_CHARS]))
+
+
+@pytest.mark.parametrize("text", ["\x00\x07\x1b", "a\x00b\x07c\x1b[31mred\u202edesrever", "I love 🐻 bears 🐻‍❄️!", "مرحبا بالعالم — שלום", "東京", "<script>alert(1)</script>"])
+def test_odd_characters_trace_fine(tiny_model, tokenizer, text):
+    tr = run_trace(tiny_model, tokenizer, text)
+    assert len(tr.encoding) > 0 and tr.encoding.text == text
+    assert np.isfinite(tr["logits"]).all()
+
+
+def test_forward_longer_than_the_context_raises_value_error(tiny_model, tiny_cfg):
+    with pytest.raises(ValueError, match="longer than the context"):
+        tiny_model(torch.zeros(1, tiny_cfg.n_ctx + 1, dtype=torch.long))
+
+
+# ---------------------------------------------------------------- thread safety
+
+
+@pytest.fixture
+def one_torch_thread():
+    """As when serving: one intra-op thread per call, so 8 Python threads do not oversubscribe 2 cores."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def test_threads_get_exactly_the_sequential_results(tiny_model, tokenizer, one_torch_thread):
+    """8 threads on ONE model, different sentences and interventions, repeated: identical to one-at-a-time."""
+    ivs = [Interventions(), Interventions(temperature=0.5), Interventions(causal=False), Interventions(ablate=frozenset({(1, 2)}))]
+    jobs = [(s, ivs[i % len(ivs)]) for i, s in enumerate(SENTENCES)] * 2
+    sequential = [run_trace(tiny_model, tokenizer, s, iv) for s, iv in jobs]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        for _ in range(3):
+            parallel = list(pool.map(lambda job: run_trace(tiny_model, tokenizer, *job), jobs))
+            for seq, par in zip(sequential, parallel, strict=True):
+                assert par.encoding == seq.encoding
+                assert par.cache.keys() == seq.cache.keys()
+                for name in seq.cache:
+                    assert np.array_equal(par[name], seq[name]), name
+
+
+# ---------------------------------------------------------------- the bundled model
+
+
+@pytest.fixture(scope="module")
+def bundled():
+    return load_model("shakespeare-gpt")
+
+
+def test_bundled_model_meets_the_spec(bundled):
+    cfg = bundled.cfg
+    assert cfg.pos_encoding == "sinusoidal" and cfg.n_layer >= 2 and cfg.n_head >= 4 and cfg.n_ctx >= 256
+    assert sum(f.stat().st_size for f in bundled.path.iterdir()) <= 10_000_000  # ≤ 10 MB on disk
+    assert not any(p.requires_grad for p in bundled.model.parameters()) and not bundled.model.training
+
+
+def test_bundled_model_traces_a_full_context(bundled):
+    tr = run_trace(bundled.model, bundled.tokenizer, "To be, or not to be, that is the question: " * 40)
+    assert len(tr.encoding) == bundled.cfg.n_ctx and tr.truncated
+    np.testing.assert_allclose(tr[f"blocks.{bundled.cfg.n_layer - 1}.attn.hook_pattern"].sum(-1), 1.0, atol=1e-5)
+
+
+def test_bundled_model_in_threads(bundled, one_torch_thread):
+    texts = SENTENCES  # 8 texts
+    sequential = [run_trace(bundled.model, bundled.tokenizer, t) for t in texts]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        parallel = list(pool.map(lambda t: run_trace(bundled.model, bundled.tokenizer, t), texts))
+    for seq, par in zip(sequential, parallel, strict=True):
+        for name in seq.cache:
+            assert np.array_equal(par[name], seq[name]), name
