@@ -9,7 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 MAX_TICK_CHARS = 14
-HOVER_CELLS = 64 * 64  # per-cell hover text only up to this many cells (bytes grow with T²)
+HOVER_CELLS = 32 * 32  # per-cell hover text only up to this many cells (a 16×128 map with it is ~150 KiB)
 DIVERGING = "RdBu_r"
 SEQUENTIAL = "Blues"
 
@@ -32,8 +32,13 @@ def token_axis(labels: Sequence[str], title: str = "") -> dict:
     return {"tickmode": "array", "tickvals": idx, "ticktext": [tick_labels(labels)[i] for i in idx], "title": title}
 
 
+def layout_dict(title: str = "", height: int = 420, **kwargs) -> dict:
+    """The layout every figure shares, as one dict: pass it to go.Figure(data, layout=…) to validate once (each update_* call costs ms)."""
+    return {"title": esc(title) if title else None, "height": height, "margin": {"l": 10, "r": 10, "t": 40 if title else 10, "b": 10}, **kwargs}
+
+
 def layout(fig: go.Figure, title: str = "", height: int = 420, **kwargs) -> go.Figure:
-    fig.update_layout(title=esc(title) if title else None, height=height, margin={"l": 10, "r": 10, "t": 40 if title else 10, "b": 10}, **kwargs)
+    fig.update_layout(layout_dict(title, height, **kwargs))
     return fig
 
 
@@ -63,37 +68,23 @@ def heatmap(
     neg_inf = np.isneginf(z) if masked is None else np.asarray(masked, dtype=bool)
     shown = np.where(neg_inf, np.nan, z).astype(np.float32)
     rows, cols = z.shape
-    hm = go.Heatmap(
-        z=shown,
-        x=np.arange(cols),
-        y=np.arange(rows),
-        colorscale=colorscale,
-        zmid=zmid,
-        zmin=zmin,
-        zmax=zmax,
-        hoverongaps=True,
-        colorbar={"thickness": 12},
-    )
+    trace = {"z": shown, "x": np.arange(cols), "y": np.arange(rows), "colorscale": colorscale, "zmid": zmid, "zmin": zmin, "zmax": zmax, "hoverongaps": True, "colorbar": {"thickness": 12}}
     if rows * cols <= HOVER_CELLS:
         xl = [esc(s) for s in (x_labels if x_labels is not None else map(str, range(cols)))]
         yl = [esc(s) for s in (y_labels if y_labels is not None else map(str, range(rows)))]
         hover = [[f"{yl[i]} (row {i}) → {xl[j]} (col {j})<br>{esc(value_name)} = {_value(z[i, j])}{' (masked: score −∞)' if neg_inf[i, j] else ''}" for j in range(cols)] for i in range(rows)]
-        hm.update(text=hover, hovertemplate="%{text}<extra></extra>")
+        trace.update(text=hover, hovertemplate="%{text}<extra></extra>")
         if show_values:
-            cell = [["" if neg_inf[i, j] else f"{z[i, j]:.2f}" for j in range(cols)] for i in range(rows)]
-            hm.update(customdata=cell, texttemplate="%{customdata}")
+            trace.update(texttemplate="%{z:.2f}")  # plotly writes each cell's own z (customdata does not render in heatmap text); masked (NaN) cells stay blank
     else:
-        hm.update(hovertemplate=f"row %{{y}} → col %{{x}}<br>{esc(value_name)} = %{{z:.4g}}<extra></extra>")
-    fig = go.Figure(hm)
-    fig.update_xaxes(token_axis(x_labels, esc(x_title)) if x_labels is not None else {"title": esc(x_title)})
-    fig.update_yaxes(token_axis(y_labels, esc(y_title)) if y_labels is not None else {"title": esc(y_title)}, autorange="reversed")
-    return layout(fig, title, height, plot_bgcolor="#d9d9d9")
+        trace.update(hovertemplate=f"row %{{y}} → col %{{x}}<br>{esc(value_name)} = %{{z:.4g}}<extra></extra>")
+    xaxis = token_axis(x_labels, esc(x_title)) if x_labels is not None else {"title": esc(x_title)}
+    yaxis = token_axis(y_labels, esc(y_title)) if y_labels is not None else {"title": esc(y_title)}
+    return go.Figure(go.Heatmap(**trace), layout=layout_dict(title, height, plot_bgcolor="#d9d9d9", xaxis=xaxis, yaxis={**yaxis, "autorange": "reversed"}))
 
 
 def bars(values: np.ndarray, labels: Sequence[str], *, title: str = "", x_title: str = "", y_title: str = "", height: int = 320, color: str = "#4c78a8") -> go.Figure:
     """Vertical bars at integer positions labelled by (escaped) tokens."""
     values = np.asarray(values, dtype=np.float32)
-    fig = go.Figure(go.Bar(x=np.arange(len(values)), y=values, marker_color=color, text=[esc(s) for s in labels], hovertemplate="%{text}: %{y:.4g}<extra></extra>", textposition="none"))
-    fig.update_xaxes(token_axis(labels, esc(x_title)))
-    fig.update_yaxes(title=esc(y_title))
-    return layout(fig, title, height)
+    bar = go.Bar(x=np.arange(len(values)), y=values, marker_color=color, text=[esc(s) for s in labels], hovertemplate="%{text}: %{y:.4g}<extra></extra>", textposition="none")
+    return go.Figure(bar, layout=layout_dict(title, height, xaxis=token_axis(labels, esc(x_title)), yaxis={"title": esc(y_title)}))

@@ -1,0 +1,44 @@
+"""Small matrices drawn with their numbers in every cell (the lecture's worked example)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .common import DIVERGING, SEQUENTIAL, heatmap
+
+CELL_FORMAT = "%{z:.3~g}"  # d3-format: 2 → "2", 0.98522 → "0.985", 5.7735 → "5.77"
+
+
+def matrix(
+    m: np.ndarray,
+    row_labels: Sequence[str],
+    col_labels: Sequence[str],
+    *,
+    title: str,
+    row_title: str = "",
+    col_title: str = "",
+    zmin: float | None = None,
+    zmax: float | None = None,
+) -> go.Figure:
+    """A (rows, cols) matrix as a heatmap with each value written in its cell; diverging colours when it holds both signs."""
+    m = np.asarray(m, dtype=np.float64)
+    signed = m.size > 0 and m.min() < 0 < m.max()
+    fig = heatmap(
+        m,
+        col_labels,
+        row_labels,
+        title=title,
+        x_title=col_title,
+        y_title=row_title,
+        colorscale=DIVERGING if signed else SEQUENTIAL,
+        zmid=0.0 if signed else None,
+        zmin=zmin,
+        zmax=zmax,
+        height=110 + 45 * m.shape[0],
+    )
+    # The number in every cell, formatted by plotly from z itself (heatmap's show_values text does not render in the browser).
+    fig.data[0].texttemplate = CELL_FORMAT
+    return fig
