@@ -44,6 +44,14 @@ def charts(at: AppTest) -> list[dict]:
     return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
 
 
+def chart(at: AppTest, key: str) -> dict:
+    """The figure drawn with st.plotly_chart(key=key), as a plotly JSON dict."""
+    for c in at.get("plotly_chart"):
+        if c.proto.id.endswith("-" + key):
+            return json.loads(c.proto.spec)
+    raise KeyError(key)
+
+
 def texts(at: AppTest) -> str:
     """All markdown, captions, infos, warnings and errors on the page, joined."""
     parts = []

@@ -5,6 +5,7 @@ Plain numpy on rows of W_E (vocab, d). Also the binary counter that sinusoidal p
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -80,14 +81,15 @@ def cosine_matrix(a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
     return ua @ ub.T
 
 
-def nearest(unit: np.ndarray, v: np.ndarray, k: int, exclude=()) -> tuple[np.ndarray, np.ndarray]:
+def nearest(unit: np.ndarray, v: np.ndarray, k: int, exclude: Iterable[int] = ()) -> tuple[np.ndarray, np.ndarray]:
     """The k rows of `unit` (unit-length rows, e.g. unit_rows(W_E)) with the highest cosine to v, skipping `exclude`.
 
     Returns (ids, cosines), best first.
     """
+    exclude = list(set(exclude))
     cos = unit @ unit_rows(v[None])[0]  # (V,)
-    cos[list(exclude)] = -np.inf
-    k = min(k, len(cos) - len(set(exclude)))
+    cos[exclude] = -np.inf
+    k = min(k, len(cos) - len(exclude))
     top = np.argpartition(-cos, k - 1)[:k] if k > 0 else np.array([], dtype=np.int64)
     top = top[np.argsort(-cos[top], kind="stable")]
     return top, cos[top]

@@ -111,8 +111,12 @@ def sidebar() -> State:
         cfg = get_model(fixed["model"]).cfg
         st.selectbox("Preset sentences", ["(choose a preset)", *PRESETS], key="w_preset", on_change=_apply_preset, help="Sentences from the lecture: try the four 'bear' ones.")
         st.text_area("Sentence", max_chars=MAX_CHARS, height=90, help=f"Any text; the model reads the first {cfg.n_ctx} tokens.", **_widget("sentence"))
-        st.slider("Layer", 0, cfg.n_layer - 1, help="Which transformer block to look at (0 = the first).", **_widget("layer"))
-        st.slider("Head", 0, cfg.n_head - 1, help="Which attention head of that layer.", **_widget("head"))
+        pickers = (("layer", cfg.n_layer - 1, "Layer", "Which transformer block to look at (0 = the first)."), ("head", cfg.n_head - 1, "Head", "Which attention head of that layer."))
+        for key, top, label, text in pickers:
+            if top > 0:
+                st.slider(label, 0, top, help=text, **_widget(key))
+            else:  # a slider needs two values
+                st.caption(f"{label} 0 (the model has only one)")
         tau_help = "Divides the scaled scores before softmax: τ < 1 sharpens, τ > 1 flattens. 1 = the model as trained."
         st.slider("Attention temperature τ", *TEMPERATURE_RANGE, step=0.05, help=tau_help, **_widget("temperature"))
     state = current()

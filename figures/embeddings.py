@@ -1,0 +1,109 @@
+"""Token and embedding figures: token chips, embedding rows, a PCA map, cosine similarities, neighbour bars."""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from transformer.tokenizer import Encoding, visible
+
+from .common import DIVERGING, bars, esc, heatmap, layout_dict, tick_labels
+
+ROW_UNITS = 90  # width of one row of chips, in characters
+CHIP_COLORS = ("#cfe2f3", "#fce5cd", "#d9ead3", "#ead1dc", "#fff2cc")
+
+
+def shown_chars(piece: str) -> str:
+    """Characters made visible: whitespace as ␣ ↵ ⇥, invisible format characters (e.g. U+202E) as their code."""
+    return "".join(f"⟨U+{ord(ch):04X}⟩" if unicodedata.category(ch) in ("Cf", "Co", "Cn", "Zl", "Zp") else ch for ch in visible(piece))
+
+
+def chip_rows(labels: Sequence[str], ids: Sequence[int], row_units: int = ROW_UNITS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Lay chips out left to right, wrapping into rows. Returns (x start, width, row) per token, in characters."""
+    x0, width, row = [], [], []
+    x, r = 0, 0
+    for label, i in zip(labels, ids, strict=True):
+        w = max(len(label), len(str(i))) + 2
+        if x > 0 and x + w > row_units:
+            x, r = 0, r + 1
+        x0.append(x)
+        width.append(w)
+        row.append(r)
+        x += w + 1
+    return np.array(x0), np.array(width), np.array(row)
+
+
+def token_chips(enc: Encoding) -> go.Figure:
+    """One chip per token: its readable label over its id; hover names the characters of the text it covers."""
+    x0, width, row = chip_rows(enc.labels, enc.ids)
+    hover = []
+    for pos, (label, i, (s, e)) in enumerate(zip(enc.labels, enc.ids, enc.offsets, strict=True)):
+        piece = enc.text[s:e]
+        codes = " ".join(f"U+{ord(c):04X}" for c in piece) if any(ord(c) > 126 or ord(c) < 32 for c in piece) else ""
+        hover.append(f"position {pos} · id {i} · token {esc(label)}<br>characters {s}–{e}: «{esc(shown_chars(piece))}»" + (f"<br>{codes}" if codes else ""))
+    chips = go.Bar(
+        orientation="h",
+        base=x0,
+        x=width,
+        y=row,
+        width=0.8,
+        marker={"color": [CHIP_COLORS[p % len(CHIP_COLORS)] for p in range(len(enc))], "line": {"color": "#888", "width": 1}},
+        text=[f"{esc(label)}<br><span style='font-size:10px;color:#555'>{i}</span>" for label, i in zip(enc.labels, enc.ids, strict=True)],
+        textposition="inside",
+        insidetextanchor="middle",
+        textangle=0,
+        textfont={"family": "monospace", "size": 13, "color": "#111"},
+        hovertext=hover,
+        hovertemplate="%{hovertext}<extra></extra>",
+    )
+    n_rows = int(row.max()) + 1 if len(row) else 1
+    axes = {"xaxis": {"visible": False, "range": [-0.5, ROW_UNITS + 0.5]}, "yaxis": {"visible": False, "autorange": "reversed"}}
+    return go.Figure(
+        chips, layout=layout_dict("Your text, token by token (hover a chip)", 60 + 46 * n_rows, bargap=0, showlegend=False, plot_bgcolor="white", uniformtext={"minsize": 8, "mode": "show"}, **axes)
+    )
+
+
+def sentence_rows_heatmap(z: np.ndarray, labels: Sequence[str], title: str, value_name: str) -> go.Figure:
+    """Rows of a (T, d) array, one per token (a repeated token keeps its own row), dimensions across."""
+    return heatmap(z, None, labels, title=title, x_title="dimension", y_title="token", colorscale=DIVERGING, zmid=0, value_name=value_name, height=rows_height(len(labels)))
+
+
+def rows_height(n_rows: int) -> int:
+    """A figure height that gives each of n rows a readable band, within limits."""
+    return int(min(max(140 + 16 * n_rows, 300), 760))
+
+
+def cosine_heatmap(sim: np.ndarray, labels: Sequence[str]) -> go.Figure:
+    """cos(token i, token j) among the sentence's tokens, on a fixed −1…1 scale."""
+    title = "Cosine similarity of the tokens' embeddings"
+    return heatmap(sim, labels, labels, title=title, colorscale=DIVERGING, zmin=-1, zmax=1, zmid=0, value_name="cosine", show_values=len(labels) <= 12, height=rows_height(len(labels)))
+
+
+def pca_map(bg: np.ndarray, bg_labels: Sequence[str], pts: np.ndarray, pt_labels: Sequence[str], explained: np.ndarray) -> go.Figure:
+    """Vocabulary tokens (grey) and the sentence's tokens (red, labelled) along 2 or 3 principal components."""
+    dims = bg.shape[1]
+    axes = [f"PC{k + 1} ({100 * explained[k]:.1f}% of variance)" for k in range(dims)]
+    vocab = {"mode": "markers", "hovertext": [esc(s) for s in bg_labels], "name": "vocabulary", "hovertemplate": "%{hovertext}<extra></extra>"}
+    sentence = {"mode": "markers+text", "text": tick_labels(pt_labels), "name": "your sentence", "hovertemplate": "%{hovertext}<extra></extra>"}
+    sentence["hovertext"] = [f"position {p}: {esc(s)}" for p, s in enumerate(pt_labels)]
+    if dims == 3:
+        traces = [
+            go.Scatter3d(x=bg[:, 0], y=bg[:, 1], z=bg[:, 2], marker={"size": 2, "color": "#bbbbbb"}, **vocab),
+            go.Scatter3d(x=pts[:, 0], y=pts[:, 1], z=pts[:, 2], marker={"size": 5, "color": "#d62728"}, **sentence),
+        ]
+        frame = {"scene": {"xaxis_title": axes[0], "yaxis_title": axes[1], "zaxis_title": axes[2]}}
+    else:
+        traces = [
+            go.Scatter(x=bg[:, 0], y=bg[:, 1], marker={"size": 4, "color": "#bbbbbb"}, **vocab),
+            go.Scatter(x=pts[:, 0], y=pts[:, 1], marker={"size": 9, "color": "#d62728"}, textposition="top center", **sentence),
+        ]
+        frame = {"xaxis": {"title": axes[0]}, "yaxis": {"title": axes[1]}}
+    return go.Figure(traces, layout=layout_dict("", 560, legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"}, **frame))
+
+
+def neighbour_bars(cosines: np.ndarray, labels: Sequence[str], title: str) -> go.Figure:
+    """The nearest tokens, best first, as bars of their cosine similarity."""
+    return bars(cosines, labels, title=title, y_title="cosine similarity", height=340)

@@ -1,0 +1,39 @@
+"""Positional-encoding figures: the sinusoid table, a few of its waves, the binary counter, position similarity."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .common import DIVERGING, SEQUENTIAL, heatmap, layout_dict
+
+WAVE_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
+
+
+def encoding_heatmap(pe: np.ndarray, title: str) -> go.Figure:
+    """PE as a (position × dimension) heatmap on a fixed −1…1 scale."""
+    return heatmap(pe, title=title, x_title="dimension i", y_title="position", colorscale=DIVERGING, zmin=-1, zmax=1, zmid=0, value_name="PE", height=460)
+
+
+def waves(pe: np.ndarray, dims: Sequence[int]) -> go.Figure:
+    """Chosen columns of PE drawn as curves over the positions."""
+    pos = np.arange(len(pe))
+    traces = [
+        go.Scatter(x=pos, y=pe[:, d], mode="lines+markers", marker={"size": 4}, line={"color": WAVE_COLORS[n % len(WAVE_COLORS)]}, name=f"dim {d} ({'cos' if d % 2 else 'sin'})")
+        for n, d in enumerate(dims)
+    ]
+    axes = {"xaxis": {"title": "position"}, "yaxis": {"title": "PE(position, dim)", "range": [-1.1, 1.1]}}
+    return go.Figure(traces, layout=layout_dict("A few dimensions as waves: low dimensions wiggle fast, high ones slowly", 360, **axes))
+
+
+def bits_heatmap(bits: np.ndarray) -> go.Figure:
+    """bits[pos, b] of a binary counter as a 0/1 heatmap, bit 0 (the fastest) on the left."""
+    names = [f"bit {b}" for b in range(bits.shape[1])]
+    return heatmap(bits, names, None, title="A binary counter", x_title="bit (0 flips every step)", y_title="position", colorscale="Greys", zmin=0, zmax=1, value_name="bit", height=460)
+
+
+def similarity_heatmap(sim: np.ndarray, title: str) -> go.Figure:
+    """PE_i · PE_j for every pair of positions."""
+    return heatmap(sim, title=title, x_title="position j", y_title="position i", colorscale=SEQUENTIAL, value_name="PE_i · PE_j", height=460)

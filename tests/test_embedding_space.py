@@ -1,0 +1,149 @@
+"""Embedding-space helpers against independent computations: SVD / covariance PCA, cosine by formula, brute-force neighbours."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from transformer.embedding_space import NotOneToken, analogy, binary_bits, cosine_matrix, frequent_ids, merged_ids, nearest, pca, single_token_id, unit_rows
+from transformer.loading import load_model
+from transformer.tokenizer import BYTE_DECODER
+
+RNG = np.random.default_rng(0)
+
+
+@pytest.fixture(scope="module")
+def bundled():
+    return load_model("shakespeare-gpt")
+
+
+def cloud(n: int = 300, d: int = 16) -> np.ndarray:
+    """Points with clearly different spreads along random directions, so the components are well separated."""
+    scales = np.linspace(5, 0.5, d)  # (d,)
+    basis = np.linalg.qr(RNG.normal(size=(d, d)))[0]  # (d, d) orthonormal
+    return (RNG.normal(size=(n, d)) * scales) @ basis.T + RNG.normal(size=d)
+
+
+def test_pca_matches_svd_up_to_sign():
+    x = cloud()
+    fit = pca(x, 3)
+    _, s, vt = np.linalg.svd(x - x.mean(0), full_matrices=False)
+    for k in range(3):
+        assert min(np.abs(fit.components[k] - vt[k]).max(), np.abs(fit.components[k] + vt[k]).max()) < 1e-8
+    np.testing.assert_allclose(fit.explained, s[:3] ** 2 / (s**2).sum(), rtol=1e-8)
+    np.testing.assert_allclose(fit.mean, x.mean(0))
+
+
+def test_pca_matches_covariance_eigenvectors_and_projects():
+    x = cloud(200, 8)
+    fit = pca(x, 2)
+    val, vec = np.linalg.eig(np.cov(x, rowvar=False))  # unsorted, independent routine
+    order = np.argsort(-val.real)
+    for k in range(2):
+        ref = vec[:, order[k]].real
+        assert abs(abs(fit.components[k] @ ref) - 1) < 1e-8  # same direction up to sign
+    coords = fit.project(x)
+    assert coords.shape == (200, 2) and coords.dtype == np.float32
+    np.testing.assert_allclose(coords, (x - x.mean(0)) @ fit.components.T, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(coords.var(0, ddof=1), np.sort(val.real)[::-1][:2], rtol=1e-4)  # variance along PC k = k-th eigenvalue
+
+
+def test_pca_sign_is_fixed():
+    x = cloud()
+    for fit in (pca(x, 4), pca(-x, 4)):  # flipping the data must not flip the map
+        big = fit.components[np.arange(4), np.abs(fit.components).argmax(1)]
+        assert (big > 0).all()
+    np.testing.assert_allclose(pca(x, 4).components, pca(-x, 4).components, atol=1e-8)
+
+
+def test_cosine_matrix_matches_formula():
+    a, b = RNG.normal(size=(5, 7)), RNG.normal(size=(3, 7))
+    manual = [[a[i] @ b[j] / np.sqrt((a[i] @ a[i]) * (b[j] @ b[j])) for j in range(3)] for i in range(5)]
+    np.testing.assert_allclose(cosine_matrix(a, b), manual, rtol=1e-5)
+    square = cosine_matrix(a)
+    np.testing.assert_allclose(np.diag(square), 1, rtol=1e-6)
+    np.testing.assert_allclose(square, square.T, atol=1e-7)
+
+
+def test_unit_rows_keeps_a_zero_row_zero():
+    u = unit_rows(np.array([[3.0, 4.0], [0.0, 0.0]]))
+    np.testing.assert_allclose(u, [[0.6, 0.8], [0, 0]])
+
+
+def brute_force(w: np.ndarray, v: np.ndarray, k: int, exclude: set[int]) -> list[tuple[int, float]]:
+    """Every row's cosine to v, by the formula, sorted; the k best not excluded."""
+    scores = [(i, float(w[i] @ v / (np.linalg.norm(w[i]) * np.linalg.norm(v)))) for i in range(len(w)) if i not in exclude]
+    return sorted(scores, key=lambda p: -p[1])[:k]
+
+
+def test_nearest_matches_brute_force():
+    w = RNG.normal(size=(200, 12)).astype(np.float32)
+    v = RNG.normal(size=12).astype(np.float32)
+    ids, cos = nearest(unit_rows(w), v, 10, exclude={3, 7})
+    ref = brute_force(w, v, 10, {3, 7})
+    assert list(ids) == [i for i, _ in ref]
+    np.testing.assert_allclose(cos, [c for _, c in ref], rtol=1e-5)
+    assert 3 not in ids and 7 not in ids
+
+
+def test_nearest_with_k_beyond_the_vocabulary_returns_every_other_row():
+    w = RNG.normal(size=(6, 3)).astype(np.float32)
+    ids, cos = nearest(unit_rows(w), w[0], 50, exclude=[0, 0, 2])  # a list with a repeat
+    assert sorted(ids) == [1, 3, 4, 5] and (np.diff(cos) <= 0).all()
+
+
+def test_analogy_matches_brute_force():
+    w = RNG.normal(size=(150, 10)).astype(np.float32)
+    a, b, c = 4, 9, 20
+    unit = w / np.linalg.norm(w, axis=1, keepdims=True)
+    v = unit[a] - unit[b] + unit[c]
+    ids, cos = analogy(unit_rows(w), a, b, c, 8)
+    ref = brute_force(w, v, 8, {a, b, c})
+    assert list(ids) == [i for i, _ in ref]
+    np.testing.assert_allclose(cos, [c for _, c in ref], rtol=1e-5)
+
+
+def test_analogy_finds_a_planted_parallelogram():
+    """Build king − man + woman = queen exactly: the answer must be queen."""
+    w = RNG.normal(size=(50, 6)).astype(np.float32)
+    w /= np.linalg.norm(w, axis=1, keepdims=True)
+    king, man, woman, queen = 1, 2, 3, 4
+    w[queen] = w[king] - w[man] + w[woman]
+    ids, cos = analogy(unit_rows(w), king, man, woman, 3)
+    assert ids[0] == queen and cos[0] > 0.999
+
+
+def test_single_token_id(bundled):
+    tok = bundled.tokenizer
+    i = single_token_id(tok, " the")
+    assert tok.decode([i]) == " the"
+    with pytest.raises(NotOneToken) as err:
+        single_token_id(tok, " antidisestablishmentarianism")
+    assert len(err.value.labels) > 1 and "".join(err.value.labels).replace("␣", " ") == " antidisestablishmentarianism"
+    with pytest.raises(NotOneToken) as err:
+        single_token_id(tok, "")
+    assert err.value.labels == ()
+
+
+def test_merged_ids_are_multi_byte_in_learned_order(bundled):
+    tok = bundled.tokenizer
+    ids = merged_ids(tok)
+    assert (np.diff(ids) > 0).all()
+    specials = {t.content for t in tok.hf.get_added_tokens_decoder().values()}
+    for i in range(tok.vocab_size):
+        s = tok.hf.id_to_token(i)
+        is_merged = s not in specials and len(bytes(BYTE_DECODER[c] for c in s)) > 1
+        assert (i in set(ids.tolist())) == is_merged
+    np.testing.assert_array_equal(frequent_ids(tok, 10), ids[:10])
+
+
+def test_merged_ids_of_a_small_trained_tokenizer(tokenizer):
+    ids = merged_ids(tokenizer)
+    assert len(ids) == tokenizer.vocab_size - 1 - 256  # everything but <|endoftext|> and the 256 bytes
+    assert all(len(tokenizer.decode([i]).encode("utf-8")) > 1 for i in ids)
+
+
+def test_binary_bits():
+    bits = binary_bits(16, 4)
+    for pos in range(16):
+        assert "".join(str(int(b)) for b in bits[pos][::-1]) == format(pos, "04b")

@@ -1,0 +1,301 @@
+"""The Tokens & embeddings page through AppTest: figure data equals the model's W_E and the trace, every control changes the page."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from figures.common import esc
+from tests.apptest_utils import BAD_INPUTS, array, assert_ok, page_path, run_page, texts
+from transformer.loading import load_model
+from transformer.trace import run_trace
+from ui import PRESETS
+
+PAGE = page_path("1_Tokens_and_embeddings")
+REPEATED = "I saw the cat and the dog"  # "␣the" twice
+
+
+@pytest.fixture(scope="module")
+def lm():
+    return load_model("shakespeare-gpt")
+
+
+@pytest.fixture(scope="module")
+def W_E(lm) -> np.ndarray:
+    return lm.model.W_E.detach().numpy().astype(np.float64)  # (V, d)
+
+
+@pytest.fixture(scope="module")
+def default_page():
+    at = run_page(PAGE)
+    assert_ok(at)
+    return at
+
+
+def chart(at, key: str) -> dict:
+    """The figure drawn with st.plotly_chart(key=key), as a plotly JSON dict."""
+    for c in at.get("plotly_chart"):
+        if c.proto.id.endswith("-" + key):
+            return json.loads(c.proto.spec)
+    raise KeyError(f"no chart {key!r}; charts: {[c.proto.id.rsplit('-', 1)[-1] for c in at.get('plotly_chart')]}")
+
+
+def chart_keys(at) -> list[str]:
+    return [c.proto.id.rsplit("-", 1)[-1] for c in at.get("plotly_chart")]
+
+
+def cosines(W: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """cos(W_i, v) for every row, by the formula."""
+    return W @ v / (np.linalg.norm(W, axis=1) * np.linalg.norm(v))
+
+
+def brute_top(W: np.ndarray, v: np.ndarray, k: int, exclude: set[int]) -> tuple[list[int], np.ndarray]:
+    cos = cosines(W, v)
+    order = [i for i in np.argsort(-cos, kind="stable") if i not in exclude][:k]
+    return order, cos[order]
+
+
+def first_merged(tok, n: int) -> list[int]:
+    """The first n ids whose byte-level string is longer than one byte (skipping special tokens), by id."""
+    specials = {t.content for t in tok.hf.get_added_tokens_decoder().values()}
+    return [i for i in range(tok.vocab_size) if len(tok.hf.id_to_token(i)) > 1 and tok.hf.id_to_token(i) not in specials][:n]
+
+
+def escaped(tok, ids) -> list[str]:
+    return [esc(tok.vocab_labels()[i]) for i in ids]
+
+
+def strings(node) -> list[str]:
+    """Every string inside a figure's JSON (labels, hover texts, titles)."""
+    if isinstance(node, str):
+        return [node]
+    if isinstance(node, dict):
+        return [s for v in node.values() for s in strings(v)]
+    if isinstance(node, list):
+        return [s for v in node for s in strings(v)]
+    return []
+
+
+def sentence_of(at) -> str:
+    return at.text_area(key="w_sentence").value
+
+
+# ---- the default page: every figure against the engine ------------------------------------------------
+
+
+def test_chips_show_every_token_with_id_and_covered_characters(default_page, lm):
+    enc = lm.tokenizer.encode(sentence_of(default_page))
+    bar = chart(default_page, "tokens_chips")["data"][0]
+    assert len(bar["text"]) == len(enc)
+    for pos, (label, i, (s, e)) in enumerate(zip(enc.labels, enc.ids, enc.offsets, strict=True)):
+        assert bar["text"][pos].startswith(label) and f">{i}<" in bar["text"][pos]
+        assert f"id {i}" in bar["hovertext"][pos] and f"characters {s}–{e}: «{enc.text[s:e].replace(' ', '␣')}»" in bar["hovertext"][pos]
+    assert any(t.startswith("␣") for t in bar["text"])  # whitespace is visible
+    table = default_page.dataframe[0].value
+    assert list(table["token"]) == list(enc.labels) and list(table["id"]) == list(enc.ids)
+
+
+def test_embedding_heatmap_equals_trace_and_W_E(default_page, lm, W_E):
+    tr = run_trace(lm.model, lm.tokenizer, sentence_of(default_page))
+    z = array(chart(default_page, "tokens_embed")["data"][0]["z"])
+    np.testing.assert_array_equal(z, tr["hook_embed"])
+    np.testing.assert_allclose(z, W_E[list(tr.encoding.ids)], rtol=1e-6)
+
+
+def independent_pca(x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, components) from numpy's SVD of the centred data."""
+    mean = x.mean(0)
+    return mean, np.linalg.svd(x - mean, full_matrices=False)[2][:k]
+
+
+def assert_same_up_to_sign(coords: np.ndarray, ref: np.ndarray):
+    for k in range(ref.shape[1]):
+        sign = np.sign(coords[:, k] @ ref[:, k])
+        np.testing.assert_allclose(coords[:, k], sign * ref[:, k], atol=2e-5)
+
+
+def test_pca_map_is_the_vocabulary_pca(default_page, lm, W_E):
+    fig = chart(default_page, "tokens_pca")
+    vocab, sent = fig["data"]
+    n = default_page.slider(key="tokens_n_vocab").value
+    ids = first_merged(lm.tokenizer, n)
+    assert vocab["hovertext"] == escaped(lm.tokenizer, ids)
+    mean, comps = independent_pca(W_E[ids], 2)
+    assert_same_up_to_sign(np.c_[array(vocab["x"]), array(vocab["y"])], (W_E[ids] - mean) @ comps.T)
+    sent_ids = list(lm.tokenizer.encode(sentence_of(default_page)).ids)
+    assert_same_up_to_sign(np.c_[array(sent["x"]), array(sent["y"])], (W_E[sent_ids] - mean) @ comps.T)
+    assert "of variance" in fig["layout"]["xaxis"]["title"]["text"]
+
+
+def test_cosine_matrix_equals_formula(default_page, lm, W_E):
+    ids = list(lm.tokenizer.encode(sentence_of(default_page)).ids)
+    z = array(chart(default_page, "tokens_cosine")["data"][0]["z"])
+    ref = np.array([[cosines(W_E[[a]], W_E[b])[0] for b in ids] for a in ids])
+    np.testing.assert_allclose(z, ref, atol=1e-5)
+
+
+def test_neighbours_are_the_brute_force_nearest(default_page, lm, W_E):
+    enc = lm.tokenizer.encode(sentence_of(default_page))
+    pos = default_page.selectbox(key="tokens_query").value
+    k = default_page.slider(key="tokens_k").value
+    qid = enc.ids[pos]
+    ref_ids, ref_cos = brute_top(W_E, W_E[qid], k, {qid})
+    bar = chart(default_page, "tokens_neighbours")["data"][0]
+    np.testing.assert_allclose(array(bar["y"]), ref_cos, atol=1e-5)
+    assert bar["text"] == escaped(lm.tokenizer, ref_ids)
+
+
+def test_analogy_default_is_the_brute_force_answer(default_page, lm, W_E):
+    tok = lm.tokenizer
+    a, b, c = (tok.encode(" " + w).ids[0] for w in ("king", "man", "woman"))
+    unit = W_E / np.linalg.norm(W_E, axis=1, keepdims=True)
+    ref_ids, ref_cos = brute_top(W_E, unit[a] - unit[b] + unit[c], default_page.slider(key="tokens_analogy_k").value, {a, b, c})
+    fig = chart(default_page, "tokens_analogy")
+    np.testing.assert_allclose(array(fig["data"][0]["y"]), ref_cos, atol=1e-5)
+    assert fig["data"][0]["text"] == escaped(tok, ref_ids)
+    assert "␣king − ␣man + ␣woman" in fig["layout"]["title"]["text"]
+    assert "honest note" in texts(default_page)
+    bank = lm.tokenizer.encode(" bank").labels
+    assert ("␣bank is a single token" if len(bank) == 1 else " + ".join(bank)) in texts(default_page)
+
+
+def test_formulas_are_shown(default_page):
+    latex = " ".join(el.value for el in default_page.get("latex"))
+    assert "W_E" in latex and r"\cos" in latex and r"\hat w_a - \hat w_b + \hat w_c" in latex
+
+
+# ---- every control changes what is shown ------------------------------------------------------------
+
+
+def test_vocabulary_size_slider_changes_the_map():
+    at = run_page(PAGE)
+    before = chart(at, "tokens_pca")["data"]
+    at.slider(key="tokens_n_vocab").set_value(1000).run()
+    assert_ok(at)
+    after = chart(at, "tokens_pca")["data"]
+    assert len(before[0]["hovertext"]) == 500 and len(after[0]["hovertext"]) == 1000
+    assert not np.allclose(array(before[1]["x"]), array(after[1]["x"]))  # refitted PCA moves the sentence's points
+
+
+def test_3d_toggle_draws_three_components(lm, W_E):
+    at = run_page(PAGE)
+    assert chart(at, "tokens_pca")["data"][1]["type"] == "scatter"
+    at.toggle(key="tokens_pca_3d").set_value(True).run()
+    assert_ok(at)
+    vocab, sent = chart(at, "tokens_pca")["data"]
+    assert vocab["type"] == sent["type"] == "scatter3d"
+    ids = first_merged(lm.tokenizer, 500)
+    mean, comps = independent_pca(W_E[ids], 3)
+    assert_same_up_to_sign(np.c_[array(vocab["x"]), array(vocab["y"]), array(vocab["z"])], (W_E[ids] - mean) @ comps.T)
+    assert "3 directions" in texts(at)
+
+
+def test_token_choice_and_k_change_the_neighbours(lm, W_E):
+    at = run_page(PAGE)
+    first = chart(at, "tokens_neighbours")["data"][0]
+    at.selectbox(key="tokens_query").set_value(0).run()
+    second = chart(at, "tokens_neighbours")["data"][0]
+    enc = lm.tokenizer.encode(sentence_of(at))
+    ref_ids, ref_cos = brute_top(W_E, W_E[enc.ids[0]], 10, {enc.ids[0]})
+    np.testing.assert_allclose(array(second["y"]), ref_cos, atol=1e-5)
+    assert second["text"] != first["text"]
+    assert enc.labels[0] in chart(at, "tokens_neighbours")["layout"]["title"]["text"]
+    at.slider(key="tokens_k").set_value(25).run()
+    assert len(chart(at, "tokens_neighbours")["data"][0]["text"]) == 25
+
+
+def test_analogy_boxes_change_the_answer_and_reject_multi_token_words(lm):
+    at = run_page(PAGE)
+    before = chart(at, "tokens_analogy")["data"][0]["text"]
+    at.text_input(key="tokens_analogy_a").input("queen").run()
+    assert "␣queen − ␣man + ␣woman" in chart(at, "tokens_analogy")["layout"]["title"]["text"]
+    assert chart(at, "tokens_analogy")["data"][0]["text"] != before
+    at.text_input(key="tokens_analogy_b").input("antidisestablishment").run()
+    assert_ok(at)
+    assert "tokens_analogy" not in chart_keys(at)
+    assert "Box b must be ONE token" in texts(at)
+    assert " + ".join(lm.tokenizer.encode(" antidisestablishment").labels) in [c.value for c in at.code]
+    at.text_input(key="tokens_analogy_b").input("").run()
+    assert "Box b is empty" in texts(at) and "tokens_analogy" not in chart_keys(at)
+    at.text_input(key="tokens_analogy_b").input("man").run()
+    at.text_input(key="tokens_analogy_c").input("lady").run()
+    assert "␣queen − ␣man + ␣lady" in chart(at, "tokens_analogy")["layout"]["title"]["text"]
+
+
+def test_leading_space_checkbox_switches_tokens(lm):
+    at = run_page(PAGE)
+    at.checkbox(key="tokens_analogy_space").uncheck().run()
+    assert_ok(at)
+    if all(len(lm.tokenizer.encode(w)) == 1 for w in ("king", "man", "woman")):  # true of the bundled vocabulary
+        title = chart(at, "tokens_analogy")["layout"]["title"]["text"]
+        assert "king − man + woman" in title and "␣" not in title
+    else:
+        assert "must be ONE token" in texts(at) and "tokens_analogy" not in chart_keys(at)
+
+
+def test_analogy_k_slider():
+    at = run_page(PAGE)
+    at.slider(key="tokens_analogy_k").set_value(20).run()
+    assert len(array(chart(at, "tokens_analogy")["data"][0]["y"])) == 20
+
+
+def test_changing_the_sentence_changes_every_sentence_figure(lm):
+    at = run_page(PAGE)
+    chips = chart(at, "tokens_chips")["data"][0]["text"]
+    embed, cos = (array(chart(at, k)["data"][0]["z"]) for k in ("tokens_embed", "tokens_cosine"))
+    at.text_area(key="w_sentence").set_value("We sat on the bank of the river.").run()
+    assert_ok(at)
+    new = chart(at, "tokens_chips")["data"][0]["text"]
+    assert new != chips and [t.split("<br>")[0] for t in new] == [esc(s) for s in lm.tokenizer.encode("We sat on the bank of the river.").labels]
+    assert array(chart(at, "tokens_embed")["data"][0]["z"]).shape != embed.shape
+    assert array(chart(at, "tokens_cosine")["data"][0]["z"]).shape != cos.shape
+
+
+# ---- repeated tokens, presets, bad inputs -----------------------------------------------------------------
+
+
+def test_repeated_token_keeps_both_rows(lm):
+    at = run_page(PAGE, sentence=REPEATED)
+    assert_ok(at)
+    enc = lm.tokenizer.encode(REPEATED)
+    the = [p for p, label in enumerate(enc.labels) if label == "␣the"]
+    assert len(the) == 2
+    z = array(chart(at, "tokens_embed")["data"][0]["z"])
+    assert z.shape[0] == len(enc)
+    np.testing.assert_array_equal(z[the[0]], z[the[1]])
+    cos = array(chart(at, "tokens_cosine")["data"][0]["z"])
+    assert cos.shape == (len(enc), len(enc)) and cos[the[0], the[1]] == pytest.approx(1, abs=1e-6)
+    assert chart(at, "tokens_embed")["layout"]["yaxis"]["tickvals"] == list(range(len(enc)))
+    assert len(chart(at, "tokens_chips")["data"][0]["text"]) == len(enc)
+    assert len(array(chart(at, "tokens_pca")["data"][1]["x"])) == len(enc)
+    assert "repeats a token 1 time" in texts(at)
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_presets(name):
+    at = run_page(PAGE)
+    at.selectbox(key="w_preset").set_value(name).run()
+    assert_ok(at)
+    assert sentence_of(at) == PRESETS[name]
+    assert len(chart(at, "tokens_chips")["data"][0]["text"]) == len(array(chart(at, "tokens_embed")["data"][0]["z"]))
+
+
+@pytest.mark.parametrize("name,text", BAD_INPUTS, ids=[n for n, _ in BAD_INPUTS])
+def test_bad_inputs(name, text):
+    at = run_page(PAGE, sentence=text)
+    assert_ok(at)
+    shown = texts(at)
+    if not text.strip():
+        assert "type" in shown.lower() and not at.get("plotly_chart")
+        return
+    assert {"tokens_chips", "tokens_embed", "tokens_pca", "tokens_cosine", "tokens_neighbours", "tokens_analogy"} <= set(chart_keys(at))
+    if name == "very_long":
+        assert "reads at most 256" in shown and len(chart(at, "tokens_chips")["data"][0]["text"]) == 256
+    shown = " ".join(s for key in chart_keys(at) for s in strings(chart(at, key)))
+    assert "<script" not in shown and "<img" not in shown and "\u202e" not in shown  # no markup, no invisible text reversal
+    if name in ("script", "img"):
+        assert "&lt;" in shown
+    if name == "control":
+        assert "⟨U+202E⟩" in shown and "␛" in shown
