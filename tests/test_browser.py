@@ -29,11 +29,17 @@ def browser():
         b.close()
 
 
+def streamlit_probe(msg) -> bool:
+    """Streamlit's own frontend, opened at a page's URL (/One_head), first probes /One_head/_stcore/health and
+    /One_head/_stcore/host-config, gets 404 and falls back to /_stcore/…; the browser logs those 404s as errors."""
+    return "404" in msg.text and "/_stcore/" in (msg.location or {}).get("url", "")
+
+
 @pytest.fixture
 def tab(browser):
     page = browser.new_page(viewport={"width": 1300, "height": 900})
     page.errors = []
-    page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
+    page.on("console", lambda m: page.errors.append(f"{m.text} {m.location}") if m.type == "error" and not streamlit_probe(m) else None)
     page.on("pageerror", lambda e: page.errors.append(str(e)))
     page.dialogs = []
     page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
