@@ -1,13 +1,17 @@
-"""Attention figures built from a trace."""
+"""Attention figures: vectors, scores, weights and masks, drawn from a trace's arrays."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
 
 from transformer import Trace
 
-from .common import heatmap
+from .common import DIVERGING, bars, esc, heatmap, layout_dict, token_axis
+
+SHOW_VALUES_MAX = 12  # write numbers into T×T cells only for sentences this short
 
 
 def pattern_weights(tr: Trace, layer: int, head: int) -> np.ndarray:
@@ -18,5 +22,67 @@ def pattern_weights(tr: Trace, layer: int, head: int) -> np.ndarray:
 def pattern_heatmap(tr: Trace, layer: int, head: int, title: str = "") -> go.Figure:
     """One head's weights; masked (future) cells are drawn blank and say −∞ in their score."""
     masked = np.isneginf(tr[f"blocks.{layer}.attn.hook_scores_masked"][head])
-    labels = tr.encoding.labels
-    return heatmap(pattern_weights(tr, layer, head), labels, labels, title=title or f"Attention weights, layer {layer}, head {head}", x_title="key (looked at)", y_title="query (looking)", zmin=0, zmax=1, value_name="weight", show_values=len(labels) <= 12, masked=masked)
+    return weights_heatmap(pattern_weights(tr, layer, head), tr.encoding.labels, masked, title or f"Attention weights, layer {layer}, head {head}")
+
+
+def vectors_heatmap(
+    z: np.ndarray, labels: Sequence[str], title: str, *, dim_title: str = "dimension", value_name: str = "value", blank: np.ndarray | None = None, shapes: Sequence[dict] = ()
+) -> go.Figure:
+    """One vector per row, (T, n): rows are tokens, columns dimensions; blue < 0 < red; `blank` rows left empty.
+
+    The hover names the row's position (the axis names its token): per-cell hover text for T×n cells
+    would cost more bytes and time than the whole figure.
+    """
+    z = np.asarray(z, dtype=np.float32)
+    shown = z if blank is None else np.where(np.asarray(blank, dtype=bool)[:, None], np.nan, z).astype(np.float32)
+    rows, cols = z.shape
+    hover = f"row %{{y}}, dimension %{{x}}<br>{esc(value_name)} = %{{z:.4g}}<extra></extra>"
+    hm = go.Heatmap(z=shown, x=np.arange(cols), y=np.arange(rows), colorscale=DIVERGING, zmid=0, hoverongaps=False, hovertemplate=hover, colorbar={"thickness": 12})
+    axes = {"xaxis": {"title": esc(dim_title)}, "yaxis": {**token_axis(labels, "token"), "autorange": "reversed"}, "shapes": list(shapes)}
+    return go.Figure(hm, layout=layout_dict(title, plot_bgcolor="#d9d9d9", **axes))
+
+
+def scores_heatmap(scores: np.ndarray, labels: Sequence[str], title: str, *, value_name: str = "score", values: bool = True) -> go.Figure:
+    """Query × key scores, (T, T); −∞ (masked) cells are blank and say −∞ on hover. values: numbers in the cells of a short sentence."""
+    short = values and len(labels) <= SHOW_VALUES_MAX
+    return heatmap(scores, labels, labels, title=title, x_title="key j", y_title="query i", colorscale=DIVERGING, zmid=0, value_name=value_name, show_values=short)
+
+
+def weights_heatmap(weights: np.ndarray, labels: Sequence[str], masked: np.ndarray | None, title: str, *, values: bool = True) -> go.Figure:
+    """Softmax weights α_ij in [0, 1], (T, T); masked cells (weight exactly 0) blank."""
+    short = values and len(labels) <= SHOW_VALUES_MAX
+    return heatmap(weights, labels, labels, title=title, x_title="key j (looked at)", y_title="query i (looking)", zmin=0, zmax=1, value_name="weight", show_values=short, masked=masked)
+
+
+def weight_bars(row: np.ndarray, labels: Sequence[str], title: str) -> go.Figure:
+    """One query's weights over the keys, as bars."""
+    return bars(row, labels, title=title, x_title="key j", y_title="weight α_ij")
+
+
+def weighted_sum_heatmap(terms: np.ndarray, total: np.ndarray, labels: Sequence[str], visible: np.ndarray, title: str) -> go.Figure:
+    """The rows α_ij·v_j (one per key j; hidden keys blank), then a last row with their sum z_i."""
+    z = np.vstack([terms, total[None, :]]).astype(np.float32)  # (T+1, hs)
+    blank = np.append(~np.asarray(visible, dtype=bool), False)  # (T+1,) hidden keys; the sum row is always shown
+    line = {"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": len(labels) - 0.5, "y1": len(labels) - 0.5, "line": {"color": "black", "width": 2}}
+    return vectors_heatmap(z, [*labels, "Σ = z_i"], title, dim_title="dimension of the head", value_name="α_ij·v_j (last row: z_i)", blank=blank, shapes=[line])
+
+
+def mask_heatmap(visible: np.ndarray, labels: Sequence[str], title: str, *, row: int | None = None) -> go.Figure:
+    """A mask, (T, T): filled cells may be looked at, blank cells are −∞. `row` is outlined."""
+    visible = np.asarray(visible, dtype=bool)
+    fig = heatmap(visible.astype(np.float32), labels, labels, title=title, x_title="key j", y_title="query i", zmin=0, zmax=1, value_name="may look (1 = yes)", masked=~visible)
+    n = visible.shape[1]
+    outline = [] if row is None else [{"type": "rect", "x0": -0.5, "x1": n - 0.5, "y0": row - 0.5, "y1": row + 0.5, "line": {"color": "#d62728", "width": 3}}]
+    fig.plotly_update(restyle_data={"showscale": False}, relayout_data={"shapes": outline})
+    return fig
+
+
+def padding_heatmap(real: np.ndarray, token_labels: Sequence[Sequence[str]], row_names: Sequence[str], title: str) -> go.Figure:
+    """A padded batch, (B, T): real tokens filled, padding blank; each cell names its token ("[pad]" for padding)."""
+    real = np.asarray(real, dtype=bool)
+    B, T = real.shape
+    fig = heatmap(real.astype(np.float32), [str(j) for j in range(T)], row_names, title=title, x_title="position", zmin=0, zmax=1, masked=~real, height=120 + 60 * B)
+    cells = [[esc(token_labels[b][j]) if real[b, j] else "[pad]" for j in range(T)] for b in range(B)]
+    shown = {"texttemplate": "%{text}"} if T <= 24 else {}
+    fig.plotly_update(restyle_data={"text": [cells], "hovertemplate": "row %{y}, position %{x}: %{text}<extra></extra>", "showscale": False, **shown})
+    return fig

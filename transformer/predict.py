@@ -96,9 +96,12 @@ def top_tokens(logits_row: np.ndarray, k: int, temperature: float = 1.0) -> list
 
 
 def next_token_probs(logits: np.ndarray, ids: Sequence[int]) -> np.ndarray:
-    """p(token ids[i+1] | tokens ≤ i) for each position i < T−1: how likely the model found the actual next token."""
-    probs = torch.softmax(torch.tensor(np.asarray(logits[:-1], dtype=np.float32)), dim=-1)  # (T−1, V)
-    return probs[torch.arange(len(ids) - 1), torch.as_tensor(list(ids[1:]))].numpy()
+    """p(token ids[i+1] | tokens ≤ i) for each position i < T−1, softmax over the full vocabulary: how likely the model found the actual next token."""
+    x = np.asarray(logits[:-1], dtype=np.float64)  # (T−1, V)
+    top = x.max(axis=-1)
+    # p = exp(x_next − max) / Σ exp(x − max)
+    picked = x[np.arange(len(x)), np.asarray(ids[1:])]  # (T−1,)
+    return (np.exp(picked - top) / np.exp(x - top[:, None]).sum(axis=-1)).astype(np.float32)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,187 @@
+"""The Masking page: masks drawn from the trace, the mask-off predictions, the padded batch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from transformer import Interventions, run_trace
+from transformer.loading import load_model
+from transformer.predict import top_tokens
+from ui.state import DEFAULT_SENTENCE, PRESETS
+
+from .apptest_utils import BAD_INPUTS, array, assert_ok, charts, page_path, run_page, texts
+
+PAGE = page_path("4_Masking")
+REPEATED = "the cat and the dog and the bird"  # "␣the" and "␣and" twice
+OTHER = "The cat sat."  # the page's default second sentence
+
+
+@pytest.fixture(scope="module")
+def lm():
+    return load_model("shakespeare-gpt")
+
+
+def trace(lm, text=REPEATED, temperature=1.0, causal=True):
+    return run_trace(lm.model, lm.tokenizer, text, Interventions(temperature=temperature, causal=causal))
+
+
+def chart(at, title: str) -> dict:
+    """The one figure whose title starts with `title`."""
+    found = [c for c in charts(at) if c["layout"].get("title", {}).get("text", "").startswith(title)]
+    assert len(found) == 1, [c["layout"].get("title") for c in charts(at)]
+    return found[0]
+
+
+def z(at, title: str) -> np.ndarray:
+    return array(chart(at, title)["data"][0]["z"])
+
+
+def metrics(at) -> list[float]:
+    return [float(m.value) for m in at.metric]
+
+
+def test_causal_mask_and_scrubber(lm):
+    at = run_page(PAGE, sentence=REPEATED)
+    assert_ok(at)
+    tr = trace(lm)
+    T = len(tr.encoding)
+    tril = np.tril(np.ones((T, T), dtype=bool))
+    mask = z(at, "Causal mask")
+    np.testing.assert_array_equal(~np.isnan(mask), tril)
+    np.testing.assert_array_equal(mask[tril], 1)
+    for pos in (3, T - 1, 0):
+        if pos != at.slider(key="masking_pos").value:
+            at.slider(key="masking_pos").set_value(pos).run()
+        assert_ok(at)
+        (rect,) = chart(at, "Causal mask")["layout"]["shapes"]
+        assert (rect["y0"], rect["y1"]) == (pos - 0.5, pos + 0.5)
+        bars = array(chart(at, f"Where position {pos} looks")["data"][0]["y"])
+        np.testing.assert_allclose(bars, tr["blocks.0.attn.hook_pattern"][0, pos], rtol=1e-6)
+        assert (bars[pos + 1 :] == 0).all()
+        assert f"may see **{pos + 1}** token(s)" in texts(at) and f"**{T - pos - 1}** later" in texts(at)
+        assert at.text[0].value == tr.encoding.text[: tr.encoding.offsets[pos][1]]
+
+
+def test_default_sentence_and_every_preset(lm):
+    at = run_page(PAGE)
+    assert_ok(at)
+    for name, sentence in [(None, DEFAULT_SENTENCE), *PRESETS.items()]:
+        if name:
+            at.selectbox(key="w_preset").set_value(name).run()
+            assert_ok(at)
+        tr = trace(lm, sentence)
+        T = len(tr.encoding)
+        np.testing.assert_array_equal(~np.isnan(z(at, "Causal mask")), np.tril(np.ones((T, T), dtype=bool)))
+        masked = tr["blocks.0.attn.hook_scores_masked"][0]
+        np.testing.assert_allclose(z(at, "After the mask"), np.where(np.isneginf(masked), np.nan, masked), rtol=1e-6)
+        assert at.dataframe[0].value["token"].tolist() == list(tr.encoding.labels[: min(T, 8)])
+        assert max(metrics(at)) <= 1e-5
+
+
+def test_scores_before_and_after_the_mask_follow_layer_head_temperature(lm):
+    at = run_page(PAGE, sentence=REPEATED)
+    at.slider(key="w_layer").set_value(1).run()
+    at.slider(key="w_head").set_value(2).run()
+    at.slider(key="w_temperature").set_value(0.5).run()
+    assert_ok(at)
+    a = "blocks.1.attn."
+    tr = trace(lm, temperature=0.5)
+    masked = tr[a + "hook_scores_masked"][2]
+    np.testing.assert_allclose(z(at, "Scores before the mask"), tr[a + "hook_scores_scaled"][2], rtol=1e-6)
+    np.testing.assert_allclose(z(at, "After the mask"), np.where(np.isneginf(masked), np.nan, masked), rtol=1e-6)
+    np.testing.assert_allclose(z(at, "After softmax"), np.where(np.isneginf(masked), np.nan, tr[a + "hook_pattern"][2]), rtol=1e-6)
+    # the scaled scores have the future filled in, the masked ones do not
+    assert not np.isnan(z(at, "Scores before the mask")).any() and np.isnan(z(at, "After the mask")).sum() == np.isneginf(masked).sum() > 0
+    np.testing.assert_allclose(z(at, "Weights without the mask, layer 1, head 2"), trace(lm, temperature=0.5, causal=False)[a + "hook_pattern"][2], rtol=1e-6)
+
+
+def test_future_table_equals_traces_with_and_without_the_mask(lm):
+    at = run_page(PAGE, sentence=REPEATED)
+    assert_ok(at)
+    with_mask, without = trace(lm), trace(lm, causal=False)
+    vocab = lm.tokenizer.vocab_labels()
+    labels, ids = with_mask.encoding.labels, with_mask.encoding.ids
+    T = len(ids)
+    df = at.dataframe[0].value
+    assert len(df) == min(T, 8) and df["token"].tolist() == list(labels[: len(df)])  # repeated tokens keep their rows
+    for i, row in df.iterrows():
+        for m, tr in (("with", with_mask), ("without", without)):
+            tops = top_tokens(tr["logits"][i], 3)
+            assert row[f"top-3 {m} mask"] == " · ".join(f"{vocab[j]} {100 * p:.3g}%" for j, p in tops)
+            if i + 1 < T:
+                p = torch.softmax(torch.tensor(tr["logits"][i]), dim=-1)[ids[i + 1]].item()
+                assert row[f"p(actual) {m} mask"] == pytest.approx(p, rel=1e-5)
+    changed = int((with_mask["logits"].argmax(-1) != without["logits"].argmax(-1)).sum())
+    assert f"changed at **{changed} of {T}** positions" in texts(at)
+    at.slider(key="masking_rows").set_value(3).run()
+    assert len(at.dataframe[0].value) == 3
+
+
+def test_padded_batch(lm):
+    at = run_page(PAGE, sentence=REPEATED)
+    assert_ok(at)
+    n_a, n_b = len(trace(lm).encoding), len(trace(lm, OTHER).encoding)
+    assert n_a > n_b
+    real = z(at, "The batch")
+    np.testing.assert_array_equal(~np.isnan(real), [np.arange(n_a) < n_a, np.arange(n_a) < n_b])
+    cells = chart(at, "The batch")["data"][0]["text"]
+    assert cells[1][n_b:] == ["[pad]"] * (n_a - n_b) and cells[0] == list(trace(lm).encoding.labels)
+    # B's mask in the batch, as the model used it: causal AND real key
+    want = np.tril(np.ones((n_a, n_a), dtype=bool)) & (np.arange(n_a) < n_b)[None, :]
+    np.testing.assert_array_equal(~np.isnan(z(at, "Mask of sentence B")), want)
+    assert max(metrics(at)) <= 1e-5  # real tokens: batch logits = alone logits
+    # encoder-style: no causal mask, only padding hidden
+    at.toggle(key="masking_encoder").set_value(True).run()
+    np.testing.assert_array_equal(~np.isnan(z(at, "Mask of sentence B")), np.broadcast_to(np.arange(n_a) < n_b, (n_a, n_a)))
+    assert max(metrics(at)) <= 1e-5
+    # … and without the padding mask the padded sentence's outputs change
+    at.toggle(key="masking_padmask").set_value(False).run()
+    assert_ok(at)
+    assert not np.isnan(z(at, "Mask of sentence B")).any()
+    a, b = metrics(at)
+    assert a <= 1e-5 and b > 1e-4 and "read the padding" in at.warning[0].value
+    # causal mask back on: right padding is hidden by it anyway
+    at.toggle(key="masking_encoder").set_value(False).run()
+    assert max(metrics(at)) <= 1e-5 and "already hides it" in texts(at)
+
+
+def test_second_sentence_input(lm):
+    at = run_page(PAGE, sentence="Hi")
+    longer = "Now is the winter of our discontent made glorious summer"
+    at.text_input(key="masking_other").set_value(longer).run()
+    assert_ok(at)
+    n = len(trace(lm, longer).encoding)
+    assert z(at, "The batch").shape == (2, n) and chart(at, "Mask of sentence A")
+    at.text_input(key="masking_other").set_value("   ").run()
+    assert_ok(at)
+    assert "Second sentence" in texts(at) and "whitespace" in texts(at)
+    at.text_input(key="masking_other").set_value("<script>alert(1)</script>").run()
+    assert_ok(at)
+    assert "<script" not in str(chart(at, "The batch")["data"])
+
+
+def test_shorter_sentence_clamps_the_sliders():
+    at = run_page(PAGE, sentence=REPEATED)
+    at.slider(key="masking_pos").set_value(7).run()
+    at.text_area(key="w_sentence").set_value("Hi there").run()
+    assert_ok(at)
+    T = z(at, "Causal mask").shape[0]
+    assert at.slider(key="masking_pos").value == T - 1 and len(at.dataframe[0].value) == T
+
+
+@pytest.mark.parametrize("name,text", BAD_INPUTS, ids=[n for n, _ in BAD_INPUTS])
+def test_bad_inputs(name, text):
+    at = run_page(PAGE)
+    at.text_area(key="w_sentence").set_value(text).run()
+    assert_ok(at)
+    if not text.strip():
+        assert not charts(at) and at.info and ("empty" in texts(at) or "whitespace" in texts(at))
+        return
+    T = z(at, "Causal mask").shape[0]
+    if name == "very_long":
+        assert T == 256 and "reads at most 256" in texts(at)
+    assert len(at.dataframe[0].value) == min(T, 8)
+    for c in charts(at):  # user text reaches plotly only escaped
+        assert "<script" not in str(c) and "<img" not in str(c)

@@ -1,0 +1,199 @@
+"""The "One head, step by step" page: every figure equals the engine's trace, every control changes it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from transformer import Interventions, run_trace
+from transformer.loading import load_model
+from ui.state import DEFAULT_SENTENCE, PRESETS
+
+from .apptest_utils import BAD_INPUTS, array, assert_ok, charts, page_path, run_page, texts
+
+PAGE = page_path("3_One_head")
+REPEATED = "the cat and the dog and the bird"  # "␣the" and "␣and" twice
+
+
+@pytest.fixture(scope="module")
+def lm():
+    return load_model("shakespeare-gpt")
+
+
+def trace(lm, text=REPEATED, temperature=1.0, causal=True):
+    return run_trace(lm.model, lm.tokenizer, text, Interventions(temperature=temperature, causal=causal))
+
+
+def chart(at, title: str) -> dict:
+    """The one figure whose title starts with `title`."""
+    found = [c for c in charts(at) if c["layout"].get("title", {}).get("text", "").startswith(title)]
+    assert len(found) == 1, [c["layout"].get("title") for c in charts(at)]
+    return found[0]
+
+
+def z(at, title: str) -> np.ndarray:
+    return array(chart(at, title)["data"][0]["z"])
+
+
+def shown(m: np.ndarray) -> np.ndarray:
+    """A matrix as the heatmap draws it: −∞ cells blank (NaN)."""
+    return np.where(np.isneginf(m), np.nan, m)
+
+
+def assert_head(at, tr, layer, head, i):
+    """Every figure of the page equals the trace's tensors for (layer, head) and query i."""
+    a = f"blocks.{layer}.attn."
+    np.testing.assert_allclose(z(at, f"X = LN1 output, layer {layer}"), tr[f"blocks.{layer}.ln1.hook_normalized"], rtol=1e-6)
+    for name in ("q", "k", "v"):
+        np.testing.assert_allclose(z(at, f"{name.upper()}, head {head}"), tr[a + f"hook_{name}"][:, head], rtol=1e-6)
+    np.testing.assert_allclose(z(at, "Raw scores"), tr[a + "hook_scores_raw"][head], rtol=1e-6)
+    np.testing.assert_allclose(z(at, "Scaled scores"), tr[a + "hook_scores_scaled"][head], rtol=1e-6)
+    np.testing.assert_allclose(z(at, "Masked scores"), shown(tr[a + "hook_scores_masked"][head]), rtol=1e-6)
+    np.testing.assert_allclose(z(at, "Attention weights"), np.where(np.isneginf(tr[a + "hook_scores_masked"][head]), np.nan, tr[a + "hook_pattern"][head]), rtol=1e-6)
+    np.testing.assert_allclose(z(at, f"Z = αV, head {head}"), tr[a + "hook_z"][:, head], rtol=1e-6)
+    # the query row: bars are its weights; the terms are α_ij·v_j (hidden keys blank); the last row sums to z_i
+    np.testing.assert_allclose(array(chart(at, f"Weights of query {i}")["data"][0]["y"]), tr[a + "hook_pattern"][head, i], rtol=1e-6)
+    terms = z(at, f"α_ij·v_j for query {i}")
+    T = len(tr.encoding)
+    want = tr[a + "hook_pattern"][head, i][:, None] * tr[a + "hook_v"][:, head]
+    want[i + 1 :] = np.nan
+    np.testing.assert_allclose(terms[:T], want, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(terms[T], tr[a + "hook_z"][i, head], atol=1e-6)
+
+
+def test_default_figures_equal_the_trace(lm):
+    at = run_page(PAGE, sentence=REPEATED)
+    assert_ok(at)
+    tr = trace(lm)
+    T = len(tr.encoding)
+    assert at.selectbox(key="onehead_query").value == T - 1  # the last token by default
+    assert_head(at, tr, 0, 0, T - 1)
+    assert "LN1" in texts(at) or "LayerNorm 1" in texts(at)
+    assert r"\sqrt{32}" in texts(at) and r"1.00" in texts(at)  # √d_k and τ in the formula
+
+
+def test_default_sentence_and_every_preset(lm):
+    at = run_page(PAGE)
+    assert_ok(at)
+    tr = trace(lm, DEFAULT_SENTENCE)
+    np.testing.assert_allclose(z(at, "Attention weights"), np.where(np.isneginf(tr["blocks.0.attn.hook_scores_masked"][0]), np.nan, tr["blocks.0.attn.hook_pattern"][0]), rtol=1e-6)
+    for name, sentence in PRESETS.items():
+        at.selectbox(key="w_preset").set_value(name).run()
+        assert_ok(at)
+        tr = trace(lm, sentence)
+        T = len(tr.encoding)
+        np.testing.assert_allclose(z(at, "Raw scores"), tr["blocks.0.attn.hook_scores_raw"][0], rtol=1e-6)
+        np.testing.assert_allclose(z(at, "Z = αV"), tr["blocks.0.attn.hook_z"][:, 0], rtol=1e-6)
+        i = at.selectbox(key="onehead_query").value  # kept from the last sentence while it fits, else the last token
+        assert i < T and chart(at, f"Weights of query {i}")
+        # numbers in the T×T cells only for short sentences
+        assert (chart(at, "Attention weights")["data"][0].get("texttemplate") == "%{z:.2f}") == (T <= 12)
+
+
+def test_repeated_tokens_keep_their_rows(lm):
+    at = run_page(PAGE, sentence=REPEATED)
+    labels = trace(lm).encoding.labels
+    T = len(labels)
+    assert len(set(labels)) < T  # the sentence really repeats a token
+    for c in charts(at):
+        if c["data"][0]["type"] != "heatmap":
+            continue
+        m = array(c["data"][0]["z"])
+        assert m.shape[0] in (T, T + 1)  # T tokens, or T keys plus the sum row
+        assert array(c["data"][0]["y"]).tolist() == list(range(m.shape[0]))
+        ticks = c["layout"]["yaxis"]["ticktext"]
+        assert ticks.count("␣the") == 2 and ticks.count("␣and") == 2 and len(ticks) >= T
+    options = at.selectbox(key="onehead_query").options
+    assert [o for o in options if o.endswith(": ␣the")] == [f"{i}: ␣the" for i, t in enumerate(labels) if t == "␣the"]
+    assert len(set(options)) == T
+
+
+def test_layer_head_and_temperature_drive_the_page(lm):
+    at = run_page(PAGE, sentence=REPEATED)
+    before = z(at, "Attention weights")
+    at.slider(key="w_layer").set_value(2).run()
+    at.slider(key="w_head").set_value(3).run()
+    assert_ok(at)
+    T = len(trace(lm).encoding)
+    assert_head(at, trace(lm), 2, 3, T - 1)
+    assert not np.allclose(np.nan_to_num(before), np.nan_to_num(z(at, "Attention weights")))
+    at.slider(key="w_temperature").set_value(0.5).run()
+    assert_head(at, trace(lm, temperature=0.5), 2, 3, T - 1)
+    assert "0.50" in texts(at)  # τ in the formula
+
+
+def test_query_token_selects_the_row(lm):
+    tr = trace(lm)
+    i = [j for j, t in enumerate(tr.encoding.labels) if t == "␣the"][0]  # the first of two "␣the"
+    at = run_page(PAGE, sentence=REPEATED)
+    at.selectbox(key="onehead_query").set_value(i).run()
+    assert_ok(at)
+    assert_head(at, tr, 0, 0, i)
+    terms = z(at, f"α_ij·v_j for query {i}")
+    assert np.isnan(terms[i + 1 : -1]).all() and not np.isnan(terms[: i + 1]).any()
+    assert f"z_{i}" in texts(at)
+    # a shorter sentence keeps the choice inside it (the last token)
+    at.text_area(key="w_sentence").set_value("Hi there").run()
+    assert_ok(at)
+    T = len(trace(lm, "Hi there").encoding)
+    assert at.selectbox(key="onehead_query").value == T - 1 and chart(at, f"Weights of query {T - 1}")
+
+
+def test_no_scaling_equals_a_numpy_softmax_of_raw_scores(lm):
+    at = run_page(PAGE, sentence=REPEATED)
+    scaled_weights = z(at, "Attention weights")
+    at.toggle(key="onehead_scale").set_value(False).run()
+    assert_ok(at)
+    tr = trace(lm)
+    raw = tr["blocks.0.attn.hook_scores_raw"][0].astype(np.float64)
+    T = raw.shape[0]
+    future = np.triu(np.ones((T, T), dtype=bool), k=1)
+    e = np.exp(np.where(future, -np.inf, raw) - raw.max(axis=1, keepdims=True))
+    want = e / e.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(z(at, "Unscaled scores"), raw, rtol=1e-6)
+    np.testing.assert_allclose(np.nan_to_num(z(at, "Attention weights")), want, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(z(at, "Z = αV"), want @ tr["blocks.0.attn.hook_v"][:, 0], rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(array(chart(at, f"Weights of query {T - 1}")["data"][0]["y"]), want[T - 1], rtol=1e-5, atol=1e-7)
+    assert not np.allclose(np.nan_to_num(scaled_weights), want, atol=1e-4)
+    assert "Scaling off" in texts(at) and r"\text{no }" in texts(at)
+
+
+def test_no_scaling_keeps_the_temperature(lm):
+    at = run_page(PAGE, sentence=REPEATED, temperature="2.0")
+    at.toggle(key="onehead_scale").set_value(False).run()
+    raw = trace(lm, temperature=2.0)["blocks.0.attn.hook_scores_raw"][0]
+    np.testing.assert_allclose(z(at, "Unscaled scores"), raw / 2, rtol=1e-6)
+
+
+def test_mask_off_equals_a_trace_without_the_causal_mask(lm):
+    at = run_page(PAGE, sentence=REPEATED)
+    at.toggle(key="onehead_mask").set_value(False).run()
+    assert_ok(at)
+    tr = trace(lm, causal=False)
+    T = len(tr.encoding)
+    assert_head(at, tr, 0, 0, T - 1)
+    weights = z(at, "Attention weights")
+    assert not np.isnan(weights).any() and weights[0, 1:].sum() > 0  # row 0 now sees the future
+    assert "Mask off" in texts(at) and "no mask" in texts(at) and "In layer 0" in texts(at)
+    # a later layer: its input X changed too, since the layers before it saw the future
+    at.slider(key="w_layer").set_value(1).run()
+    assert_head(at, tr, 1, 0, T - 1)
+    assert not np.allclose(z(at, "X = LN1 output, layer 1"), trace(lm)["blocks.1.ln1.hook_normalized"], atol=1e-4)
+    assert "layers before 1 saw the future" in texts(at)
+
+
+@pytest.mark.parametrize("name,text", BAD_INPUTS, ids=[n for n, _ in BAD_INPUTS])
+def test_bad_inputs(name, text):
+    at = run_page(PAGE)
+    at.text_area(key="w_sentence").set_value(text).run()
+    assert_ok(at)
+    if not text.strip():
+        assert not charts(at) and at.info and ("empty" in texts(at) or "whitespace" in texts(at))
+        return
+    figs = charts(at)
+    assert len(figs) == 11
+    T = len(array(figs[-1]["data"][0]["z"]))
+    if name == "very_long":
+        assert T == 256 and "reads at most 256" in texts(at)
+    for c in figs:  # user text reaches plotly only escaped
+        assert "<script" not in str(c["layout"]) and "<img" not in str(c["layout"]) and "<img" not in str(c["data"])
