@@ -182,7 +182,7 @@ The byte-level BPE tokenizer ({cfg.vocab_size} tokens) was trained on the traini
     {command}
 
 {tc.steps} steps of {tc.batch_size} × {cfg.n_ctx} tokens, AdamW (peak lr {tc.lr}, weight decay {tc.weight_decay} on matrices except W_E),
-seed {tc.seed}, {tc.threads} CPU threads; {n['minutes']:.1f} minutes on a 2-core CPU (tokenizer included).
+seed {tc.seed}, {tc.threads} CPU thread(s); {n['minutes']:.1f} minutes on a 2-core CPU (tokenizer included).
 
 | step | train loss | val loss (subset) |
 |---|---|---|
