@@ -103,10 +103,12 @@ def real_row_section() -> None:
     st.markdown(
         f"Now real scores: the sidebar sentence, layer {state.layer}, head {state.head}. Pick a query token; its scores are the model's "
         "q·k / √d_k for every key it may see (the earlier tokens and itself). The page's τ divides them before softmax. "
-        f"The orange bars are the model's own weights at the sidebar's temperature (τ = {state.temperature:g}): they match the blue ones when both τ are equal."
+        "The orange bars come from running the whole model again with τ applied to this one head only (an engine intervention): "
+        "they equal the blue ones. The sidebar's τ is different: it divides the scores of every head in every layer, so later layers "
+        "also receive different inputs."
     )
     tr1 = ui.trace_or_stop(state, temperature=1.0)
-    tr = tr1 if state.temperature == 1.0 else ui.get_trace(state.model, state.sentence, state.temperature)
+    tr = ui.get_trace(state.model, state.sentence, 1.0, head_temperature=((state.layer, state.head, tau),))
     labels = tr1.encoding.labels
     q = st.selectbox("Query token", range(len(labels)), index=len(labels) - 1, format_func=lambda j: f"{j}: {labels[j]}", key="softmax_query", help="Whose row of scores to use.")
     name = f"blocks.{state.layer}.attn"
@@ -116,7 +118,7 @@ def real_row_section() -> None:
     p = lab.softmax_t(row[keys], tau)
     model = tr[f"{name}.hook_pattern"][state.head, q, keys]
     st.latex(rf"\alpha_{{{q},j}} = \operatorname{{softmax}}_j\!\left(\frac{{q_{{{q}}}\cdot k_j}}{{\sqrt{{d_k}}\;\tau}}\right), \quad \tau = {tau:g}")
-    weights = {f"softmax at this page's τ = {tau:g}": p, f"model's weights at sidebar τ = {state.temperature:g}": model}
+    weights = {f"softmax at this page's τ = {tau:g}": p, f"the model with τ = {tau:g} on this head only": model}
     left, right = st.columns(2)
     with left:
         ui.show_figure(grouped_bars({"q·k / √d_k (τ = 1)": row[keys]}, key_labels, title=f"Scores of query {q}", x_title="key", y_title="score", y_range=None), key="softmax_real_scores")

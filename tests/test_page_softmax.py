@@ -35,9 +35,9 @@ def bits(p):
     return float(-(p * np.log2(p)).sum())
 
 
-def trace(sentence, tau=1.0, model="shakespeare-gpt"):
+def trace(sentence, tau=1.0, model="shakespeare-gpt", head_temperature=()):
     lm = ui.get_model(model)
-    return run_trace(lm.model, lm.tokenizer, sentence, Interventions(temperature=tau))
+    return run_trace(lm.model, lm.tokenizer, sentence, Interventions(temperature=tau, head_temperature=head_temperature))
 
 
 # ---- section 1: the toy score vector ----
@@ -170,11 +170,11 @@ def test_dk_slider_and_seed():
 # ---- section 3: the model's row ----
 
 
-def real_row(sentence, layer, head, q, tau_page, tau_sidebar):
-    """Expected bars: scaled scores at τ = 1, their softmax at the page's τ, the model's pattern at the sidebar's τ."""
+def real_row(sentence, layer, head, q, tau_page):
+    """Expected bars: scaled scores at τ = 1, their softmax at the page's τ, the model's pattern with τ_page on that head only."""
     tr1 = trace(sentence, 1.0)
     scores = tr1[f"blocks.{layer}.attn.hook_scores_scaled"][head, q, : q + 1].astype(float)  # causal: keys 0…q
-    model = trace(sentence, tau_sidebar)[f"blocks.{layer}.attn.hook_pattern"][head, q, : q + 1]
+    model = trace(sentence, 1.0, head_temperature=((layer, head, tau_page),))[f"blocks.{layer}.attn.hook_pattern"][head, q, : q + 1]
     return scores, np_softmax(scores / tau_page), model, tr1.encoding.labels
 
 
@@ -185,7 +185,7 @@ def test_real_row_default_and_query():
     labels = trace(sentence).encoding.labels
     assert at.selectbox(key="softmax_query").value == len(labels) - 1  # the last token by default
     figs = figures(at)
-    scores, p, model, _ = real_row(sentence, 0, 0, len(labels) - 1, 1.0, 1.0)
+    scores, p, model, _ = real_row(sentence, 0, 0, len(labels) - 1, 1.0)
     np.testing.assert_allclose(y(figs["softmax_real_scores"]), scores, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(y(figs["softmax_real_weights"], 0), p, rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(y(figs["softmax_real_weights"], 1), model, rtol=1e-4, atol=1e-6)
@@ -196,31 +196,32 @@ def test_real_row_default_and_query():
     at.selectbox(key="softmax_query").set_value(3).run()
     assert_ok(at)
     figs = figures(at)
-    scores, p, model, _ = real_row(sentence, 0, 0, 3, 1.0, 1.0)
+    scores, p, model, _ = real_row(sentence, 0, 0, 3, 1.0)
     assert len(y(figs["softmax_real_weights"])) == 4  # query 3 sees keys 0…3
     np.testing.assert_allclose(y(figs["softmax_real_scores"]), scores, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(y(figs["softmax_real_weights"], 0), p, rtol=1e-4, atol=1e-6)
 
 
-def test_real_row_page_temperature_equals_model_at_same_sidebar_temperature():
+def test_real_row_page_temperature_equals_model_with_that_head_tempered():
     sentence = "The hiking trail led us through bear country."
-    at = run_page(PAGE, sentence=sentence, temperature="0.5", layer="1", head="2")
+    at = run_page(PAGE, sentence=sentence, layer="1", head="2")
     at.slider(key="softmax_temperature").set_value(0.5).run()
     assert_ok(at)
     q = at.selectbox(key="softmax_query").value
     figs = figures(at)
-    scores, p, model, _ = real_row(sentence, 1, 2, q, 0.5, 0.5)
+    scores, p, model, _ = real_row(sentence, 1, 2, q, 0.5)
     weights = figs["softmax_real_weights"]
     np.testing.assert_allclose(y(weights, 0), p, rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(y(weights, 1), model, rtol=1e-4, atol=1e-6)
-    np.testing.assert_allclose(y(weights, 0), y(weights, 1), rtol=1e-4, atol=1e-6)  # same τ → the model's own pattern
-    assert "sidebar τ = 0.5" in weights["data"][1]["name"]
+    np.testing.assert_allclose(y(weights, 0), y(weights, 1), rtol=1e-4, atol=1e-6)  # the hand softmax is what the model does
+    assert "τ = 0.5 on this head only" in weights["data"][1]["name"]
 
-    # A different page τ no longer matches (and sharpens the row).
+    # A lower page τ sharpens the row, in the hand softmax and in the model alike.
     at.slider(key="softmax_temperature").set_value(0.1).run()
     w = figures(at)["softmax_real_weights"]
     np.testing.assert_allclose(y(w, 0), np_softmax(scores / 0.1), rtol=1e-4, atol=1e-6)
-    assert y(w, 0).max() > y(w, 1).max()
+    np.testing.assert_allclose(y(w, 1), real_row(sentence, 1, 2, q, 0.1)[2], rtol=1e-4, atol=1e-6)
+    assert y(w, 0).max() > y(weights, 0).max()
 
 
 def test_real_row_follows_sidebar_layer_head_and_temperature():
@@ -233,8 +234,8 @@ def test_real_row_follows_sidebar_layer_head_and_temperature():
     assert_ok(at)
     q = at.selectbox(key="softmax_query").value
     figs = figures(at)
-    scores, p, model, _ = real_row(sentence, 3, 1, q, 1.0, 2.0)
-    np.testing.assert_allclose(y(figs["softmax_real_scores"]), scores, rtol=1e-5, atol=1e-6)  # scores stay at τ = 1
+    scores, p, model, _ = real_row(sentence, 3, 1, q, 1.0)
+    np.testing.assert_allclose(y(figs["softmax_real_scores"]), scores, rtol=1e-5, atol=1e-6)  # scores stay at τ = 1, whatever the sidebar τ
     np.testing.assert_allclose(y(figs["softmax_real_weights"], 1), model, rtol=1e-4, atol=1e-6)
     assert not np.allclose(before, y(figs["softmax_real_scores"]))
     assert "layer 3, head 1" in texts(at)
@@ -253,7 +254,7 @@ def test_bad_sentences(name, text):
     assert set(REAL) <= set(figs)
     tr = trace(text)
     q = len(tr.encoding) - 1
-    _, p, model, _ = real_row(text, 0, 0, q, 1.0, 1.0)
+    _, p, model, _ = real_row(text, 0, 0, q, 1.0)
     np.testing.assert_allclose(y(figs["softmax_real_weights"], 0), p, rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(y(figs["softmax_real_weights"], 1), model, rtol=1e-4, atol=1e-6)
     if tr.truncated:

@@ -42,8 +42,10 @@ def get_model(name: str) -> LoadedModel:
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def get_trace(model_name: str, text: str, temperature: float = 1.0, causal: bool = True, ablate: tuple[tuple[int, int], ...] = ()) -> Trace:
+def get_trace(
+    model_name: str, text: str, temperature: float = 1.0, causal: bool = True, ablate: tuple[tuple[int, int], ...] = (), head_temperature: tuple[tuple[int, int, float], ...] = ()
+) -> Trace:
     """run_trace on a registry model, cached; the trace's arrays are read-only."""
     lm = get_model(model_name)
-    iv = Interventions(temperature=temperature, causal=causal, ablate=frozenset(ablate))
+    iv = Interventions(temperature=temperature, causal=causal, ablate=frozenset(ablate), head_temperature=head_temperature)
     return run_trace(lm.model, lm.tokenizer, text, iv)
