@@ -142,6 +142,7 @@ ui.show_figure(neighbour_bars(nb_cos, [vocab_labels[i] for i in nb_ids], f"The {
 st.header("6. Directions: a − b + c")
 st.markdown(
     "In word2vec, differences between vectors can carry meaning: *king − man + woman* lands near *queen*. "
+    "Here the defaults are *king − he + she*, because *woman* is two tokens in this small vocabulary. "
     "Type three words, each one token of this vocabulary; we add and subtract their (unit-length) vectors "
     "and list the nearest tokens, leaving out a, b and c themselves."
 )
@@ -149,7 +150,7 @@ st.latex(r"v = \hat w_a - \hat w_b + \hat w_c, \qquad \text{answer} = \arg\max_{
 cols = st.columns(3)
 boxes = {
     name: col.text_input(name, default, max_chars=40, key=f"tokens_analogy_{name}", help=f"One token of the vocabulary (box {name}).")
-    for col, name, default in zip(cols, ("a", "b", "c"), ("king", "man", "woman"), strict=True)
+    for col, name, default in zip(cols, ("a", "b", "c"), ("king", "he", "she"), strict=True)
 }
 c1, c2 = st.columns([2, 1])
 leading_space = c1.checkbox(

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 import torch
 
-torch.set_num_threads(1)  # as the app runs (ui/models.py); on a busy 2-core machine two threads spin
-
 from transformer.config import GPTConfig
 from transformer.loading import save_model
 from transformer.model import GPT
 from transformer.tokenizer import Tokenizer
+
+torch.set_num_threads(1)  # as the app runs (ui/models.py); on a busy 2-core machine two threads spin
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpora" / "tinyshakespeare.txt"
