@@ -1,0 +1,198 @@
+"""Context changes meaning: the same word in several sentences, its vector compared layer by layer."""
+
+import re
+import unicodedata
+from itertools import combinations
+
+import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+
+import ui
+from figures import attention as fa
+from figures import context as fc
+from transformer import Trace
+from transformer import context as cx
+
+st.set_page_config(page_title="Context changes meaning · Attention Atlas", page_icon="🐻", layout="wide")
+state = ui.sidebar()
+cfg = ui.get_model(state.model).cfg
+L, H = state.layer, state.head
+MAX_SENTENCES = 4
+SETS = {  # preset: (sentences, word)
+    "The four “bear” sentences": ([ui.PRESETS[k] for k in ("I love bears", "She bears the pain", "Bears won the game", "Bear country")], "bear"),
+    "River bank vs money bank": ([ui.PRESETS["River bank"], ui.PRESETS["Money bank"]], "bank"),
+    "Time flies vs fruit flies": ([ui.PRESETS["Time flies"], ui.PRESETS["Fruit flies"]], "flies"),
+}
+
+
+def quote(text: str, n: int = 60) -> str:
+    """User text for a markdown message: shortened, invisible characters shown by code, markdown characters escaped."""
+    short = text if len(text) <= n else text[: n - 1] + "…"
+    shown = "".join(ch if ch == " " or unicodedata.category(ch)[0] not in "CZ" else f"⟨U+{ord(ch):04X}⟩" for ch in short)
+    return "«" + re.sub(r"([!-/:-@\[-`{-~])", r"\\\1", shown) + "»"
+
+
+def apply_set() -> None:
+    sentences, word = SETS[st.session_state["context_set"]]
+    st.session_state["context_sentences"] = "\n".join(sentences)
+    st.session_state["context_word"] = word
+
+
+def use_sidebar_sentence(sentence: str) -> None:
+    """Put the sidebar's sentence, on one line, in place of sentence 1."""
+    line = " ".join(sentence.split())
+    if not line:
+        st.session_state["context_notice"] = "The sidebar sentence is empty: type one there first."
+        return
+    rest = st.session_state["context_sentences"].splitlines()[1:]
+    st.session_state["context_sentences"] = "\n".join([line, *rest])
+
+
+# Figures are cached per input: (model, sentences, word, forms, τ) fix the traces and the word's vectors, which are
+# passed unhashed (_vectors, _numbers); building a figure costs far more than sending it.
+@st.cache_resource(max_entries=32, show_spinner=False)
+def cosine_figure(model_name: str, sentences: tuple[str, ...], word: str, forms: bool, tau: float, _numbers: list, _vectors: np.ndarray) -> tuple[go.Figure, np.ndarray]:
+    """cos of the word's vectors for every pair of sentences, at every layer; and those cosines, (n_pairs, n_layer + 1)."""
+    pairs = list(combinations(range(len(_numbers)), 2))
+    cos = np.stack([cx.cosine_by_layer(_vectors[a], _vectors[b]) for a, b in pairs])  # (n_pairs, n_layer + 1)
+    names = [f"sentence {_numbers[a]} vs {_numbers[b]}" for a, b in pairs]
+    return fc.cosine_lines(cos, names, cx.stage_labels(len(_vectors[0]) - 1), "Cosine similarity of the word's vectors"), cos
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def pca_figure(model_name: str, sentences: tuple[str, ...], word: str, forms: bool, tau: float, unit: bool, _numbers: list, _vectors: np.ndarray) -> tuple[go.Figure, np.ndarray]:
+    """Every sentence's trajectory in 2 principal components; and the share of variance they hold, (2,)."""
+    coords, explained = cx.trajectories(_vectors, unit)  # (n, n_layer + 1, 2)
+    points = ["emb", *(f"L{layer}" for layer in range(len(_vectors[0]) - 1))]
+    title = f"The word's vectors in 2 principal components ({'unit length' if unit else 'raw'})"
+    return fc.trajectories_figure(coords, [f"sentence {n}" for n in _numbers], points, explained, title), explained
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def attention_figure(model_name: str, sentence: str, tau: float, layer: int, head: int, number: int, position: int, _tr: Trace) -> go.Figure:
+    """The weights of the word's token over its sentence's tokens, for one head."""
+    row = _tr[f"blocks.{layer}.attn.hook_pattern"][head, position]  # (T,) weights over the keys
+    return fa.weight_bars(row, _tr.encoding.labels, f"Sentence {number} · token {position}")
+
+
+first_set = next(iter(SETS))
+for name, default in (("context_sentences", "\n".join(SETS[first_set][0])), ("context_word", SETS[first_set][1]), ("context_forms", True), ("context_unit", True)):
+    st.session_state.setdefault(name, default)
+
+st.title("🐻 Context changes meaning")
+st.markdown(
+    "The embedding gives a token **one** vector, whatever the sentence: *bears* the animals and *bears* the verb start "
+    "out identical. Attention then mixes in the surrounding tokens, block after block, so the same token ends up "
+    "with a different vector in each sentence. Here you follow one word through the model in 2 to 4 sentences and "
+    "measure how far apart its vectors drift."
+)
+st.latex(
+    r"x^{(0)} = W_E[\mathrm{id}], \quad x^{(1)} = \mathrm{Block}_0\big(x^{(0)} + PE_t\big), \quad x^{(l+1)} = \mathrm{Block}_l\big(x^{(l)}\big),"
+    r"\qquad \cos(a, b) = \frac{a \cdot b}{\lVert a\rVert\,\lVert b\rVert}"
+)
+
+c1, c2 = st.columns([3, 2])
+with c1:
+    st.selectbox("Preset", list(SETS), key="context_set", on_change=apply_set, help="Sentences from the lecture, with a word they share. Editing the box below overrides it.")
+    text = st.text_area(
+        "Sentences, one per line (2 to 4)",
+        key="context_sentences",
+        height=130,
+        help="These sentences are this page's own; the sidebar's sentence is not used unless you press the button below.",
+    )
+    st.button(
+        "Use the sidebar sentence as sentence 1", key="context_use_sidebar", on_click=use_sidebar_sentence, args=(state.sentence,), help="Replaces the first line with the sentence from the sidebar."
+    )
+with c2:
+    word = st.text_input("Word", key="context_word", max_chars=40, help="Matched in each sentence as a whole word, ignoring upper/lower case. The first occurrence is followed.")
+    forms = st.toggle("Also longer words that start with it (bear → bears, Bears)", key="context_forms", help="Off: only the exact word matches.")
+    st.caption("A word may be split into several tokens (*Bears* → B + ears). The page follows its **last** token: with the causal mask that is the first position that has read the whole word.")
+if notice := st.session_state.pop("context_notice", None):
+    st.info(notice)
+
+sentences = [s.strip() for s in text.splitlines() if s.strip()]
+if len(sentences) < 2:
+    st.info("Type at least two sentences, one per line, that share a word; or pick a preset.")
+    st.stop()
+if len(sentences) > MAX_SENTENCES:
+    st.warning(f"You typed {len(sentences)} sentences; the first {MAX_SENTENCES} are compared.")
+    sentences = sentences[:MAX_SENTENCES]
+if not word.strip():
+    st.info("Type the word to follow, e.g. bear.")
+    st.stop()
+
+traces = [ui.get_trace(state.model, s, state.temperature) for s in sentences]
+found, rows = {}, []  # sentence number → (trace, match); one table row per sentence
+for n, (s, tr) in enumerate(zip(sentences, traces, strict=True), start=1):
+    cut = f" (in its first {cfg.n_ctx} tokens, all the model reads)" if tr.truncated else ""
+    if tr.truncated:
+        st.caption(f"Sentence {n} is {tr.n_tokens_in:,} tokens long; the model reads only its first {len(tr.encoding)}.")
+    try:
+        m = cx.find_word(tr.encoding, word, forms)
+    except cx.WordNotFound:
+        st.warning(f"Sentence {n} {quote(s)} does not contain the word {quote(word.strip())}{cut}: it is left out.")
+        rows.append({"sentence": n, "text": s[:200], "word": "—", "tokens": "—", "followed token": "—", "position": None, "id": None})
+        continue
+    found[n] = (tr, m)
+    enc = tr.encoding
+    rows.append(
+        {
+            "sentence": n,
+            "text": s[:200],
+            "word": enc.text[m.start : m.end],
+            "tokens": " + ".join(enc.labels[p] for p in m.tokens),
+            "followed token": enc.labels[m.position],
+            "position": m.position,
+            "id": enc.ids[m.position],
+        }
+    )
+    if m.n_found > 1:
+        st.caption(f"Sentence {n} contains the word {m.n_found} times; the first is followed.")
+st.dataframe(rows, hide_index=True)
+if len(found) < 2:
+    st.info("The word must be in at least two sentences to compare its vectors. Change the word or the sentences.")
+    st.stop()
+
+numbers = list(found)
+vectors = np.stack([cx.word_vectors(tr, m.position) for tr, m in found.values()])  # (n, n_layer + 1, d)
+ids = {tr.encoding.ids[m.position] for tr, m in found.values()}
+key = (state.model, tuple(sentences), word.strip(), forms, state.temperature)  # fixes the traces and the vectors
+
+st.header("1 · How alike are the vectors, layer by layer?")
+st.markdown(
+    "For every pair of sentences, the cosine similarity of the word's vectors: 1 = same direction, 0 = unrelated. "
+    "The first point is the token's embedding row W_E[id], before the position vector is added: it has no context "
+    "at all. Every later point is the residual stream after a block, where position and context have been mixed in."
+)
+if len(ids) == 1:
+    st.markdown(f"Every sentence uses the **same token** (id {next(iter(ids))}), so the embeddings are identical: cos = 1 at the start. Watch it fall as context flows in.")
+else:
+    st.markdown(f"The sentences use **different tokens** here (ids {', '.join(map(str, sorted(ids)))}; see the table), so even the embeddings differ and cos < 1 from the start.")
+cos_fig, cos = cosine_figure(*key, numbers, vectors)
+ui.show_figure(cos_fig, key="context_cosine")
+st.caption(f"Averaged over the pairs: cos = {cos[:, 0].mean():.3f} at the embedding, {cos[:, -1].mean():.3f} after the last block.")
+
+st.header("2 · Trajectories through the layers")
+st.markdown(
+    "All these vectors, drawn in the two directions along which they spread the most (PCA). Each line is one "
+    "sentence, from its embedding (emb) through the blocks (L0 = after block 0, …). Lines that start together and "
+    "then part are the same token taking on different meanings."
+)
+unit = st.toggle(
+    "Scale every vector to length 1 first",
+    key="context_unit",
+    help="On: only directions count, as in the cosine above. Off: the vectors as they are; later layers are longer, which stretches the map.",
+)
+pca_fig, explained = pca_figure(*key, unit, numbers, vectors)
+ui.show_figure(pca_fig, key="context_pca")
+st.caption(
+    f"These two directions hold {100 * explained.sum():.1f}% of the spread of the {vectors.shape[0] * vectors.shape[1]} vectors; points that look close may still differ in the hidden directions."
+)
+
+st.header(f"3 · Where the word looks (layer {L}, head {H})")
+st.markdown("The attention weights of the word's token in each sentence, from the sidebar's layer and head: which tokens it gathers information from. Different neighbours, different vector.")
+st.latex(r"\alpha_{ij} = \mathrm{softmax}_j\!\left(\frac{q_i \cdot k_j}{\sqrt{d_k}\,\tau}\right), \quad i = \text{the word's token}")
+for col, (n, (tr, m)) in zip(st.columns(len(found)), found.items(), strict=True):
+    with col:
+        ui.show_figure(attention_figure(state.model, sentences[n - 1], state.temperature, L, H, n, m.position, tr), key=f"context_attn_{n}")
