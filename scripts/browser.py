@@ -60,20 +60,15 @@ def launch(playwright):
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
 
 
-def wait_rendered(page, timeout: float = 60_000) -> None:
-    """Wait until the script run has finished and every chart is drawn."""
+def wait_rendered(page, timeout: float = 90_000) -> None:
+    """Wait until the script run has finished and every chart is drawn (and stays so for a moment)."""
     page.wait_for_selector('[data-testid="stApp"]', timeout=timeout)
-    page.wait_for_function(
-        """() => {
-            const app = document.querySelector('[data-testid="stApp"]');
-            const running = document.querySelector('[data-testid="stStatusWidget"]');
-            const main = document.querySelector('[data-testid="stMain"]');
-            return app && !running && main && main.innerText.trim().length > 0;
-        }""",
-        timeout=timeout,
-    )
-    page.wait_for_timeout(500)
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('.stPlotlyChart')].every(c => c.querySelector('.main-svg'))",
-        timeout=timeout,
-    )
+    done = """() => {
+        const main = document.querySelector('[data-testid="stMain"]');
+        const busy = document.querySelector('[data-testid="stStatusWidget"], [data-testid="stSkeleton"], .stSpinner');
+        const charts = [...document.querySelectorAll('.stPlotlyChart')];
+        return main && !busy && main.innerText.trim().length > 0 && charts.every(c => c.querySelector('.main-svg'));
+    }"""
+    for _ in range(2):  # a rerun may start right after the first run settles
+        page.wait_for_timeout(700)
+        page.wait_for_function(done, timeout=timeout)
