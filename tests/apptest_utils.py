@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+from streamlit.runtime.state.common import user_key_from_element_id
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,12 +45,28 @@ def charts(at: AppTest) -> list[dict]:
     return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
 
 
+def charts_by_key(at: AppTest) -> dict[str, dict]:
+    """The figures on the page by their st.plotly_chart key, as plotly JSON dicts."""
+    return {user_key_from_element_id(c.proto.id): json.loads(c.proto.spec) for c in at.get("plotly_chart")}
+
+
+def chart_keys(at: AppTest) -> list[str]:
+    return list(charts_by_key(at))
+
+
 def chart(at: AppTest, key: str) -> dict:
     """The figure drawn with st.plotly_chart(key=key), as a plotly JSON dict."""
-    for c in at.get("plotly_chart"):
-        if c.proto.id.endswith("-" + key):
-            return json.loads(c.proto.spec)
-    raise KeyError(key)
+    figs = charts_by_key(at)
+    if key not in figs:
+        raise KeyError(f"no chart {key!r}; charts: {list(figs)}")
+    return figs[key]
+
+
+def chart_titled(at: AppTest, title: str) -> dict:
+    """The one figure whose title starts with `title`."""
+    found = [c for c in charts(at) if c["layout"].get("title", {}).get("text", "").startswith(title)]
+    assert len(found) == 1, [c["layout"].get("title") for c in charts(at)]
+    return found[0]
 
 
 def texts(at: AppTest) -> str:

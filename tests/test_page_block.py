@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from transformer import Interventions, run_trace
 from transformer.loading import load_model
 
-from .apptest_utils import BAD_INPUTS, array, assert_ok, charts, page_path, run_page, texts
+from .apptest_utils import BAD_INPUTS, array, assert_ok, chart, charts, page_path, run_page, texts
 
 PAGE = page_path("8_Inside_a_block")
 REPEATED = "the cat and the dog and the bird"  # "␣the" and "␣and" twice
@@ -28,14 +28,6 @@ def lm():
 
 def trace(lm, text=REPEATED, temperature=1.0):
     return run_trace(lm.model, lm.tokenizer, text, Interventions(temperature=temperature))
-
-
-def chart(at, key: str) -> dict:
-    """The figure drawn with key=`key`."""
-    for c in at.get("plotly_chart"):
-        if c.proto.id.endswith("-" + key):
-            return json.loads(c.proto.spec)
-    raise KeyError(key)
 
 
 def ys(at, key: str) -> list[np.ndarray]:

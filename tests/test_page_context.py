@@ -13,7 +13,7 @@ from transformer import Interventions, run_trace
 from transformer.loading import load_model
 from ui import PRESETS
 
-from .apptest_utils import BAD_INPUTS, array, assert_ok, charts, page_path, run_page, texts
+from .apptest_utils import BAD_INPUTS, array, assert_ok, chart, chart_keys, charts, page_path, run_page, texts
 
 PAGE = page_path("10_Context")
 BEARS = [PRESETS[k] for k in ("I love bears", "She bears the pain", "Bears won the game", "Bear country")]
@@ -32,17 +32,6 @@ def page():
     at = run_page(PAGE)
     assert_ok(at)
     return at
-
-
-def chart(at, key: str) -> dict:
-    for c in at.get("plotly_chart"):
-        if c.proto.id.endswith("-" + key):
-            return json.loads(c.proto.spec)
-    raise KeyError(key)
-
-
-def keys(at) -> list[str]:
-    return [c.proto.id.rsplit("-", 1)[-1] for c in at.get("plotly_chart")]
 
 
 def last_token(enc, pattern: str) -> int:
@@ -106,7 +95,7 @@ def test_default_is_the_four_bear_sentences(page, lm):
     assert page.text_input(key="context_word").value == "bear" and page.toggle(key="context_forms").value
     assert page.dataframe[0].value["word"].tolist() == ["bears", "bears", "Bears", "bear"]
     assert_context(page, lm, BEARS, BEAR_FORMS)
-    assert keys(page) == ["context_cosine", "context_pca", "context_attn_1", "context_attn_2", "context_attn_3", "context_attn_4"]
+    assert chart_keys(page) == ["context_cosine", "context_pca", "context_attn_1", "context_attn_2", "context_attn_3", "context_attn_4"]
     assert "different tokens" in texts(page)  # ␣bears, ears and ␣bear are different tokens
 
 
@@ -138,7 +127,7 @@ def test_word_and_forms_toggle_choose_the_matches(page, lm):
     assert_ok(page)
     assert [w.value.split(" ")[1] for w in page.warning] == ["4"]
     assert page.dataframe[0].value["word"].tolist() == ["bears", "bears", "Bears", "—"]
-    assert keys(page) == ["context_cosine", "context_pca", "context_attn_1", "context_attn_2", "context_attn_3"]
+    assert chart_keys(page) == ["context_cosine", "context_pca", "context_attn_1", "context_attn_2", "context_attn_3"]
     assert_context(page, lm, BEARS[:3], r"\bbears\b")
     page.text_input(key="context_word").set_value("  ").run()
     assert_ok(page)
@@ -222,7 +211,7 @@ def test_bad_inputs_in_the_sidebar(name, text, lm):
     at = run_page(PAGE)
     at.text_area(key="w_sentence").set_value(text).run()
     assert_ok(at)
-    assert len(keys(at)) == 6  # the sidebar sentence is not used until the button is pressed
+    assert len(chart_keys(at)) == 6  # the sidebar sentence is not used until the button is pressed
     at.button(key="context_use_sidebar").click().run()
     assert_ok(at)
     if not text.strip():
@@ -232,10 +221,10 @@ def test_bad_inputs_in_the_sidebar(name, text, lm):
     assert first == " ".join(text.split())
     assert_safe(at)
     if re.search(BEAR_FORMS, first, re.IGNORECASE):  # the emoji sentence has "bears"
-        assert len(keys(at)) == 6
+        assert len(chart_keys(at)) == 6
     else:
         assert at.warning and at.warning[0].value.startswith("Sentence 1 ")
-        assert len(keys(at)) == 5  # sentences 2–4 still compared
+        assert len(chart_keys(at)) == 5  # sentences 2–4 still compared
     if name == "very_long":
         assert "in its first 256 tokens" in at.warning[0].value and "the model reads only its first 256" in texts(at)
 
@@ -253,7 +242,7 @@ def test_bad_inputs_in_the_page(name, text):
     if not lines:
         assert not charts(at) and "at least two sentences" in texts(at)
     elif "bear" in text:
-        assert len(keys(at)) == 4  # both sentences: cosine, PCA, two attention rows
+        assert len(chart_keys(at)) == 4  # both sentences: cosine, PCA, two attention rows
     else:
         assert [w.value.split(" ")[:2] for w in at.warning] == [["Sentence", str(n)] for n in range(2, 2 + len(lines))]
         assert not charts(at) and "at least two sentences" in texts(at)

@@ -11,7 +11,7 @@ from transformer.loading import load_model
 from transformer.predict import top_tokens
 from ui.state import DEFAULT_SENTENCE, PRESETS
 
-from .apptest_utils import BAD_INPUTS, array, assert_ok, charts, page_path, run_page, texts
+from .apptest_utils import BAD_INPUTS, array, assert_ok, chart_titled, charts, page_path, run_page, texts
 
 PAGE = page_path("4_Masking")
 REPEATED = "the cat and the dog and the bird"  # "␣the" and "␣and" twice
@@ -27,15 +27,8 @@ def trace(lm, text=REPEATED, temperature=1.0, causal=True):
     return run_trace(lm.model, lm.tokenizer, text, Interventions(temperature=temperature, causal=causal))
 
 
-def chart(at, title: str) -> dict:
-    """The one figure whose title starts with `title`."""
-    found = [c for c in charts(at) if c["layout"].get("title", {}).get("text", "").startswith(title)]
-    assert len(found) == 1, [c["layout"].get("title") for c in charts(at)]
-    return found[0]
-
-
 def z(at, title: str) -> np.ndarray:
-    return array(chart(at, title)["data"][0]["z"])
+    return array(chart_titled(at, title)["data"][0]["z"])
 
 
 def metrics(at) -> list[float]:
@@ -55,9 +48,9 @@ def test_causal_mask_and_scrubber(lm):
         if pos != at.slider(key="masking_pos").value:
             at.slider(key="masking_pos").set_value(pos).run()
         assert_ok(at)
-        (rect,) = chart(at, "Causal mask")["layout"]["shapes"]
+        (rect,) = chart_titled(at, "Causal mask")["layout"]["shapes"]
         assert (rect["y0"], rect["y1"]) == (pos - 0.5, pos + 0.5)
-        bars = array(chart(at, f"Where position {pos} looks")["data"][0]["y"])
+        bars = array(chart_titled(at, f"Where position {pos} looks")["data"][0]["y"])
         np.testing.assert_allclose(bars, tr["blocks.0.attn.hook_pattern"][0, pos], rtol=1e-6)
         assert (bars[pos + 1 :] == 0).all()
         assert f"may see **{pos + 1}** token(s)" in texts(at) and f"**{T - pos - 1}** later" in texts(at)
@@ -126,7 +119,7 @@ def test_padded_batch(lm):
     assert n_a > n_b
     real = z(at, "The batch")
     np.testing.assert_array_equal(~np.isnan(real), [np.arange(n_a) < n_a, np.arange(n_a) < n_b])
-    cells = chart(at, "The batch")["data"][0]["text"]
+    cells = chart_titled(at, "The batch")["data"][0]["text"]
     assert cells[1][n_b:] == ["[pad]"] * (n_a - n_b) and cells[0] == list(trace(lm).encoding.labels)
     # B's mask in the batch, as the model used it: causal AND real key
     want = np.tril(np.ones((n_a, n_a), dtype=bool)) & (np.arange(n_a) < n_b)[None, :]
@@ -153,13 +146,13 @@ def test_second_sentence_input(lm):
     at.text_input(key="masking_other").set_value(longer).run()
     assert_ok(at)
     n = len(trace(lm, longer).encoding)
-    assert z(at, "The batch").shape == (2, n) and chart(at, "Mask of sentence A")
+    assert z(at, "The batch").shape == (2, n) and chart_titled(at, "Mask of sentence A")
     at.text_input(key="masking_other").set_value("   ").run()
     assert_ok(at)
     assert "Second sentence" in texts(at) and "whitespace" in texts(at)
     at.text_input(key="masking_other").set_value("<script>alert(1)</script>").run()
     assert_ok(at)
-    assert "<script" not in str(chart(at, "The batch")["data"])
+    assert "<script" not in str(chart_titled(at, "The batch")["data"])
 
 
 def test_shorter_sentence_clamps_the_sliders():

@@ -9,13 +9,12 @@ import time
 
 import numpy as np
 import pytest
-from streamlit.runtime.state.common import user_key_from_element_id
 
 import ui
 from transformer import Interventions, run_trace, sampling
 from transformer.logit_lens import logit_lens
 
-from .apptest_utils import BAD_INPUTS, ROOT, array, assert_ok, page_path, run_page, texts
+from .apptest_utils import BAD_INPUTS, ROOT, array, assert_ok, charts_by_key, page_path, run_page, texts
 
 PAGE = page_path("9_Next_token")
 MODEL = "shakespeare-gpt"
@@ -46,10 +45,6 @@ def np_softmax(z: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def figures(at) -> dict[str, dict]:
-    return {user_key_from_element_id(c.proto.id): json.loads(c.proto.spec) for c in at.get("plotly_chart")}
-
-
 def series(fig: dict, i: int) -> np.ndarray:
     return array(fig["data"][i]["y"]).astype(np.float64)
 
@@ -76,7 +71,7 @@ def assert_bars(at, z: np.ndarray, T: float, k: int, p: float, n_bars: int = 12)
     """The bar chart shows the n most probable tokens: p = softmax(z/T) and p′ after the filters."""
     q, filtered = reference(z, T, k, p)
     top = np.argsort(-q, kind="stable")[:n_bars]
-    fig = figures(at)["next_bars_chart"]
+    fig = charts_by_key(at)["next_bars_chart"]
     np.testing.assert_allclose(series(fig, 0), q[top], rtol=1e-5, atol=1e-12)
     np.testing.assert_allclose(series(fig, 1), filtered[top], rtol=1e-5, atol=1e-12)
     table = at.dataframe[0].value
@@ -103,7 +98,7 @@ def test_default_bars_are_softmax_of_the_trace(lm):
     T = len(tr.encoding)
     assert at.selectbox(key="next_position").value == T - 1
     _, _, top = assert_bars(at, tr["logits"][-1], 1.0, 0, 0.9)
-    fig = figures(at)["next_bars_chart"]
+    fig = charts_by_key(at)["next_bars_chart"]
     vocab = lm.tokenizer.vocab_labels()
     assert fig["data"][0]["text"] == [vocab[i].replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") for i in top]
     assert "softmax" in texts(at) and r"S_k \cap S_p" in texts(at)
@@ -112,7 +107,7 @@ def test_default_bars_are_softmax_of_the_trace(lm):
 def test_temperature_slider(lm):
     at = run_page(PAGE, sentence=REPEATED)
     z = trace(lm)["logits"][-1]
-    before = series(figures(at)["next_bars_chart"], 0)
+    before = series(charts_by_key(at)["next_bars_chart"], 0)
     at.slider(key="next_temperature").set_value(0.5).run()
     assert_ok(at)
     q, _, _ = assert_bars(at, z, 0.5, 0, 0.9)
@@ -121,7 +116,7 @@ def test_temperature_slider(lm):
     assert_bars(at, z, 2.5, 0, 0.9)
     at.slider(key="next_temperature").set_value(0.0).run()  # greedy
     q, filtered, _ = assert_bars(at, z, 0.0, 0, 0.9)
-    assert series(figures(at)["next_bars_chart"], 0)[0] == 1.0 and at.metric[0].value == "1"
+    assert series(charts_by_key(at)["next_bars_chart"], 0)[0] == 1.0 and at.metric[0].value == "1"
     assert "greedy" in texts(at)
 
 
@@ -152,7 +147,7 @@ def test_bars_slider_and_position(lm):
     at = run_page(PAGE, sentence=REPEATED)
     tr = trace(lm)
     at.slider(key="next_bars").set_value(25).run()
-    assert len(series(figures(at)["next_bars_chart"], 0)) == 25
+    assert len(series(charts_by_key(at)["next_bars_chart"], 0)) == 25
     assert_bars(at, tr["logits"][-1], 1.0, 0, 0.9, n_bars=25)
     at.selectbox(key="next_position").set_value(1).run()
     assert_ok(at)
@@ -160,7 +155,7 @@ def test_bars_slider_and_position(lm):
     nxt = tr.encoding.ids[2]
     rank = int(np.flatnonzero(np.argsort(-q, kind="stable") == nxt)[0]) + 1
     assert f"has p = {q[nxt]:.4f}, rank {rank:,} of {lm.cfg.vocab_size:,}: {'kept' if filtered[nxt] > 0 else 'dropped'}" in texts(at)
-    assert "After position 1" in figures(at)["next_bars_chart"]["layout"]["title"]["text"]
+    assert "After position 1" in charts_by_key(at)["next_bars_chart"]["layout"]["title"]["text"]
 
 
 def test_position_follows_the_last_token_when_the_sentence_changes(lm):
@@ -204,10 +199,10 @@ def test_generation_is_reproducible_through_the_page_and_the_engine(lm):
     assert a.code[0].value == want.text_at(8) and a.slider(key="next_step").value == 8
     # the step's bars are its top candidates; the first step's equal section 1's bars (same settings, last position)
     step = want.steps[-1]
-    fig = figures(a)["next_step_bars"]
+    fig = charts_by_key(a)["next_step_bars"]
     np.testing.assert_allclose(series(fig, 0), [c.prob for c in step.top], rtol=1e-5)
     np.testing.assert_allclose(series(fig, 1), [c.filtered for c in step.top], rtol=1e-5)
-    np.testing.assert_allclose([c.prob for c in want.steps[0].top], series(figures(a)["next_bars_chart"], 0)[:5], rtol=1e-5)
+    np.testing.assert_allclose([c.prob for c in want.steps[0].top], series(charts_by_key(a)["next_bars_chart"], 0)[:5], rtol=1e-5)
     table = [d.value for d in a.dataframe if "top candidates" in d.value.columns][0]
     np.testing.assert_allclose(table["p"], [s.prob for s in want.steps], rtol=1e-6)
     np.testing.assert_allclose(table["u"], [s.u for s in want.steps], rtol=1e-12)
@@ -260,7 +255,7 @@ def test_step_back_continue_and_reset(lm):
     branch = timeline(at)
     assert branch[:2] == full[:2] and branch != full  # another seed branches off (checked: all 4 new tokens differ)
     at.slider(key="next_step").set_value(0).run()
-    assert at.code[0].value == REPEATED and "next_step_bars" not in figures(at)
+    assert at.code[0].value == REPEATED and "next_step_bars" not in charts_by_key(at)
     at.button(key="next_reset").click().run()
     assert_ok(at)
     assert timeline(at) == [] and not at.get("code")
@@ -286,7 +281,7 @@ def test_repeated_tokens_generate_and_keep_their_columns(lm):
     T = len(tr.encoding)
     greedy = sampling.generate(lm.model, lm.tokenizer, "the the the the", 5, greedy=True)
     assert timeline(at) == [s.id for s in greedy.steps]
-    lens = figures(at)["next_lens"]
+    lens = charts_by_key(at)["next_lens"]
     assert array(lens["data"][0]["z"]).shape == (lm.cfg.n_layer + 1, T)
     assert lens["layout"]["xaxis"]["tickvals"] == list(range(T))
     assert len(set(tr.encoding.labels)) < T
@@ -297,7 +292,7 @@ def test_repeated_tokens_generate_and_keep_their_columns(lm):
 
 def assert_lens(at, lm, tr, positions, pos, n_lens=5):
     lz = logit_lens(lm.model, tr, positions)
-    fig = figures(at)["next_lens"]
+    fig = charts_by_key(at)["next_lens"]
     z = array(fig["data"][0]["z"])
     np.testing.assert_allclose(z, lz.top_probs, rtol=1e-5)
     vocab = lm.tokenizer.vocab_labels()
@@ -329,7 +324,7 @@ def test_logit_lens_heatmap_and_table(lm):
     assert_lens(at, lm, tr, range(T), T - 1, n_lens=8)
     at.selectbox(key="next_position").set_value(2).run()
     assert_lens(at, lm, tr, range(T), 2, n_lens=8)
-    shape = figures(at)["next_lens"]["layout"]["shapes"][0]
+    shape = charts_by_key(at)["next_lens"]["layout"]["shapes"][0]
     assert (shape["x0"], shape["x1"]) == (1.5, 2.5)  # the chosen column is outlined
 
 
@@ -366,7 +361,7 @@ def test_bad_inputs(lm, name, sentence):
     assert_ok(at)
     if not sentence.strip():
         assert at.info and ("empty" in at.info[0].value or "whitespace" in at.info[0].value)
-        assert not figures(at)
+        assert not charts_by_key(at)
         return
     tr = trace(lm, sentence)
     assert_bars(at, tr["logits"][-1], 1.0, 0, 0.9)
@@ -376,7 +371,7 @@ def test_bad_inputs(lm, name, sentence):
         at.button(key="next_one").click().run()
         assert_ok(at)
         assert len(timeline(at)) == 1
-    specs = json.dumps(figures(at))
+    specs = json.dumps(charts_by_key(at))
     assert "<script" not in specs and "<img" not in specs  # every label escaped
 
 

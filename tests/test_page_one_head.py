@@ -9,7 +9,7 @@ from transformer import Interventions, run_trace
 from transformer.loading import load_model
 from ui.state import DEFAULT_SENTENCE, PRESETS
 
-from .apptest_utils import BAD_INPUTS, array, assert_ok, charts, page_path, run_page, texts
+from .apptest_utils import BAD_INPUTS, array, assert_ok, chart_titled, charts, page_path, run_page, texts
 
 PAGE = page_path("3_One_head")
 REPEATED = "the cat and the dog and the bird"  # "␣the" and "␣and" twice
@@ -24,15 +24,8 @@ def trace(lm, text=REPEATED, temperature=1.0, causal=True):
     return run_trace(lm.model, lm.tokenizer, text, Interventions(temperature=temperature, causal=causal))
 
 
-def chart(at, title: str) -> dict:
-    """The one figure whose title starts with `title`."""
-    found = [c for c in charts(at) if c["layout"].get("title", {}).get("text", "").startswith(title)]
-    assert len(found) == 1, [c["layout"].get("title") for c in charts(at)]
-    return found[0]
-
-
 def z(at, title: str) -> np.ndarray:
-    return array(chart(at, title)["data"][0]["z"])
+    return array(chart_titled(at, title)["data"][0]["z"])
 
 
 def shown(m: np.ndarray) -> np.ndarray:
@@ -52,7 +45,7 @@ def assert_head(at, tr, layer, head, i):
     np.testing.assert_allclose(z(at, "Attention weights"), np.where(np.isneginf(tr[a + "hook_scores_masked"][head]), np.nan, tr[a + "hook_pattern"][head]), rtol=1e-6)
     np.testing.assert_allclose(z(at, f"Z = αV, head {head}"), tr[a + "hook_z"][:, head], rtol=1e-6)
     # the query row: bars are its weights; the terms are α_ij·v_j (hidden keys blank); the last row sums to z_i
-    np.testing.assert_allclose(array(chart(at, f"Weights of query {i}")["data"][0]["y"]), tr[a + "hook_pattern"][head, i], rtol=1e-6)
+    np.testing.assert_allclose(array(chart_titled(at, f"Weights of query {i}")["data"][0]["y"]), tr[a + "hook_pattern"][head, i], rtol=1e-6)
     terms = z(at, f"α_ij·v_j for query {i}")
     T = len(tr.encoding)
     want = tr[a + "hook_pattern"][head, i][:, None] * tr[a + "hook_v"][:, head]
@@ -85,9 +78,9 @@ def test_default_sentence_and_every_preset(lm):
         np.testing.assert_allclose(z(at, "Raw scores"), tr["blocks.0.attn.hook_scores_raw"][0], rtol=1e-6)
         np.testing.assert_allclose(z(at, "Z = αV"), tr["blocks.0.attn.hook_z"][:, 0], rtol=1e-6)
         i = at.selectbox(key="onehead_query").value  # kept from the last sentence while it fits, else the last token
-        assert i < T and chart(at, f"Weights of query {i}")
+        assert i < T and chart_titled(at, f"Weights of query {i}")
         # numbers in the T×T cells only for short sentences
-        assert (chart(at, "Attention weights")["data"][0].get("texttemplate") == "%{z:.2f}") == (T <= 12)
+        assert (chart_titled(at, "Attention weights")["data"][0].get("texttemplate") == "%{z:.2f}") == (T <= 12)
 
 
 def test_repeated_tokens_keep_their_rows(lm):
@@ -136,7 +129,7 @@ def test_query_token_selects_the_row(lm):
     at.text_area(key="w_sentence").set_value("Hi there").run()
     assert_ok(at)
     T = len(trace(lm, "Hi there").encoding)
-    assert at.selectbox(key="onehead_query").value == T - 1 and chart(at, f"Weights of query {T - 1}")
+    assert at.selectbox(key="onehead_query").value == T - 1 and chart_titled(at, f"Weights of query {T - 1}")
 
 
 def test_no_scaling_equals_a_numpy_softmax_of_raw_scores(lm):
@@ -153,7 +146,7 @@ def test_no_scaling_equals_a_numpy_softmax_of_raw_scores(lm):
     np.testing.assert_allclose(z(at, "Unscaled scores"), raw, rtol=1e-6)
     np.testing.assert_allclose(np.nan_to_num(z(at, "Attention weights")), want, rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(z(at, "Z = αV"), want @ tr["blocks.0.attn.hook_v"][:, 0], rtol=1e-4, atol=1e-6)
-    np.testing.assert_allclose(array(chart(at, f"Weights of query {T - 1}")["data"][0]["y"]), want[T - 1], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(array(chart_titled(at, f"Weights of query {T - 1}")["data"][0]["y"]), want[T - 1], rtol=1e-5, atol=1e-7)
     assert not np.allclose(np.nan_to_num(scaled_weights), want, atol=1e-4)
     assert "Scaling off" in texts(at) and r"\text{no }" in texts(at)
 

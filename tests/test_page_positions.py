@@ -11,7 +11,7 @@ import pytest
 import streamlit as st
 
 import ui.models
-from tests.apptest_utils import BAD_INPUTS, array, assert_ok, page_path, run_page, texts
+from tests.apptest_utils import BAD_INPUTS, array, assert_ok, chart, chart_keys, page_path, run_page, texts
 from tests.conftest import randomize
 from transformer import GPT, GPTConfig, sinusoidal_encoding
 from transformer.loading import LoadedModel, load_model
@@ -32,18 +32,6 @@ def default_page():
     at = run_page(PAGE)
     assert_ok(at)
     return at
-
-
-def chart(at, key: str) -> dict:
-    """The figure drawn with st.plotly_chart(key=key), as a plotly JSON dict."""
-    for c in at.get("plotly_chart"):
-        if c.proto.id.endswith("-" + key):
-            return json.loads(c.proto.spec)
-    raise KeyError(f"no chart {key!r}; charts: {[c.proto.id.rsplit('-', 1)[-1] for c in at.get('plotly_chart')]}")
-
-
-def chart_keys(at) -> list[str]:
-    return [c.proto.id.rsplit("-", 1)[-1] for c in at.get("plotly_chart")]
 
 
 def z_of(at, key: str) -> np.ndarray:

@@ -4,10 +4,9 @@ import json
 
 import numpy as np
 import pytest
-from streamlit.runtime.state.common import user_key_from_element_id
 
 import ui
-from tests.apptest_utils import BAD_INPUTS, array, assert_ok, page_path, run_page, texts
+from tests.apptest_utils import BAD_INPUTS, array, assert_ok, charts_by_key, page_path, run_page, texts
 from transformer import Interventions, run_trace
 from transformer import softmax_lab as lab
 
@@ -15,10 +14,6 @@ PAGE = page_path("5_Softmax_and_temperature")
 TOY = ("softmax_bars", "softmax_curves")  # need a valid score vector
 DK = ("softmax_dk_spread", "softmax_dk_top", "softmax_dk_example")  # always shown
 REAL = ("softmax_real_scores", "softmax_real_weights")  # need a sentence
-
-
-def figures(at) -> dict[str, dict]:
-    return {user_key_from_element_id(c.proto.id): json.loads(c.proto.spec) for c in at.get("plotly_chart")}
 
 
 def y(fig: dict, i: int = 0) -> np.ndarray:
@@ -46,7 +41,7 @@ def trace(sentence, tau=1.0, model="shakespeare-gpt", head_temperature=()):
 def test_default_is_softmax_2_4_5():
     at = run_page(PAGE)
     assert_ok(at)
-    figs = figures(at)
+    figs = charts_by_key(at)
     assert set(figs) == {*TOY, *DK, *REAL}
     s = np.array([2.0, 4.0, 5.0])
     p = np.exp(s) / np.exp(s).sum()
@@ -65,7 +60,7 @@ def test_temperature_slider():
     at = run_page(PAGE)
     at.slider(key="softmax_temperature").set_value(0.5).run()
     assert_ok(at)
-    figs = figures(at)
+    figs = charts_by_key(at)
     s = np.array([2.0, 4.0, 5.0])
     p = np_softmax(s / 0.5)
     np.testing.assert_allclose(y(figs["softmax_bars"], 1), p, rtol=1e-6)
@@ -81,7 +76,7 @@ def test_scale_slider():
     at = run_page(PAGE)
     at.select_slider(key="softmax_scale").set_value(100).run()
     assert_ok(at)
-    figs = figures(at)
+    figs = charts_by_key(at)
     p = np_softmax(100 * np.array([2.0, 4.0, 5.0]))
     np.testing.assert_allclose(y(figs["softmax_bars"], 1), p, rtol=1e-6, atol=1e-30)  # float32 on the wire: e^-300 → 0
     assert p.max() > 0.999 and at.metric[0].value == "1.000"  # saturated
@@ -95,7 +90,7 @@ def test_score_vector_input():
     at = run_page(PAGE)
     at.text_input(key="softmax_scores").set_value("1, 1, 1, 1").run()
     assert_ok(at)
-    figs = figures(at)
+    figs = charts_by_key(at)
     np.testing.assert_allclose(y(figs["softmax_bars"], 1), 0.25, rtol=1e-6)
     assert at.metric[1].value == "2.000 bits"
     assert figs["softmax_bars"]["layout"]["xaxis"]["ticktext"] == ["s1 = 1", "s2 = 1", "s3 = 1", "s4 = 1"]
@@ -103,7 +98,7 @@ def test_score_vector_input():
     s = np.array([0.3, -1.2, 0.8, 0.1, 1.1, -0.4, 0.5, 0.0])
     at.text_input(key="softmax_scores").set_value(", ".join(map(str, s))).run()
     at.select_slider(key="softmax_scale").set_value(100).run()
-    figs = figures(at)
+    figs = charts_by_key(at)
     np.testing.assert_allclose(y(figs["softmax_bars"], 0), np_softmax(s), rtol=1e-5)
     np.testing.assert_allclose(y(figs["softmax_bars"], 1), np_softmax(100 * s), rtol=1e-5, atol=1e-7)
     assert not at.latex or "e^{30}" not in texts(at)  # 8 numbers: no spelled-out sum
@@ -127,7 +122,7 @@ def test_bad_score_vectors(text, message):
     at.text_input(key="softmax_scores").set_value(text).run()
     assert_ok(at)
     assert any(message in e.value for e in at.error)
-    figs = figures(at)
+    figs = charts_by_key(at)
     assert not set(TOY) & set(figs)  # nothing drawn from a bad vector
     assert set(figs) == {*DK, *REAL}  # the other sections still work
 
@@ -138,7 +133,7 @@ def test_bad_score_vectors(text, message):
 def test_dk_slider_and_seed():
     at = run_page(PAGE)
     ex = lab.sqrt_dk_experiment(seed=0)
-    figs = figures(at)
+    figs = charts_by_key(at)
     np.testing.assert_allclose(y(figs["softmax_dk_spread"], 0), ex.std_raw, rtol=1e-5)
     np.testing.assert_allclose(y(figs["softmax_dk_spread"], 1), ex.std_scaled, rtol=1e-5)
     np.testing.assert_allclose(y(figs["softmax_dk_top"], 0), ex.top_raw, rtol=1e-5)
@@ -148,7 +143,7 @@ def test_dk_slider_and_seed():
 
     at.select_slider(key="softmax_dk").set_value(256).run()
     assert_ok(at)
-    figs = figures(at)
+    figs = charts_by_key(at)
     i = lab.D_KS.index(256)
     raw, scaled = ex.example(i)
     np.testing.assert_allclose(y(figs["softmax_dk_example"], 0), np_softmax(ex.scores[i, 0]), rtol=1e-5, atol=1e-7)
@@ -161,7 +156,7 @@ def test_dk_slider_and_seed():
     at.number_input(key="softmax_seed").set_value(5).run()
     assert_ok(at)
     ex5 = lab.sqrt_dk_experiment(seed=5)
-    figs = figures(at)
+    figs = charts_by_key(at)
     np.testing.assert_allclose(y(figs["softmax_dk_spread"], 0), ex5.std_raw, rtol=1e-5)
     np.testing.assert_allclose(y(figs["softmax_dk_example"], 1), ex5.example(i)[1], rtol=1e-5)
     assert not np.allclose(ex5.std_raw, ex.std_raw)
@@ -184,7 +179,7 @@ def test_real_row_default_and_query():
     assert_ok(at)
     labels = trace(sentence).encoding.labels
     assert at.selectbox(key="softmax_query").value == len(labels) - 1  # the last token by default
-    figs = figures(at)
+    figs = charts_by_key(at)
     scores, p, model, _ = real_row(sentence, 0, 0, len(labels) - 1, 1.0)
     np.testing.assert_allclose(y(figs["softmax_real_scores"]), scores, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(y(figs["softmax_real_weights"], 0), p, rtol=1e-4, atol=1e-6)
@@ -195,7 +190,7 @@ def test_real_row_default_and_query():
 
     at.selectbox(key="softmax_query").set_value(3).run()
     assert_ok(at)
-    figs = figures(at)
+    figs = charts_by_key(at)
     scores, p, model, _ = real_row(sentence, 0, 0, 3, 1.0)
     assert len(y(figs["softmax_real_weights"])) == 4  # query 3 sees keys 0…3
     np.testing.assert_allclose(y(figs["softmax_real_scores"]), scores, rtol=1e-5, atol=1e-6)
@@ -208,7 +203,7 @@ def test_real_row_page_temperature_equals_model_with_that_head_tempered():
     at.slider(key="softmax_temperature").set_value(0.5).run()
     assert_ok(at)
     q = at.selectbox(key="softmax_query").value
-    figs = figures(at)
+    figs = charts_by_key(at)
     scores, p, model, _ = real_row(sentence, 1, 2, q, 0.5)
     weights = figs["softmax_real_weights"]
     np.testing.assert_allclose(y(weights, 0), p, rtol=1e-4, atol=1e-6)
@@ -218,7 +213,7 @@ def test_real_row_page_temperature_equals_model_with_that_head_tempered():
 
     # A lower page τ sharpens the row, in the hand softmax and in the model alike.
     at.slider(key="softmax_temperature").set_value(0.1).run()
-    w = figures(at)["softmax_real_weights"]
+    w = charts_by_key(at)["softmax_real_weights"]
     np.testing.assert_allclose(y(w, 0), np_softmax(scores / 0.1), rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(y(w, 1), real_row(sentence, 1, 2, q, 0.1)[2], rtol=1e-4, atol=1e-6)
     assert y(w, 0).max() > y(weights, 0).max()
@@ -227,13 +222,13 @@ def test_real_row_page_temperature_equals_model_with_that_head_tempered():
 def test_real_row_follows_sidebar_layer_head_and_temperature():
     sentence = "Time flies like an arrow."
     at = run_page(PAGE, sentence=sentence)
-    before = y(figures(at)["softmax_real_scores"])
+    before = y(charts_by_key(at)["softmax_real_scores"])
     at.slider(key="w_layer").set_value(3).run()
     at.slider(key="w_head").set_value(1).run()
     at.slider(key="w_temperature").set_value(2.0).run()
     assert_ok(at)
     q = at.selectbox(key="softmax_query").value
-    figs = figures(at)
+    figs = charts_by_key(at)
     scores, p, model, _ = real_row(sentence, 3, 1, q, 1.0)
     np.testing.assert_allclose(y(figs["softmax_real_scores"]), scores, rtol=1e-5, atol=1e-6)  # scores stay at τ = 1, whatever the sidebar τ
     np.testing.assert_allclose(y(figs["softmax_real_weights"], 1), model, rtol=1e-4, atol=1e-6)
@@ -245,7 +240,7 @@ def test_real_row_follows_sidebar_layer_head_and_temperature():
 def test_bad_sentences(name, text):
     at = run_page(PAGE, sentence=text)
     assert_ok(at)
-    figs = figures(at)
+    figs = charts_by_key(at)
     assert {*TOY, *DK} <= set(figs)  # the sections without a sentence always work
     if not text.strip():
         assert not set(REAL) & set(figs)
@@ -269,4 +264,4 @@ def test_sentence_change_resets_an_out_of_range_query():
     assert_ok(at)
     n = len(trace("Hi there").encoding)
     assert at.selectbox(key="softmax_query").value == n - 1
-    assert len(y(figures(at)["softmax_real_weights"])) == n
+    assert len(y(charts_by_key(at)["softmax_real_weights"])) == n

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
 from figures.common import esc
-from tests.apptest_utils import BAD_INPUTS, array, assert_ok, page_path, run_page, texts
+from tests.apptest_utils import BAD_INPUTS, array, assert_ok, chart, chart_keys, page_path, run_page, texts
 from transformer.loading import load_model
 from transformer.trace import run_trace
 from ui import PRESETS
@@ -32,18 +30,6 @@ def default_page():
     at = run_page(PAGE)
     assert_ok(at)
     return at
-
-
-def chart(at, key: str) -> dict:
-    """The figure drawn with st.plotly_chart(key=key), as a plotly JSON dict."""
-    for c in at.get("plotly_chart"):
-        if c.proto.id.endswith("-" + key):
-            return json.loads(c.proto.spec)
-    raise KeyError(f"no chart {key!r}; charts: {[c.proto.id.rsplit('-', 1)[-1] for c in at.get('plotly_chart')]}")
-
-
-def chart_keys(at) -> list[str]:
-    return [c.proto.id.rsplit("-", 1)[-1] for c in at.get("plotly_chart")]
 
 
 def cosines(W: np.ndarray, v: np.ndarray) -> np.ndarray:
