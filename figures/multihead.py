@@ -1,0 +1,176 @@
+"""Many-heads figures: weight maps on a shared scale, a layer × head overview, token-to-token lines, W_O, ablation bars."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .common import DIVERGING, SEQUENTIAL, esc, heatmap, layout_dict, token_axis
+
+SHOW_VALUES_MAX = 12  # write the weights into the cells only for sentences this short
+MASKED_NOTE = " (masked: score −∞)"  # what figures.common.heatmap appends to a masked cell's hover
+HIDDEN_NOTE = " (hidden on this page: first-token column; not renormalised)"
+OPACITY_STEP = 0.1  # line opacities are drawn in steps of this size (one plotly trace per step keeps the figure fast)
+QUERY_COLOR, KEY_COLOR, LINE_COLOR = "#1f77b4", "#ff7f0e", "#1f4e79"
+
+
+def weights_map(weights: np.ndarray, labels: Sequence[str], visible: np.ndarray, title: str, *, zmax: float = 1.0, hide_first: bool = False, height: int = 320) -> go.Figure:
+    """Attention weights (T, T) on the colour scale 0…zmax. Masked cells are blank; with hide_first the
+    first-token column is blank too (its hover still gives the real weight; the other weights are not rescaled)."""
+    hidden = ~np.asarray(visible, dtype=bool)
+    if hide_first:
+        hidden = hidden.copy()
+        hidden[:, 0] = True
+    show_values = len(labels) <= SHOW_VALUES_MAX and height >= 400
+    fig = heatmap(
+        weights, labels, labels, title=title, x_title="key j (looked at)", y_title="query i (looking)", zmin=0, zmax=zmax, value_name="weight", masked=hidden, height=height, show_values=show_values
+    )
+    hm = fig.data[0]
+    if hide_first and hm.text is not None:
+        text = np.array(hm.text, dtype=object)  # (T, T) hover texts
+        text[:, 0] = [s.replace(MASKED_NOTE, HIDDEN_NOTE) if seen else s for s, seen in zip(text[:, 0], visible[:, 0], strict=True)]
+        hm.text = text
+    return fig
+
+
+def weight_panels(
+    maps: np.ndarray, labels: Sequence[str], visible: np.ndarray, titles: Sequence[str], title: str, *, zmax: float = 1.0, hide_first: bool = False, value_name: str = "weight", height: int = 360
+) -> go.Figure:
+    """Several (T, T) weight maps, maps (n, T, T), side by side in one figure on ONE colour scale 0…zmax (a shared colour axis).
+
+    Masked cells, and the first-token column with hide_first, are blank; the weights shown are not rescaled.
+    The hover gives positions (the axes name the tokens): per-cell text for n maps would cost more than the maps.
+    """
+    n, T = len(maps), len(labels)
+    shown = np.where(visible, maps, np.nan).astype(np.float32)  # (n, T, T)
+    if hide_first:
+        shown[..., 0] = np.nan
+    ticks = token_axis(labels)
+    gap = 0.03
+    width = (1 - gap * (n - 1)) / n
+    traces, lay = [], {"yaxis": {**ticks, "autorange": "reversed", "title": "query i (looking)"}, "annotations": []}
+    lay["coloraxis"] = {"colorscale": SEQUENTIAL, "cmin": 0, "cmax": zmax, "colorbar": {"thickness": 12, "title": esc(value_name)}}
+    for k in range(n):
+        ax = "" if k == 0 else str(k + 1)
+        hover = f"{esc(titles[k])}<br>query %{{y}} → key %{{x}}<br>{esc(value_name)} = %{{z:.4f}}<extra></extra>"
+        traces.append(go.Heatmap(z=shown[k], x=np.arange(T), y=np.arange(T), xaxis="x" + ax, yaxis="y", coloraxis="coloraxis", hoverongaps=False, hovertemplate=hover))
+        lay["xaxis" + ax] = {**ticks, "domain": [k * (width + gap), k * (width + gap) + width], "anchor": "y", "title": "key j"}
+        lay["annotations"].append({"text": esc(titles[k]), "xref": f"x{ax} domain", "yref": "paper", "x": 0.5, "y": 1.0, "yanchor": "bottom", "showarrow": False})
+    return go.Figure(traces, layout=layout_dict(title, height, plot_bgcolor="#d9d9d9", **lay))
+
+
+def mosaic_slices(n_layer: int, n_head: int, n: int) -> tuple[dict[tuple[int, int], tuple[slice, slice]], tuple[int, int]]:
+    """Where each head's n × n thumbnail sits in the overview grid, {(layer, head): (rows, cols)}, and the grid's shape."""
+    gap = max(1, n // 8)  # blank cells between thumbnails
+    step = n + gap
+    where = {(lay, h): (slice(lay * step, lay * step + n), slice(h * step, h * step + n)) for lay in range(n_layer) for h in range(n_head)}
+    return where, (n_layer * step - gap, n_head * step - gap)
+
+
+def head_overview(thumbs: np.ndarray, selected: tuple[int, int], title: str, *, zmax: float = 1.0) -> go.Figure:
+    """Every head's (n × n) thumbnail, thumbs (n_layer, n_head, n, n), in one heatmap: rows = layers, columns = heads; `selected` outlined."""
+    n_layer, n_head, n, _ = thumbs.shape
+    where, shape = mosaic_slices(n_layer, n_head, n)
+    grid = np.full(shape, np.nan, dtype=np.float32)
+    for (lay, h), (rows, cols) in where.items():
+        grid[rows, cols] = thumbs[lay, h]
+    hm = go.Heatmap(z=grid, colorscale=SEQUENTIAL, zmin=0, zmax=zmax, hoverongaps=False, hovertemplate="weight %{z:.3f}<extra></extra>", colorbar={"thickness": 12})
+    rows, cols = where[selected]
+    box = {"type": "rect", "x0": cols.start - 0.5, "x1": cols.stop - 0.5, "y0": rows.start - 0.5, "y1": rows.stop - 0.5, "line": {"color": "#d62728", "width": 3}}
+    centre = [(where[(lay, 0)][0].start + (n - 1) / 2) for lay in range(n_layer)]
+    middle = [(where[(0, h)][1].start + (n - 1) / 2) for h in range(n_head)]
+    axes = {
+        "xaxis": {"tickmode": "array", "tickvals": middle, "ticktext": [f"head {h}" for h in range(n_head)], "side": "top", "showgrid": False, "zeroline": False, "range": [-1, shape[1]]},
+        "yaxis": {"tickmode": "array", "tickvals": centre, "ticktext": [f"layer {lay}" for lay in range(n_layer)], "range": [shape[0], -1], "showgrid": False, "zeroline": False, "scaleanchor": "x"},
+        "shapes": [box],
+    }
+    return go.Figure(hm, layout=layout_dict(title, 120 + 110 * n_layer, plot_bgcolor="white", **axes))
+
+
+def pair_markers(x: np.ndarray, y: np.ndarray, i: np.ndarray, j: np.ndarray, w: np.ndarray, labels: Sequence[str], name: str, **marker) -> go.Scatter:
+    """One marker per (query i, key j) pair at (x, y); its hover names both tokens and gives the exact weight."""
+    names = [esc(s) for s in labels]
+    hover = [f"query {a}: {names[a]} → key {b}: {names[b]}<br>weight = {v:.4f}" for a, b, v in zip(i.tolist(), j.tolist(), np.asarray(w).tolist(), strict=True)]
+    xy = {"x": np.asarray(x, dtype=np.float32), "y": np.asarray(y, dtype=np.float32)}
+    return go.Scatter(**xy, mode="markers", name=name, marker=marker, text=hover, hovertemplate="%{text}<extra></extra>", showlegend=False)
+
+
+def token_lines(i: np.ndarray, j: np.ndarray, w: np.ndarray, labels: Sequence[str], title: str) -> go.Figure:
+    """Queries on the left, keys on the right, a line from query i to key j for each pair; opacity = weight.
+
+    Lines are grouped by their weight rounded to OPACITY_STEP, at least one step so that faint lines stay visible
+    (one trace per step keeps the figure fast); a dot at each line's middle has the exact weight as its opacity and hover.
+    """
+    T = len(labels)
+    small = T > 64  # many tokens: thinner lines, smaller dots
+    w = np.asarray(w, dtype=np.float32)
+    level = np.clip(np.round(w / OPACITY_STEP), 1, None) * OPACITY_STEP  # (n,) the drawn opacity
+    traces = []
+    for a in np.unique(level):
+        sel = level == a
+        x = np.tile(np.array([0.0, 1.0, np.nan], dtype=np.float32), int(sel.sum()))  # (3n,) left, right, gap
+        y = np.stack([i[sel], j[sel], np.full(sel.sum(), np.nan)], axis=1).reshape(-1).astype(np.float32)  # (3n,)
+        traces.append(
+            go.Scatter(x=x, y=y, mode="lines", opacity=float(min(a, 1.0)), line={"color": LINE_COLOR, "width": 1 if small else 2}, hoverinfo="skip", showlegend=False, name=f"lines, weight ≈ {a:.2f}")
+        )
+    mid = pair_markers(np.full(len(w), 0.5), (i + j) / 2, i, j, w, labels, "line middles", color=LINE_COLOR, size=3 if small else 6, opacity=w)
+    names = [esc(s) for s in labels]
+    ends = [
+        go.Scatter(
+            x=np.full(T, x, dtype=np.float32),
+            y=np.arange(T, dtype=np.float32),
+            mode="markers",
+            marker={"color": color, "size": 3 if small else 7},
+            text=[f"{role} {a}: {s}" for a, s in enumerate(names)],
+            hovertemplate="%{text}<extra></extra>",
+            showlegend=False,
+            name=role + " tokens",
+            yaxis=y,  # the keys sit on the right-hand axis, so plotly draws it
+        )
+        for x, color, role, y in ((0, QUERY_COLOR, "query", "y"), (1, KEY_COLOR, "key", "y2"))
+    ]
+    axis = {**token_axis(labels), "showgrid": False, "zeroline": False, "range": [T - 0.5, -0.5]}
+    lay = {
+        "xaxis": {"range": [-0.05, 1.05], "visible": False},
+        "yaxis": {**axis, "title": "query i (looking)"},
+        "yaxis2": {**axis, "title": "key j (looked at)", "overlaying": "y", "side": "right", "matches": "y"},
+    }
+    if not len(w):
+        lay["annotations"] = [{"text": "no weight reaches the threshold", "x": 0.5, "y": (T - 1) / 2, "showarrow": False}]
+    return go.Figure([*traces, mid, *ends], layout=layout_dict(title, int(np.clip(90 + 18 * T, 300, 900)), plot_bgcolor="white", **lay))
+
+
+def _blocks(names: Sequence[str], n: int) -> tuple[dict, list[float]]:
+    """Axis ticks naming len(names) equal blocks of n cells at their centres, and the positions of lines between blocks (none for 1-cell blocks)."""
+    size = n // len(names)
+    ticks = {"tickmode": "array", "tickvals": [k * size + (size - 1) / 2 for k in range(len(names))], "ticktext": [esc(s) for s in names]}
+    return ticks, ([k * size - 0.5 for k in range(1, len(names))] if size > 1 else [])
+
+
+def vector_rows(z: np.ndarray, title: str, *, row_blocks: Sequence[str], col_blocks: Sequence[str] | None = None, x_title: str = "", value_name: str = "value", height: int = 260) -> go.Figure:
+    """A matrix, blue < 0 < red, whose rows (and optionally columns) come in equal named blocks, e.g. one block of rows per head."""
+    z = np.asarray(z, dtype=np.float32)
+    rows, cols = z.shape
+    hover = f"row %{{y}}, column %{{x}}<br>{esc(value_name)} = %{{z:.4g}}<extra></extra>"
+    hm = go.Heatmap(z=z, x=np.arange(cols), y=np.arange(rows), colorscale=DIVERGING, zmid=0, hovertemplate=hover, colorbar={"thickness": 12})
+    y_ticks, y_lines = _blocks(row_blocks, rows)
+    x_ticks, x_lines = _blocks(col_blocks, cols) if col_blocks else ({}, [])
+    line = {"color": "black", "width": 1.5}
+    shapes = [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": y, "y1": y, "line": line} for y in y_lines]
+    shapes += [{"type": "line", "yref": "paper", "y0": 0, "y1": 1, "x0": x, "x1": x, "line": line} for x in x_lines]
+    axes = {"xaxis": {**x_ticks, "title": esc(x_title)}, "yaxis": {**y_ticks, "autorange": "reversed"}, "shapes": shapes}
+    return go.Figure(hm, layout=layout_dict(title, height, **axes))
+
+
+def ablation_bars(labels: Sequence[str], before: np.ndarray, after: np.ndarray, title: str) -> go.Figure:
+    """Next-token probabilities with every head on, and with the chosen heads switched off, side by side."""
+    x = np.arange(len(labels))
+    names = [esc(s) for s in labels]
+    bars = [
+        go.Bar(x=x, y=np.asarray(p, dtype=np.float32), name=name, marker_color=color, text=names, textposition="none", hovertemplate=f"%{{text}}: %{{y:.4f}}<extra>{name}</extra>")
+        for p, name, color in ((before, "all heads on", "#4c78a8"), (after, "heads switched off", "#e45756"))
+    ]
+    lay = {"xaxis": token_axis(labels, "next token"), "yaxis": {"title": "probability"}, "barmode": "group", "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "right", "x": 1}}
+    return go.Figure(bars, layout=layout_dict(title, 340, **lay))

@@ -1,0 +1,188 @@
+"""transformer.heads: names, averages, pooling, line pairs, W_O, ablation, the query–key map — each against an independent computation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from tests.conftest import SENTENCES
+from transformer import heads
+from transformer.model import Interventions
+from transformer.trace import run_trace
+
+TEXT = SENTENCES[5]  # the longest sentence
+
+
+def spearman(x, y) -> float:
+    """Reference ρ: pandas' average ranks, then Pearson's correlation."""
+    return pd.Series(x).rank().corr(pd.Series(y).rank())
+
+
+@pytest.fixture(scope="module")
+def tr(tiny_model, tokenizer):
+    return run_trace(tiny_model, tokenizer, TEXT)
+
+
+def test_head_names_round_trip():
+    names = heads.all_heads(3, 4)
+    assert names[:5] == ["0.0", "0.1", "0.2", "0.3", "1.0"] and len(names) == 12
+    assert [heads.parse_head(n) for n in names] == [(lay, h) for lay in range(3) for h in range(4)]
+    assert heads.head_name(2, 3) == "2.3"
+
+
+def test_visible_keys_is_the_causal_mask(tr, tiny_cfg):
+    T = len(tr.encoding)
+    vis = heads.visible_keys(tr, 1)
+    assert vis.shape == (tiny_cfg.n_head, T, T)
+    assert (vis == np.tril(np.ones((T, T), dtype=bool))).all()
+
+
+def test_mean_pattern(tr, tiny_cfg):
+    stacked = np.stack([tr[f"blocks.{lay}.attn.hook_pattern"] for lay in range(tiny_cfg.n_layer)]).astype(np.float64)
+    np.testing.assert_allclose(heads.mean_pattern(tr, 1), stacked[1].mean(axis=0), rtol=1e-6)
+    np.testing.assert_allclose(heads.mean_pattern(tr, None), stacked.reshape(-1, *stacked.shape[2:]).mean(axis=0), rtol=1e-6)
+    np.testing.assert_allclose(heads.mean_pattern(tr, None).sum(axis=1), 1, rtol=1e-5)  # an average of rows summing to 1 sums to 1
+
+
+def test_first_token_share(tr):
+    w = tr["blocks.0.attn.hook_pattern"]
+    T = w.shape[-1]
+    want = [np.mean([w[h, i, 0] for i in range(1, T)]) for h in range(w.shape[0])]
+    np.testing.assert_allclose(heads.first_token_share(w), want, rtol=1e-6)
+    assert np.isnan(heads.first_token_share(np.ones((2, 1, 1)))).all()  # one token: no row can choose
+
+
+def test_shown_max():
+    w = np.array([[1.0, 0.0, 0.0], [0.7, 0.3, 0.0], [0.2, 0.5, 0.3]])
+    vis = np.tril(np.ones((3, 3), dtype=bool))
+    assert heads.shown_max(w, vis, False) == 1.0
+    assert heads.shown_max(w, vis, True) == 0.5  # the first column left out
+    assert heads.shown_max(w[:1, :1], vis[:1, :1], True) == 1.0  # nothing shown: a usable scale
+
+
+def test_pool_is_a_block_mean_without_nan():
+    rng = np.random.default_rng(0)
+    w = rng.random((37, 37))
+    w[np.triu_indices(37, 1)] = np.nan
+    same, b = heads.pool(w, 40)
+    assert b == 1
+    np.testing.assert_array_equal(same, w.astype(np.float32))
+    small, b = heads.pool(w, 8)  # b = ⌈37/8⌉ = 5 → ⌈37/5⌉ = 8 blocks, the last one 2 wide
+    assert b == 5 and small.shape == (8, 8)
+    stacked, _ = heads.pool(np.stack([w, w[::-1]]), 8)  # a stack of maps is pooled map by map
+    np.testing.assert_array_equal(stacked[0], small)
+    np.testing.assert_array_equal(stacked[1], heads.pool(w[::-1], 8)[0])
+    for r in range(8):
+        for c in range(8):
+            cells = w[5 * r : 5 * r + 5, 5 * c : 5 * c + 5]
+            if np.isnan(cells).all():
+                assert np.isnan(small[r, c])
+            else:
+                np.testing.assert_allclose(small[r, c], np.nanmean(cells), rtol=1e-6)
+
+
+def test_line_pairs(tr):
+    w = tr["blocks.2.attn.hook_pattern"][1]
+    vis = heads.visible_keys(tr, 2)[1]
+    i, j, lw = heads.line_pairs(w, vis, 0.1)
+    want = {(a, b) for a in range(len(w)) for b in range(a + 1) if w[a, b] >= 0.1}
+    assert set(zip(i.tolist(), j.tolist(), strict=True)) == want and len(i) == len(want)
+    np.testing.assert_array_equal(lw, w[i, j])
+    i, j, _ = heads.line_pairs(w, vis, 0.0, token=4)
+    assert set(zip(i.tolist(), j.tolist(), strict=True)) == {(4, b) for b in range(5)} | {(a, 4) for a in range(4, len(w))}
+
+
+def test_strongest_keys(tr):
+    w = tr["blocks.1.attn.hook_pattern"][3]
+    vis = heads.visible_keys(tr, 1)[3]
+    i, j, kw = heads.strongest_keys(w, vis, 3)
+    for a in range(len(w)):
+        keys = sorted(range(a + 1), key=lambda b: -w[a, b])[:3]
+        assert j[i == a].tolist() == keys
+    np.testing.assert_array_equal(kw, w[i, j])
+    i, j, kw = heads.strongest_keys(w, vis, 5, min_weight=0.2)
+    assert (kw >= 0.2).all() and (j <= i).all()
+    assert len(kw) == sum(min(5, sum(w[a, b] >= 0.2 for b in range(a + 1))) for a in range(len(w)))
+
+
+def test_out_projection_gives_attn_out(tiny_model, tr, tiny_cfg):
+    W_O, b_O = heads.out_projection(tiny_model, 1)
+    nh, hs, d = tiny_cfg.n_head, tiny_cfg.d_head, tiny_cfg.d_model
+    assert W_O.shape == (nh * hs, d) and b_O.shape == (d,)
+    concat = tr["blocks.1.attn.hook_concat"]
+    np.testing.assert_array_equal(concat, tr["blocks.1.attn.hook_z"].reshape(len(concat), -1))
+    np.testing.assert_allclose(concat @ W_O + b_O, tr["blocks.1.hook_attn_out"], rtol=1e-4, atol=1e-5)
+    # head h's block of rows gives its share z_h·W_O[h]
+    np.testing.assert_allclose(tr["blocks.1.attn.hook_z"][:, 2] @ W_O[2 * hs : 3 * hs], tr["blocks.1.attn.hook_result"][:, 2], rtol=1e-4, atol=1e-5)
+
+
+def test_next_token_change_equals_the_engine_ablation(tiny_model, tokenizer, tr):
+    off = frozenset({(0, 1), (2, 3)})
+    after = run_trace(tiny_model, tokenizer, TEXT, Interventions(ablate=off))
+    change = heads.next_token_change(tr["logits"][-1], after["logits"][-1], 5)
+    p = torch.softmax(torch.tensor(tr["logits"][-1], dtype=torch.float64), -1).numpy()
+    q = torch.softmax(torch.tensor(after["logits"][-1], dtype=torch.float64), -1).numpy()
+    top_p, top_q = list(np.argsort(-p)[:5]), list(np.argsort(-q)[:5])
+    assert change.ids.tolist() == top_p + [i for i in top_q if i not in top_p]
+    np.testing.assert_allclose(change.before, p[change.ids], rtol=1e-5)
+    np.testing.assert_allclose(change.after, q[change.ids], rtol=1e-5)
+    assert change.moved == pytest.approx(0.5 * np.abs(p - q).sum(), rel=1e-4) and change.moved > 0
+    same = heads.next_token_change(tr["logits"][-1], tr["logits"][-1], 5)
+    assert same.moved == 0 and same.ids.tolist() == top_p
+
+
+def test_qk_map_equals_numpy_svd(tr):
+    q, k = tr["blocks.2.attn.hook_q"][:, 0], tr["blocks.2.attn.hook_k"][:, 0]
+    m = heads.qk_map(q, k)
+    stacked = np.vstack([q, k]).astype(np.float64)
+    centred = stacked - stacked.mean(axis=0)
+    # independent: the eigenvectors of the covariance matrix
+    val, vec = np.linalg.eigh(centred.T @ centred)
+    top = vec[:, ::-1][:, :2]  # (hs, 2)
+    want = centred @ top  # (2T, 2)
+    got = np.vstack([m.q2, m.k2])
+    for c in range(2):
+        sign = np.sign(got[:, c] @ want[:, c])
+        np.testing.assert_allclose(got[:, c], sign * want[:, c], rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(m.explained, val[::-1][:2] / val.sum(), rtol=1e-6)
+    np.testing.assert_allclose(m.axes @ m.axes.T, np.eye(2), atol=1e-9)  # two orthonormal directions
+    np.testing.assert_allclose(centred @ m.axes.T, got, atol=1e-9)
+    assert m.explained[0] >= m.explained[1] > 0 and m.explained.sum() <= 1
+
+
+def test_qk_map_of_one_token():
+    m = heads.qk_map(np.array([[1.0, 2.0, 0.0]]), np.array([[0.0, 0.0, 1.0]]))
+    assert m.q2.shape == m.k2.shape == (1, 2)
+    np.testing.assert_allclose(m.explained, [1, 0], atol=1e-12)
+
+
+def test_map_measures(tr):
+    m = heads.qk_map(tr["blocks.0.attn.hook_q"][:, 2], tr["blocks.0.attn.hook_k"][:, 2])
+    meas = heads.map_measures(m)
+    np.testing.assert_allclose(meas["distance"][3, 1], np.linalg.norm(m.q2[3] - m.k2[1]), rtol=1e-9)
+    np.testing.assert_allclose(meas["dot"][3, 1], m.q2[3] @ m.k2[1], rtol=1e-9)
+
+
+def test_row_rank_correlations(tr):
+    a = "blocks.1.attn."
+    w, scores = tr[a + "hook_pattern"][0], tr[a + "hook_scores_scaled"][0]
+    vis = heads.visible_keys(tr, 1)[0]
+    noise = np.random.default_rng(2).random(w.shape)
+    noise[5, :3] = 0.25  # ties
+    rho = heads.row_rank_correlations({"score": scores, "minus": -scores, "noise": noise}, w, vis)
+    assert rho["score"] == pytest.approx(1.0) and rho["minus"] == pytest.approx(-1.0)  # softmax keeps the order of the scores
+    want = np.mean([spearman(noise[i, : i + 1], w[i, : i + 1]) for i in range(2, len(w))])
+    assert rho["noise"] == pytest.approx(want, abs=1e-9)
+    short = heads.row_rank_correlations({"score": scores[:2, :2]}, w[:2, :2], vis[:2, :2])
+    assert np.isnan(short["score"])  # no query sees 3 keys
+
+
+def test_row_ranks_average_ties():
+    x = np.array([[3.0, 1.0, 3.0, 2.0, 9.0], [5.0, 5.0, 5.0, 0.0, 0.0]])
+    keep = np.array([[True, True, True, True, False], [True, True, True, False, False]])
+    got = heads.row_ranks(x, keep)
+    np.testing.assert_array_equal(got[0, :4], [2.5, 0, 2.5, 1])
+    np.testing.assert_array_equal(got[1, :3], [1, 1, 1])
+    assert np.isnan(got[0, 4]) and np.isnan(got[1, 3:]).all()

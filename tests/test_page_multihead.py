@@ -1,0 +1,340 @@
+"""The "Multi-head attention" page: every figure equals the engine's trace, every control changes what is shown."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from figures.common import tick_labels
+from figures.multihead import OPACITY_STEP, mosaic_slices
+from transformer import Interventions, run_trace
+from transformer.loading import load_model
+
+from .apptest_utils import BAD_INPUTS, array, assert_ok, chart_titled, charts, page_path, run_page, texts
+
+PAGE = page_path("7_Multi_head")
+REPEATED = "the cat and the dog and the bird"  # "␣the" and "␣and" twice
+NL = NH = 4  # the bundled model: 4 layers × 4 heads
+
+
+@pytest.fixture(scope="module")
+def lm():
+    return load_model("shakespeare-gpt")
+
+
+@pytest.fixture(scope="module")
+def default_page():
+    """The page on the repeated sentence, untouched (read-only use)."""
+    at = run_page(PAGE, sentence=REPEATED)
+    assert_ok(at)
+    return at
+
+
+def trace(lm, text=REPEATED, temperature=1.0, ablate=frozenset()):
+    return run_trace(lm.model, lm.tokenizer, text, Interventions(temperature=temperature, ablate=ablate))
+
+
+def z(at, title: str, trace: int = 0) -> np.ndarray:
+    return array(chart_titled(at, title)["data"][trace]["z"])
+
+
+def panels(at, title: str) -> dict[str, np.ndarray]:
+    """A figure of side-by-side maps as {panel title: z}."""
+    c = chart_titled(at, title)
+    names = [a["text"] for a in c["layout"]["annotations"]]
+    assert len(names) == len(c["data"])
+    return {n: array(d["z"]) for n, d in zip(names, c["data"], strict=True)}
+
+
+def shown(weights: np.ndarray, hide_first: bool = False) -> np.ndarray:
+    """Weights as a map draws them: future cells (and the first column when hidden) blank."""
+    T = weights.shape[-1]
+    out = np.where(np.tril(np.ones((T, T), dtype=bool)), weights, np.nan)
+    if hide_first:
+        out[..., 0] = np.nan
+    return out
+
+
+def line_view(at, title: str = "Lines, ") -> tuple[dict[tuple[int, int], float], dict[tuple[int, int], float]]:
+    """The line view as {(query, key): drawn line opacity} and {(query, key): exact weight of its middle dot}."""
+    data = chart_titled(at, title)["data"]
+    lines = {}
+    for tr in data:
+        if tr.get("mode") == "lines" and tr.get("name", "").startswith("lines"):
+            ends = array(tr["y"]).reshape(-1, 3)[:, :2].astype(int)
+            for a, b in ends:
+                assert (a, b) not in lines  # one line per pair
+                lines[(a, b)] = tr["opacity"]
+    mid = next(tr for tr in data if tr.get("name") == "line middles")
+    y, opacity = array(mid["y"]), array(mid["marker"]["opacity"])
+    dots = {}
+    for text, o, yy in zip(mid.get("text", []), opacity, y, strict=True):
+        a, b = int(text.split(":")[0].split()[-1]), int(text.split("→ key ")[1].split(":")[0])
+        assert yy == pytest.approx((a + b) / 2)
+        dots[(a, b)] = float(o)
+    return lines, dots
+
+
+def test_heads_side_by_side_equal_the_trace_on_one_scale(lm, default_page):
+    at, tr = default_page, trace(lm)
+    w = tr["blocks.0.attn.hook_pattern"]
+    c = chart_titled(at, "The heads of layer 0, one colour scale 0 … 1.000")
+    maps = panels(at, "The heads of layer 0")
+    assert list(maps) == [f"Layer 0, head {h}" for h in range(NH)]
+    for h in range(NH):
+        np.testing.assert_allclose(maps[f"Layer 0, head {h}"], shown(w[h]), rtol=1e-6)
+    assert {d["coloraxis"] for d in c["data"]} == {"coloraxis"}  # one colour axis for every head
+    assert (c["layout"]["coloraxis"]["cmin"], c["layout"]["coloraxis"]["cmax"]) == (0, 1.0)  # 0 … the largest weight shown (row 0 gives 1 to itself)
+    share = w[:, 1:, 0].mean(axis=1)
+    assert "Weight on the first token, averaged over rows 1…T−1: " + ", ".join(f"head {h} {share[h]:.1%}" for h in range(NH)) in texts(at)
+
+
+def test_repeated_tokens_keep_their_rows(lm, default_page):
+    labels = trace(lm).encoding.labels
+    T = len(labels)
+    assert len(set(labels)) < T
+    checked = 0
+    for c in charts(default_page):
+        for d in c["data"]:
+            if d["type"] == "heatmap" and array(d["z"]).shape == (T, T):
+                checked += 1
+                assert array(d["y"]).tolist() == list(range(T)) and array(d["x"]).tolist() == list(range(T))
+                for axis in ("xaxis" + d.get("xaxis", "x")[1:], "yaxis"):
+                    ticks = c["layout"][axis]["ticktext"]
+                    assert ticks.count("␣the") == 2 and ticks.count("␣and") == 2 and len(ticks) == T
+    assert checked == NH + 2 + 1  # the heads, the two averages, the opened head
+    for role in ("query", "key"):
+        ends = next(d for d in chart_titled(default_page, "Lines, ")["data"] if d.get("name") == role + " tokens")
+        assert ends["text"] == [f"{role} {i}: {s}" for i, s in enumerate(labels)] and array(ends["y"]).tolist() == list(range(T))
+    options = default_page.selectbox(key="multihead_token").options
+    assert len(set(options)) == T and sum(o.endswith(": ␣the") for o in options) == 2
+
+
+def test_averages_are_labelled_and_equal_the_mean(lm, default_page):
+    at, tr = default_page, trace(lm)
+    stacked = np.stack([tr[f"blocks.{lay}.attn.hook_pattern"] for lay in range(NL)]).astype(np.float64)  # (NL, NH, T, T)
+    maps = panels(at, "Averages (not heads)")
+    np.testing.assert_allclose(maps["AVERAGE over the 4 heads of layer 0"], shown(stacked[0].mean(axis=0)), rtol=1e-5)
+    np.testing.assert_allclose(maps["AVERAGE over all 16 heads (4 layers × 4 heads)"], shown(stacked.mean(axis=(0, 1))), rtol=1e-5)
+    assert "These are averages, not heads" in texts(at)
+    assert all("AVERAGE" in d["hovertemplate"] and "mean weight" in d["hovertemplate"] for d in chart_titled(at, "Averages")["data"])
+
+
+def test_overview_thumbnails_equal_the_patterns(lm, default_page):
+    at, tr = default_page, trace(lm)
+    T = len(tr.encoding)
+    grid = z(at, "All 16 heads")
+    where, shape = mosaic_slices(NL, NH, T)
+    assert grid.shape == shape
+    for (lay, h), (rows, cols) in where.items():
+        np.testing.assert_allclose(grid[rows, cols], shown(tr[f"blocks.{lay}.attn.hook_pattern"][h]), rtol=1e-6)
+    assert "every weight is shown" in texts(at)
+    box = chart_titled(at, "All 16 heads")["layout"]["shapes"][0]  # the opened head (the sidebar's: 0.0) is outlined
+    assert (box["x0"], box["y0"]) == (-0.5, -0.5)
+
+
+def test_sidebar_layer_head_and_temperature_drive_the_page(lm):
+    at = run_page(PAGE, sentence=REPEATED)
+    at.slider(key="w_layer").set_value(2).run()
+    at.slider(key="w_head").set_value(3).run()
+    at.slider(key="w_temperature").set_value(0.5).run()
+    assert_ok(at)
+    tr = trace(lm, temperature=0.5)
+    maps = panels(at, "The heads of layer 2")
+    for h in range(NH):
+        np.testing.assert_allclose(maps[f"Layer 2, head {h}"], shown(tr["blocks.2.attn.hook_pattern"][h]), rtol=1e-6)
+    assert at.selectbox(key="multihead_open").value == "2.3"  # the opened head follows the sidebar
+    np.testing.assert_allclose(z(at, "Opened: layer 2, head 3"), shown(tr["blocks.2.attn.hook_pattern"][3]), rtol=1e-6)
+    np.testing.assert_allclose(panels(at, "Averages")["AVERAGE over the 4 heads of layer 2"], shown(tr["blocks.2.attn.hook_pattern"].mean(axis=0)), rtol=1e-5)
+    T = len(tr.encoding)
+    np.testing.assert_allclose(z(at, f"z of each head for token {T - 1}")[0], tr["blocks.2.attn.hook_z"][T - 1].reshape(-1), rtol=1e-6)
+
+
+def test_query_string_opens_the_same_view(lm):
+    at = run_page(PAGE, sentence=REPEATED, layer="1", head="2")
+    assert_ok(at)
+    assert at.selectbox(key="multihead_open").value == "1.2"
+    np.testing.assert_allclose(panels(at, "The heads of layer 1")["Layer 1, head 2"], shown(trace(lm)["blocks.1.attn.hook_pattern"][2]), rtol=1e-6)
+
+
+def test_preset_sentence(lm):
+    at = run_page(PAGE)
+    at.selectbox(key="w_preset").set_value("Fruit flies").run()
+    assert_ok(at)
+    tr = trace(lm, "Fruit flies like a banana.")
+    assert chart_titled(at, "The heads of layer 0")["layout"]["yaxis"]["ticktext"] == tick_labels(tr.encoding.labels)
+    np.testing.assert_allclose(panels(at, "The heads of layer 0")["Layer 0, head 2"], shown(tr["blocks.0.attn.hook_pattern"][2]), rtol=1e-6)
+
+
+def test_open_another_head(lm):
+    at = run_page(PAGE, sentence=REPEATED)
+    at.selectbox(key="multihead_open").set_value("3.1").run()
+    assert_ok(at)
+    tr = trace(lm)
+    w = tr["blocks.3.attn.hook_pattern"][1]
+    np.testing.assert_allclose(z(at, "Opened: layer 3, head 1"), shown(w), rtol=1e-6)
+    T = len(tr.encoding)
+    rows, cols = mosaic_slices(NL, NH, T)[0][(3, 1)]
+    box = chart_titled(at, "All 16 heads")["layout"]["shapes"][0]
+    assert (box["x0"], box["x1"], box["y0"], box["y1"]) == (cols.start - 0.5, cols.stop - 0.5, rows.start - 0.5, rows.stop - 0.5)
+    _, dots = line_view(at, "Lines, layer 3, head 1")
+    assert dots == pytest.approx({(a, b): float(w[a, b]) for a in range(T) for b in range(a + 1) if w[a, b] >= 0.1})
+    assert chart_titled(at, "The heads of layer 0")  # the side-by-side row still shows the sidebar's layer
+
+
+def test_line_view_opacity_is_the_weight(lm, default_page):
+    tr = trace(lm)
+    w = tr["blocks.0.attn.hook_pattern"][0]
+    T = len(tr.encoding)
+    lines, dots = line_view(default_page)
+    want = {(a, b): float(w[a, b]) for a in range(T) for b in range(a + 1) if w[a, b] >= 0.1}  # default threshold 0.1
+    assert set(lines) == set(want) and dots == pytest.approx(want, rel=1e-6)  # each dot's opacity: the exact weight
+    for pair, o in lines.items():  # each line's opacity: the weight rounded to steps of OPACITY_STEP, at least one step
+        assert o == pytest.approx(max(1, round(want[pair] / OPACITY_STEP)) * OPACITY_STEP)
+        assert abs(o - want[pair]) <= OPACITY_STEP / 2 + 1e-6  # (the default threshold 0.1 keeps only weights ≥ 0.1)
+    assert f"{len(want)} line(s)" in texts(default_page)
+
+
+def test_line_view_threshold_and_token(lm):
+    at = run_page(PAGE, sentence=REPEATED)
+    w = trace(lm)["blocks.0.attn.hook_pattern"][0]
+    T = len(w)
+    at.slider(key="multihead_threshold").set_value(0.3).run()
+    lines, dots = line_view(at)
+    assert set(lines) == set(dots) == {(a, b) for a in range(T) for b in range(a + 1) if w[a, b] >= 0.3}
+    the = trace(lm).encoding.labels.index("␣the")  # the first of two
+    at.slider(key="multihead_threshold").set_value(0.01).run()
+    at.selectbox(key="multihead_line_token").set_value(the).run()
+    assert_ok(at)
+    lines, _ = line_view(at)
+    want = {(a, b) for a in range(T) for b in range(a + 1) if w[a, b] >= 0.01 and the in (a, b)}
+    assert set(lines) == want and {b for a, b in want if a == the} == set(range(the + 1)) and any(a > the for a, _ in want)
+    at.slider(key="multihead_threshold").set_value(1.0).run()  # nothing reaches 1 except row 0 → key 0
+    lines, _ = line_view(at)
+    assert set(lines) <= {(0, 0)}
+
+
+def test_sink_checkbox_hides_the_first_column_without_renormalising(lm):
+    at = run_page(PAGE, sentence=REPEATED)
+    before = panels(at, "The heads of layer 0")["Layer 0, head 1"]
+    at.checkbox(key="multihead_sink").check().run()
+    assert_ok(at)
+    tr = trace(lm)
+    w = tr["blocks.0.attn.hook_pattern"]
+    top = float(np.nanmax(shown(w, hide_first=True)))
+    c = chart_titled(at, f"The heads of layer 0, one colour scale 0 … {top:.3f}")
+    assert c["layout"]["coloraxis"]["cmax"] == pytest.approx(top)  # the shared scale stretched to the largest weight still shown
+    maps = panels(at, "The heads of layer 0")
+    for h in range(NH):
+        np.testing.assert_allclose(maps[f"Layer 0, head {h}"], shown(w[h], hide_first=True), rtol=1e-6)  # the other weights unchanged
+    assert np.isnan(maps["Layer 0, head 1"][:, 0]).all() and not np.isnan(before[:, 0]).any()
+    np.testing.assert_allclose(panels(at, "Averages")["AVERAGE over the 4 heads of layer 0"], shown(w.mean(axis=0), hide_first=True), rtol=1e-5)
+    opened = chart_titled(at, "Opened: layer 0, head 0")["data"][0]
+    np.testing.assert_allclose(array(opened["z"]), shown(w[0], hide_first=True), rtol=1e-6)
+    assert "first-token column" in opened["text"][4][0] and f"{w[0, 4, 0]:.4g}" in opened["text"][4][0]  # its hover keeps the real weight
+    grid = z(at, "All 16 heads")
+    rows, cols = mosaic_slices(NL, NH, len(tr.encoding))[0][(0, 2)]
+    np.testing.assert_allclose(grid[rows, cols], shown(w[2], hide_first=True), rtol=1e-6)
+    lines, _ = line_view(at)
+    assert lines and all(b != 0 for _, b in lines)
+    assert f"add up to {w[0, -1, 1:].sum():.3f}, not 1 (the hidden {w[0, -1, 0]:.3f} went to the first token)" in texts(at)
+
+
+def test_concat_and_w_o_for_a_chosen_token(lm):
+    at = run_page(PAGE, sentence=REPEATED)
+    tr = trace(lm)
+    i = tr.encoding.labels.index("␣the")  # the first of two
+    at.selectbox(key="multihead_token").set_value(i).run()
+    assert_ok(at)
+    a = "blocks.0.attn."
+    nh, hs, d = NH, 32, 128
+    fig = chart_titled(at, f"z of each head for token {i}, ({nh} × {hs}), side by side = concat, (1, {nh * hs})")
+    concat = array(fig["data"][0]["z"])
+    np.testing.assert_allclose(concat, tr[a + "hook_concat"][i][None], rtol=1e-6)
+    np.testing.assert_allclose(concat[0], tr[a + "hook_z"][i].reshape(-1), rtol=1e-6)  # concat = the heads' z side by side
+    assert fig["layout"]["xaxis"]["ticktext"] == [f"z, head {h}" for h in range(nh)]
+    W_O = z(at, f"W_O of layer 0, ({nh * hs}, {d})")
+    attn = lm.model.blocks[0].attn
+    np.testing.assert_allclose(W_O, attn.W_O.detach().reshape(nh * hs, d).numpy(), rtol=1e-6)
+    out = z(at, f"attn_out for token {i} = concat·W_O + b_O, (1, {d})")
+    assert out.shape == (nh + 2, d)
+    np.testing.assert_allclose(out[:nh], tr[a + "hook_result"][i], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(out[nh], attn.b_O.detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(out[nh + 1], tr["blocks.0.hook_attn_out"][i], rtol=1e-6)
+    # the equation the page states: concat·W_O + b_O = attn_out (and = Σ_h shares + b_O)
+    np.testing.assert_allclose(concat[0].astype(np.float64) @ W_O + out[nh], out[nh + 1], rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(out[:nh].sum(axis=0) + out[nh], out[nh + 1], rtol=1e-4, atol=1e-6)
+    assert f"({len(tr.encoding)}, {nh}, {hs})" in texts(at) and f"({len(tr.encoding)}, {nh * hs})" in texts(at)
+    assert f"for token {i} by at most" in texts(at)
+
+
+def test_ablation_equals_the_engine_intervention(lm):
+    at = run_page(PAGE, sentence=REPEATED)
+    before_fig = chart_titled(at, "Next-token probabilities")
+    np.testing.assert_allclose(array(before_fig["data"][0]["y"]), array(before_fig["data"][1]["y"]))  # nothing off yet
+    assert "No head is switched off" in texts(at)
+    at.multiselect(key="multihead_ablate").set_value(["0.1", "2.3"]).run()
+    at.slider(key="multihead_topk").set_value(5).run()
+    assert_ok(at)
+    # independently: softmax of the model's last logits, with and without the two heads
+    p = torch.softmax(torch.tensor(trace(lm)["logits"][-1], dtype=torch.float64), -1).numpy()
+    q = torch.softmax(torch.tensor(trace(lm, ablate=frozenset({(0, 1), (2, 3)}))["logits"][-1], dtype=torch.float64), -1).numpy()
+    top_p, top_q = list(np.argsort(-p)[:5]), list(np.argsort(-q)[:5])
+    ids = top_p + [t for t in top_q if t not in top_p]
+    fig = chart_titled(at, "Next-token probabilities, 2 head(s) switched off")
+    np.testing.assert_allclose(array(fig["data"][0]["y"]), p[ids], rtol=1e-5)
+    np.testing.assert_allclose(array(fig["data"][1]["y"]), q[ids], rtol=1e-5)
+    vocab = lm.tokenizer.vocab_labels()
+    assert fig["layout"]["xaxis"]["ticktext"] == tick_labels([vocab[t] for t in ids])
+    table = at.dataframe[0].value
+    assert list(table["next token"]) == [vocab[t] for t in ids]
+    np.testing.assert_allclose(table["p, switched off"], q[ids], rtol=1e-5)
+    assert f"**{0.5 * np.abs(p - q).sum():.1%}** of the probability moved" in texts(at)
+    assert "Switched off: 0.1, 2.3" in texts(at)
+
+
+def test_one_token(lm):
+    at = run_page(PAGE, sentence="a")
+    assert_ok(at)
+    assert panels(at, "The heads of layer 0")["Layer 0, head 0"].tolist() == [[1.0]]
+    assert "Weight on the first token" not in texts(at)
+    at.checkbox(key="multihead_sink").check().run()
+    assert_ok(at)
+    assert np.isnan(panels(at, "The heads of layer 0")["Layer 0, head 0"]).all()
+
+
+def test_long_text_pools_the_overview(lm):
+    text = dict(BAD_INPUTS)["very_long"]
+    at = run_page(PAGE, sentence=text)
+    assert_ok(at)
+    tr = trace(lm, text)
+    T = len(tr.encoding)
+    assert T == 256 and "reads at most 256" in texts(at)
+    np.testing.assert_allclose(panels(at, "The heads of layer 0")["Layer 0, head 3"], shown(tr["blocks.0.attn.hook_pattern"][3]), rtol=1e-6)
+    grid = z(at, "All 16 heads")
+    where, shape = mosaic_slices(NL, NH, 32)
+    assert grid.shape == shape
+    w = shown(tr["blocks.1.attn.hook_pattern"][2]).reshape(32, 8, 32, 8)  # 8 × 8 blocks
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # blocks wholly in the future are empty
+        want = np.nanmean(w, axis=(1, 3))
+    rows, cols = where[(1, 2)]
+    np.testing.assert_allclose(grid[rows, cols], want, rtol=1e-5)
+    assert "8 × 8 block" in texts(at)
+
+
+@pytest.mark.parametrize("name,text", BAD_INPUTS, ids=[n for n, _ in BAD_INPUTS])
+def test_bad_inputs(name, text):
+    at = run_page(PAGE)
+    at.text_area(key="w_sentence").set_value(text).run()
+    assert_ok(at)
+    if not text.strip():
+        assert not charts(at) and at.info and ("empty" in texts(at) or "whitespace" in texts(at))
+        return
+    figs = charts(at)
+    assert len(figs) == 9
+    for c in figs:  # user text reaches plotly only escaped
+        assert "<script" not in str(c) and "<img" not in str(c)
