@@ -42,10 +42,6 @@ def layout(fig: go.Figure, title: str = "", height: int = 420, **kwargs) -> go.F
     return fig
 
 
-def _value(v: float) -> str:
-    return "−∞" if np.isneginf(v) else f"{v:.4g}"
-
-
 def heatmap(
     z: np.ndarray,
     x_labels: Sequence[str] | None = None,
@@ -72,7 +68,10 @@ def heatmap(
     if rows * cols <= HOVER_CELLS:
         xl = [esc(s) for s in (x_labels if x_labels is not None else map(str, range(cols)))]
         yl = [esc(s) for s in (y_labels if y_labels is not None else map(str, range(rows)))]
-        hover = [[f"{yl[i]} (row {i}) → {xl[j]} (col {j})<br>{esc(value_name)} = {_value(z[i, j])}{' (masked: score −∞)' if neg_inf[i, j] else ''}" for j in range(cols)] for i in range(rows)]
+        name = esc(value_name)
+        values = [["−∞" if v == -np.inf else f"{v:.4g}" for v in row] for row in z.tolist()]  # Python floats: far faster than numpy scalars
+        notes = [[" (masked: score −∞)" if m else "" for m in row] for row in neg_inf.tolist()]
+        hover = [[f"{yl[i]} (row {i}) → {xl[j]} (col {j})<br>{name} = {values[i][j]}{notes[i][j]}" for j in range(cols)] for i in range(rows)]
         trace.update(text=np.array(hover, dtype=object), hovertemplate="%{text}<extra></extra>")  # an object array validates far faster than nested lists
         if show_values:
             trace.update(texttemplate="%{z:.2f}")  # plotly writes each cell's own z (customdata does not render in heatmap text); masked (NaN) cells stay blank

@@ -1,0 +1,74 @@
+"""Encoder–decoder figures: the cross-attention alignment (target × source) with the gold alignment, agreement per head."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .common import DIVERGING, bars, esc, heatmap
+
+SHOW_VALUES_MAX = 16 * 16  # write the weights into the cells up to this many cells
+GOLD = "#d62728"
+
+
+def alignment_heatmap(weights: np.ndarray, written: Sequence[str], source: Sequence[str], gold: Sequence[tuple[int, int]] = (), title: str = "") -> go.Figure:
+    """Cross-attention weights (T, S): row i = the decoder position that wrote written[i], column j = source word j.
+
+    `gold` (source index, target index) pairs are drawn as open red squares on top.
+    """
+    T, S = np.shape(weights)
+    fig = heatmap(
+        weights,
+        source,
+        written,
+        title=title,
+        x_title="English source word (keys and values: from the encoder)",
+        y_title="French word written (query: from the decoder)",
+        zmin=0,
+        zmax=1,
+        value_name="weight",
+        show_values=T * S <= SHOW_VALUES_MAX,
+        height=max(320, 120 + 28 * T),
+    )
+    if len(gold):
+        s, t = np.array(gold).T
+        hover = [f"gold: {esc(source[j])} ↔ {esc(written[i])}" for j, i in zip(s, t, strict=True)]
+        marker = {"symbol": "square-open", "size": 22, "color": GOLD, "line": {"width": 3, "color": GOLD}}
+        fig.add_trace(go.Scatter(x=s, y=t, mode="markers", marker=marker, name="gold alignment", text=hover, hovertemplate="%{text}<extra></extra>"))
+        fig.update_layout(showlegend=True, legend={"orientation": "h", "y": -0.2})
+    return fig
+
+
+def scores_heatmap(scores: np.ndarray, written: Sequence[str], source: Sequence[str], title: str) -> go.Figure:
+    """Cross-attention scores (T, S), before softmax: nothing is masked, every French position may look at every English word."""
+    axes = {"x_title": "English source word (key)", "y_title": "French word written (query)"}
+    return heatmap(scores, source, written, title=title, colorscale=DIVERGING, zmid=0, value_name="score", height=max(320, 120 + 28 * len(written)), **axes)
+
+
+def agreement_heatmap(scores: np.ndarray, title: str) -> go.Figure:
+    """Alignment agreement of every cross-attention head, (n_layer, nh), in [0, 1]."""
+    L, H = scores.shape
+    return heatmap(
+        scores,
+        [f"head {h}" for h in range(H)],
+        [f"layer {layer}" for layer in range(L)],
+        title=title,
+        colorscale="Greens",
+        zmin=0,
+        zmax=1,
+        value_name="agreement",
+        show_values=True,
+        height=140 + 40 * L,
+    )
+
+
+def probability_bars(words: Sequence[str], probs: Sequence[float], title: str) -> go.Figure:
+    """The most likely next words at one decoding step."""
+    return bars(np.asarray(probs, dtype=np.float32), words, title=title, x_title="next word", y_title="probability", height=280, color="#2ca02c")
+
+
+def source_bars(row: np.ndarray, source: Sequence[str], title: str) -> go.Figure:
+    """One decoder position's cross-attention weights over the source words."""
+    return bars(row, source, title=title, x_title="English source word", y_title="cross-attention weight", height=280)
