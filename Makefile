@@ -32,6 +32,7 @@ test-fast: $(VENV)/.dev
 
 bench: $(VENV)/.dev
 	$(PY) bench/bench_engine.py
+	$(PY) bench/bench_pages.py
 
 screenshots: $(VENV)/.dev
 	bash scripts/ensure_chromium.sh

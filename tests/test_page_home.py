@@ -1,0 +1,79 @@
+"""The home page (app.py) and the shared sidebar state it introduces."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ui
+from transformer import Interventions, run_trace
+from ui.state import DEFAULT_SENTENCE, PRESETS
+
+from .apptest_utils import BAD_INPUTS, array, assert_ok, chart, run_page, texts
+
+
+def pattern(sentence: str, layer: int, head: int, tau: float = 1.0) -> np.ndarray:
+    lm = ui.get_model("shakespeare-gpt")
+    return run_trace(lm.model, lm.tokenizer, sentence, Interventions(temperature=tau))[f"blocks.{layer}.attn.hook_pattern"][head]
+
+
+def shown(at) -> np.ndarray:
+    """The live heatmap's weights, masked (future) cells read as 0."""
+    return np.nan_to_num(array(chart(at, "home_pattern")["data"][0]["z"]))
+
+
+def test_default_page_shows_the_models_pattern_and_the_pipeline():
+    at = run_page("app.py")
+    assert_ok(at)
+    np.testing.assert_allclose(shown(at), pattern(DEFAULT_SENTENCE, 0, 0), atol=1e-6)
+    assert "Model card: shakespeare-gpt" in [e.label for e in at.expander]
+    assert len(at.get("page_link")) == 12  # every page of the pipeline is linked
+
+
+def test_controls_change_the_heatmap():
+    at = run_page("app.py")
+    at.slider(key="w_layer").set_value(2).run()
+    at.slider(key="w_head").set_value(3).run()
+    np.testing.assert_allclose(shown(at), pattern(DEFAULT_SENTENCE, 2, 3), atol=1e-6)
+    assert "layer 2, head 3" in chart(at, "home_pattern")["layout"]["title"]["text"]
+    at.slider(key="w_temperature").set_value(0.5).run()
+    np.testing.assert_allclose(shown(at), pattern(DEFAULT_SENTENCE, 2, 3, 0.5), atol=1e-6)
+    at.selectbox(key="w_preset").select("The cat sat").run()
+    assert at.text_area(key="w_sentence").value == PRESETS["The cat sat"]
+    np.testing.assert_allclose(shown(at), pattern(PRESETS["The cat sat"], 2, 3, 0.5), atol=1e-6)
+    assert at.query_params["sentence"] == PRESETS["The cat sat"]  # the address bar follows, for sharing
+
+
+def test_query_string_opens_the_same_state():
+    at = run_page("app.py", sentence="the cat and the dog", layer="3", head="1", temperature="0.25")
+    assert_ok(at)
+    assert at.text_area(key="w_sentence").value == "the cat and the dog"
+    assert (at.slider(key="w_layer").value, at.slider(key="w_head").value, at.slider(key="w_temperature").value) == (3, 1, 0.25)
+    z = shown(at)
+    np.testing.assert_allclose(z, pattern("the cat and the dog", 3, 1, 0.25), atol=1e-6)
+    assert z.shape[0] == len(ui.get_model("shakespeare-gpt").tokenizer.encode("the cat and the dog"))  # "the" twice: both rows kept
+
+
+@pytest.mark.parametrize("query", [{"layer": "99", "head": "-4", "temperature": "nan"}, {"model": "../../etc", "layer": "x"}, {"temperature": "1e9"}])
+def test_bad_query_values_fall_back_to_valid_ones(query):
+    at = run_page("app.py", **query)
+    assert_ok(at)
+    assert at.selectbox(key="w_model").value == "shakespeare-gpt"
+    assert 0 <= at.slider(key="w_layer").value <= 3 and 0 <= at.slider(key="w_head").value <= 3
+    assert 0.05 <= at.slider(key="w_temperature").value <= 5.0
+
+
+@pytest.mark.parametrize(("name", "text"), BAD_INPUTS, ids=[n for n, _ in BAD_INPUTS])
+def test_bad_inputs(name, text):
+    at = run_page("app.py", sentence=text)
+    assert_ok(at)
+    if not text.strip():
+        assert "home_pattern" not in [c.proto.id.rsplit("-", 1)[-1] for c in at.get("plotly_chart")]
+        assert "empty" in texts(at) or "whitespace" in texts(at)
+        return
+    z = shown(at)
+    assert np.allclose(z.sum(axis=1), 1.0, atol=1e-5)
+    if name == "very_long":
+        assert z.shape == (256, 256) and "reads at most 256" in texts(at)
+    spec = str(chart(at, "home_pattern"))
+    assert "<script" not in spec and "<img" not in spec
