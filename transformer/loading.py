@@ -43,9 +43,18 @@ class LoadedModel:
         return self.model.cfg
 
 
+def is_gpt_dir(path: Path) -> bool:
+    """A directory whose config.json describes a decoder this module loads (atlas-gpt or gpt2)."""
+    try:
+        kind = json.loads((path / "config.json").read_text()).get("model_type", "atlas-gpt")
+    except (OSError, ValueError, AttributeError):
+        return False
+    return kind in ("atlas-gpt", "gpt2")
+
+
 def bundled_models() -> list[str]:
-    """Names of the models under assets/models/."""
-    return sorted(p.name for p in ASSETS.iterdir() if (p / "config.json").is_file()) if ASSETS.is_dir() else []
+    """Names of the decoder models under assets/models/ (the translator has its own page and loader)."""
+    return sorted(p.name for p in ASSETS.iterdir() if is_gpt_dir(p)) if ASSETS.is_dir() else []
 
 
 def allowed_roots() -> list[Path]:
@@ -59,7 +68,7 @@ def local_models() -> list[str]:
     found = []
     for root in allowed_roots()[1:]:
         if root.is_dir():
-            found += [str(p) for p in sorted(root.iterdir()) if (p / "config.json").is_file()]
+            found += [str(p) for p in sorted(root.iterdir()) if is_gpt_dir(p)]
     return found
 
 
