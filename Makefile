@@ -5,7 +5,7 @@ PORT ?= 8501
 # One BLAS thread per process: numpy's OpenBLAS otherwise spins on small matrices (a 256×128 product 30 ms → 0.3 ms).
 export OPENBLAS_NUM_THREADS := 1
 
-.PHONY: run serve test test-fast bench lint screenshots retrain clean
+.PHONY: run test test-fast bench lint screenshots retrain retrain-translator clean
 
 $(VENV)/.runtime: requirements.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -40,6 +40,9 @@ screenshots: $(VENV)/.dev
 
 retrain: $(VENV)/.runtime
 	$(PY) -m transformer train --corpus ../shared/corpora/tinyshakespeare.txt --out assets/models/shakespeare-gpt --steps 2000 --dropout 0.15 --eval-every 200 --threads 1 --untied
+
+retrain-translator: $(VENV)/.runtime
+	$(PY) -m transformer.seq2seq_train --out assets/models/translator-en-fr --steps 4000 --n-layer 2 --lr 0.0015 --threads 1
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

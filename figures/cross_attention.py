@@ -24,8 +24,8 @@ def alignment_heatmap(weights: np.ndarray, written: Sequence[str], source: Seque
         source,
         written,
         title=title,
-        x_title="English source word (keys and values: from the encoder)",
-        y_title="French word written (query: from the decoder)",
+        x_title="English word (key, value: encoder)",
+        y_title="French word written (query: decoder)",
         zmin=0,
         zmax=1,
         value_name="weight",
@@ -37,7 +37,7 @@ def alignment_heatmap(weights: np.ndarray, written: Sequence[str], source: Seque
         hover = [f"gold: {esc(source[j])} ↔ {esc(written[i])}" for j, i in zip(s, t, strict=True)]
         marker = {"symbol": "square-open", "size": 22, "color": GOLD, "line": {"width": 3, "color": GOLD}}
         fig.add_trace(go.Scatter(x=s, y=t, mode="markers", marker=marker, name="gold alignment", text=hover, hovertemplate="%{text}<extra></extra>"))
-        fig.update_layout(showlegend=True, legend={"orientation": "h", "y": -0.2})
+        fig.update_layout(showlegend=True, legend={"orientation": "h", "x": 1, "y": 1.01, "xanchor": "right", "yanchor": "bottom"})
     return fig
 
 

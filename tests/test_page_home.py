@@ -54,11 +54,12 @@ def test_query_string_opens_the_same_state():
     assert z.shape[0] == len(ui.get_model("shakespeare-gpt").tokenizer.encode("the cat and the dog"))  # "the" twice: both rows kept
 
 
-@pytest.mark.parametrize("query", [{"layer": "99", "head": "-4", "temperature": "nan"}, {"model": "../../etc", "layer": "x"}, {"temperature": "1e9"}])
+@pytest.mark.parametrize("query", [{"layer": "99", "head": "-4", "temperature": "nan"}, {"model": "../../etc", "layer": "x"}, {"temperature": "1e9"}, {"model": "translator-en-fr"}])
 def test_bad_query_values_fall_back_to_valid_ones(query):
     at = run_page("app.py", **query)
     assert_ok(at)
     assert at.selectbox(key="w_model").value == "shakespeare-gpt"
+    assert at.selectbox(key="w_model").options == ["shakespeare-gpt"]  # the translator has its own page, not the GPT picker
     assert 0 <= at.slider(key="w_layer").value <= 3 and 0 <= at.slider(key="w_head").value <= 3
     assert 0.05 <= at.slider(key="w_temperature").value <= 5.0
 
