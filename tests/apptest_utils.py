@@ -78,6 +78,18 @@ def texts(at: AppTest) -> str:
     return "\n".join(parts)
 
 
+def run_typed(path: str, text: str) -> AppTest | None:
+    """Open a page and type `text` into the sidebar's sentence box. Unusable text (empty, whitespace only)
+    must be refused with a message and no figure: then None is returned and there is nothing more to check."""
+    at = run_page(path)
+    at.text_area(key="w_sentence").set_value(text).run()
+    assert_ok(at)
+    if text.strip():
+        return at
+    assert not charts(at) and at.info and ("empty" in texts(at) or "whitespace" in texts(at))
+    return None
+
+
 def assert_ok(at: AppTest) -> None:
     assert not at.exception, [e.value for e in at.exception]
 

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from transformer import Interventions, run_trace
 from transformer.loading import load_model
 
-from .apptest_utils import BAD_INPUTS, array, assert_ok, chart, charts, page_path, run_page, texts
+from .apptest_utils import BAD_INPUTS, array, assert_ok, chart, charts, page_path, run_page, run_typed, texts
 
 PAGE = page_path("8_Inside_a_block")
 REPEATED = "the cat and the dog and the bird"  # "␣the" and "␣and" twice
@@ -196,11 +196,8 @@ def test_sidebar_preset_changes_the_sentence(lm):
 
 @pytest.mark.parametrize("name,text", BAD_INPUTS, ids=[n for n, _ in BAD_INPUTS])
 def test_bad_inputs(name, text):
-    at = run_page(PAGE)
-    at.text_area(key="w_sentence").set_value(text).run()
-    assert_ok(at)
-    if not text.strip():
-        assert not charts(at) and at.info and ("empty" in texts(at) or "whitespace" in texts(at))
+    at = run_typed(PAGE, text)
+    if at is None:
         return
     assert [c.proto.id.rsplit("-", 1)[-1] for c in at.get("plotly_chart")] == list(KEYS)
     T = array(chart(at, "block_norms")["data"][0]["z"]).shape[1]

@@ -11,7 +11,6 @@ translation equals the reference token for token.
 from __future__ import annotations
 
 import argparse
-import math
 import shlex
 import sys
 import time
@@ -24,6 +23,7 @@ import torch.nn.functional as F
 
 from . import translate_data as td
 from .seq2seq import BOS, EOS, PAD, Seq2Seq, Seq2SeqConfig, Vocab, alignment_agreement, greedy_decode, load_translator, save_translator
+from .train import learning_rate
 
 
 @dataclass(frozen=True)
@@ -106,11 +106,8 @@ def train(out: Path, cfg: Seq2SeqConfig, tc: TrainConfig, command: str = "") -> 
     history = []
     t0 = time.time()
     for step in range(1, tc.steps + 1):
-        # lr: linear warm-up, then cosine decay to lr/10
-        frac = min(1.0, (step - tc.warmup) / max(1, tc.steps - tc.warmup))
-        lr = tc.lr * step / tc.warmup if step <= tc.warmup else tc.lr * (0.1 + 0.45 * (1 + math.cos(math.pi * frac)))
         for g in opt.param_groups:
-            g["lr"] = lr
+            g["lr"] = learning_rate(step, tc.steps, tc.warmup, tc.lr)
         model.train()
         idx = torch.randint(0, len(train_set), (tc.batch_size,), generator=gen)
         s, ti, to = src[idx], tgt_in[idx], tgt_out[idx]

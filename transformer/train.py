@@ -33,6 +33,14 @@ class TrainConfig:
     threads: int = 2  # torch CPU threads
 
 
+def learning_rate(step: int, steps: int, warmup: int, peak: float) -> float:
+    """Linear warm-up to `peak`, then cosine decay to peak / 10 at the last step."""
+    if step <= warmup:
+        return peak * step / warmup
+    frac = min(1.0, (step - warmup) / max(1, steps - warmup))
+    return peak * (0.1 + 0.45 * (1 + math.cos(math.pi * frac)))
+
+
 def split_corpus(text: str, val_fraction: float) -> tuple[str, str]:
     """First (1 − f) of the characters for training, the rest for validation."""
     cut = int(len(text) * (1 - val_fraction))
@@ -107,11 +115,8 @@ def train(corpus: Path, out: Path, model_cfg: GPTConfig, tc: TrainConfig, comman
     history = []
     t0 = time.time()
     for step in range(1, tc.steps + 1):
-        # lr: linear warm-up, then cosine decay to lr/10
-        frac = min(1.0, (step - tc.warmup) / max(1, tc.steps - tc.warmup))
-        lr = tc.lr * step / tc.warmup if step <= tc.warmup else tc.lr * (0.1 + 0.45 * (1 + math.cos(math.pi * frac)))
         for g in opt.param_groups:
-            g["lr"] = lr
+            g["lr"] = learning_rate(step, tc.steps, tc.warmup, tc.lr)
         starts = torch.randint(0, len(train_ids) - T - 1, (tc.batch_size,), generator=gen)
         xb = torch.stack([train_ids[s : s + T] for s in starts])  # (B, T)
         yb = torch.stack([train_ids[s + 1 : s + T + 1] for s in starts])  # (B, T)
