@@ -41,7 +41,7 @@ def get_model(name: str) -> LoadedModel:
         return _MODELS[key]
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+@st.cache_resource(max_entries=16, show_spinner=False)  # a 256-token trace is ~29 MiB
 def get_trace(
     model_name: str, text: str, temperature: float = 1.0, causal: bool = True, ablate: tuple[tuple[int, int], ...] = (), head_temperature: tuple[tuple[int, int, float], ...] = ()
 ) -> Trace:
