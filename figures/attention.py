@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 
 from transformer import Trace
 
-from .common import DIVERGING, bars, esc, heatmap, layout_dict, token_axis
+from .common import DIVERGING, bars, esc, figure, heatmap, layout_dict, title_dict, token_axis
 
 SHOW_VALUES_MAX = 12  # write numbers into T×T cells only for sentences this short
 
@@ -37,9 +37,9 @@ def vectors_heatmap(
     shown = z if blank is None else np.where(np.asarray(blank, dtype=bool)[:, None], np.nan, z).astype(np.float32)
     rows, cols = z.shape
     hover = f"row %{{y}}, dimension %{{x}}<br>{esc(value_name)} = %{{z:.4g}}<extra></extra>"
-    hm = go.Heatmap(z=shown, x=np.arange(cols), y=np.arange(rows), colorscale=DIVERGING, zmid=0, hoverongaps=False, hovertemplate=hover, colorbar={"thickness": 12})
-    axes = {"xaxis": {"title": esc(dim_title)}, "yaxis": {**token_axis(labels, "token"), "autorange": "reversed"}, "shapes": list(shapes)}
-    return go.Figure(hm, layout=layout_dict(title, plot_bgcolor="#d9d9d9", **axes))
+    hm = {"type": "heatmap", "z": shown, "x": np.arange(cols), "y": np.arange(rows), "colorscale": DIVERGING, "zmid": 0, "hoverongaps": False, "hovertemplate": hover, "colorbar": {"thickness": 12}}
+    axes = {"xaxis": {"title": title_dict(dim_title)}, "yaxis": {**token_axis(labels, "token"), "autorange": "reversed"}, "shapes": list(shapes) or None}
+    return figure([hm], layout_dict(title, plot_bgcolor="#d9d9d9", **axes))
 
 
 def scores_heatmap(scores: np.ndarray, labels: Sequence[str], title: str, *, value_name: str = "score", values: bool = True) -> go.Figure:
@@ -70,19 +70,28 @@ def weighted_sum_heatmap(terms: np.ndarray, total: np.ndarray, labels: Sequence[
 def mask_heatmap(visible: np.ndarray, labels: Sequence[str], title: str, *, row: int | None = None) -> go.Figure:
     """A mask, (T, T): filled cells may be looked at, blank cells are −∞. `row` is outlined."""
     visible = np.asarray(visible, dtype=bool)
-    fig = heatmap(visible.astype(np.float32), labels, labels, title=title, x_title="key j", y_title="query i", zmin=0, zmax=1, value_name="may look (1 = yes)", masked=~visible)
     n = visible.shape[1]
-    outline = [] if row is None else [{"type": "rect", "x0": -0.5, "x1": n - 0.5, "y0": row - 0.5, "y1": row + 0.5, "line": {"color": "#d62728", "width": 3}}]
-    fig.plotly_update(restyle_data={"showscale": False}, relayout_data={"shapes": outline})
-    return fig
+    outline = None if row is None else [{"type": "rect", "x0": -0.5, "x1": n - 0.5, "y0": row - 0.5, "y1": row + 0.5, "line": {"color": "#d62728", "width": 3}}]
+    return heatmap(
+        visible.astype(np.float32),
+        labels,
+        labels,
+        title=title,
+        x_title="key j",
+        y_title="query i",
+        zmin=0,
+        zmax=1,
+        value_name="may look (1 = yes)",
+        masked=~visible,
+        shapes=outline,
+        extra={"showscale": False},
+    )
 
 
 def padding_heatmap(real: np.ndarray, token_labels: Sequence[Sequence[str]], row_names: Sequence[str], title: str) -> go.Figure:
     """A padded batch, (B, T): real tokens filled, padding blank; each cell names its token ("[pad]" for padding)."""
     real = np.asarray(real, dtype=bool)
     B, T = real.shape
-    fig = heatmap(real.astype(np.float32), [str(j) for j in range(T)], row_names, title=title, x_title="position", zmin=0, zmax=1, masked=~real, height=120 + 60 * B)
     cells = [[esc(token_labels[b][j]) if real[b, j] else "[pad]" for j in range(T)] for b in range(B)]
-    shown = {"texttemplate": "%{text}"} if T <= 24 else {}
-    fig.plotly_update(restyle_data={"text": [cells], "hovertemplate": "row %{y}, position %{x}: %{text}<extra></extra>", "showscale": False, **shown})
-    return fig
+    text = {"text": cells, "hovertemplate": "row %{y}, position %{x}: %{text}<extra></extra>", "texttemplate": "%{text}" if T <= 24 else None, "showscale": False}
+    return heatmap(real.astype(np.float32), [str(j) for j in range(T)], row_names, title=title, x_title="position", zmin=0, zmax=1, masked=~real, height=120 + 60 * B, extra=text)

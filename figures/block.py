@@ -7,31 +7,10 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import esc, heatmap, layout, token_axis
+from .common import BAR_COLORS, esc, figure, heatmap, layout_dict, named_scale, title_dict, token_axis
 from .embeddings import rows_height
 
-COLORS = ("#4c78a8", "#f58518", "#54a24b", "#e45756")
 SYMBOLS = ("circle", "circle-open", "x")  # distinct shapes, so equal values (e.g. w = 1, b = 0) stay visible
-
-
-def grouped_bars(series: dict[str, np.ndarray], labels: Sequence[str], *, title: str, x_title: str, y_title: str, height: int = 340) -> go.Figure:
-    """Bars side by side, one colour per series, at integer positions labelled by (escaped) `labels`."""
-    names = [esc(s) for s in labels]
-    fig = go.Figure(
-        [
-            go.Bar(
-                x=np.arange(len(labels)),
-                y=np.asarray(v, dtype=np.float32),
-                name=esc(name),
-                marker_color=COLORS[k % len(COLORS)],
-                text=names,
-                textposition="none",
-                hovertemplate=f"%{{text}}<br>{esc(name)}: %{{y:.4g}}<extra></extra>",
-            )
-            for k, (name, v) in enumerate(series.items())
-        ]
-    )
-    return layout(fig, title, height, barmode="group", xaxis=token_axis(labels, esc(x_title)), yaxis={"title": esc(y_title)})
 
 
 def residual_norm_heatmap(norms: np.ndarray, stage_labels: Sequence[str], token_labels: Sequence[str]) -> go.Figure:
@@ -42,20 +21,19 @@ def residual_norm_heatmap(norms: np.ndarray, stage_labels: Sequence[str], token_
 
 def token_values(steps: dict[str, np.ndarray], title: str) -> go.Figure:
     """One token's d_model numbers at up to three steps, one marker per dimension."""
-    fig = go.Figure(
-        [
-            go.Scatter(
-                x=np.arange(len(v)),
-                y=np.asarray(v, dtype=np.float32),
-                mode="markers",
-                name=esc(name),
-                marker={"size": 6, "color": COLORS[k], "symbol": SYMBOLS[k]},
-                hovertemplate=f"dimension %{{x}}<br>{esc(name)}: %{{y:.4g}}<extra></extra>",
-            )
-            for k, (name, v) in enumerate(steps.items())
-        ]
-    )
-    return layout(fig, title, 360, xaxis={"title": "dimension"}, yaxis={"title": "value"})
+    points = [
+        {
+            "type": "scatter",
+            "x": np.arange(len(v)),
+            "y": np.asarray(v, dtype=np.float32),
+            "mode": "markers",
+            "name": esc(name),
+            "marker": {"size": 6, "color": BAR_COLORS[k], "symbol": SYMBOLS[k]},
+            "hovertemplate": f"dimension %{{x}}<br>{esc(name)}: %{{y:.4g}}<extra></extra>",
+        }
+        for k, (name, v) in enumerate(steps.items())
+    ]
+    return figure(points, layout_dict(title, 360, xaxis={"title": title_dict("dimension")}, yaxis={"title": title_dict("value")}))
 
 
 def mlp_heatmap(post: np.ndarray, neurons: np.ndarray, token_labels: Sequence[str], title: str) -> go.Figure:
@@ -65,24 +43,22 @@ def mlp_heatmap(post: np.ndarray, neurons: np.ndarray, token_labels: Sequence[st
     T × n cells would cost more bytes and time than the whole figure.
     """
     hover = "row %{y}, neuron %{x}<br>GELU output = %{z:.4g}<extra></extra>"
-    hm = go.Heatmap(z=np.asarray(post, dtype=np.float32), x=[f"n{i}" for i in neurons], y=np.arange(len(token_labels)), colorscale="Viridis", hovertemplate=hover, colorbar={"thickness": 12})
-    axes = {"xaxis": {"title": "neuron", "type": "category"}, "yaxis": {**token_axis(token_labels, "token"), "autorange": "reversed"}}
-    return layout(go.Figure(hm, layout=axes), title, rows_height(len(token_labels)), plot_bgcolor="#d9d9d9")
+    z = np.asarray(post, dtype=np.float32)
+    hm = {"type": "heatmap", "z": z, "x": [f"n{i}" for i in neurons], "y": np.arange(len(token_labels)), "colorscale": named_scale("Viridis"), "hovertemplate": hover, "colorbar": {"thickness": 12}}
+    axes = {"xaxis": {"title": title_dict("neuron"), "type": "category"}, "yaxis": {**token_axis(token_labels, "token"), "autorange": "reversed"}}
+    return figure([hm], layout_dict(title, rows_height(len(token_labels)), plot_bgcolor="#d9d9d9", **axes))
 
 
 def gelu_figure(curve_x: np.ndarray, curve_y: np.ndarray, pre: np.ndarray, post: np.ndarray, title: str) -> go.Figure:
     """The activation curve, and one token's neurons as points (pre-activation, output) on it."""
-    fig = go.Figure(
-        [
-            go.Scatter(x=curve_x, y=curve_y, mode="lines", name="GELU(x)", line={"color": "#888"}, hoverinfo="skip"),
-            go.Scatter(
-                x=np.asarray(pre, dtype=np.float32),
-                y=np.asarray(post, dtype=np.float32),
-                mode="markers",
-                name="this token's neurons",
-                marker={"size": 5, "color": COLORS[1]},
-                hovertemplate="neuron %{pointNumber}<br>x·W_in + b_in = %{x:.4g}<br>GELU = %{y:.4g}<extra></extra>",
-            ),
-        ]
-    )
-    return layout(fig, title, 360, xaxis={"title": "pre-activation x·W_in + b_in"}, yaxis={"title": "output"})
+    curve = {"type": "scatter", "x": curve_x, "y": curve_y, "mode": "lines", "name": "GELU(x)", "line": {"color": "#888"}, "hoverinfo": "skip"}
+    points = {
+        "type": "scatter",
+        "x": np.asarray(pre, dtype=np.float32),
+        "y": np.asarray(post, dtype=np.float32),
+        "mode": "markers",
+        "name": "this token's neurons",
+        "marker": {"size": 5, "color": BAR_COLORS[1]},
+        "hovertemplate": "neuron %{pointNumber}<br>x·W_in + b_in = %{x:.4g}<br>GELU = %{y:.4g}<extra></extra>",
+    }
+    return figure([curve, points], layout_dict(title, 360, xaxis={"title": title_dict("pre-activation x·W_in + b_in")}, yaxis={"title": title_dict("output")}))

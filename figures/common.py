@@ -2,16 +2,59 @@
 
 from __future__ import annotations
 
+import base64
 import html
 from collections.abc import Sequence
 
 import numpy as np
+import plotly.colors
 import plotly.graph_objects as go
 
 MAX_TICK_CHARS = 14
+MAX_BAR_VALUES = 16  # write each bar's value on it up to this many bars in all
+BAR_COLORS = ("#4c78a8", "#f58518", "#54a24b", "#e45756")
+LEGEND = {"orientation": "h", "y": -0.25}
 HOVER_CELLS = 32 * 32  # per-cell hover text only up to this many cells (a 16×128 map with it is ~150 KiB)
-DIVERGING = "RdBu_r"
-SEQUENTIAL = "Blues"
+
+
+def named_scale(name: str) -> list:
+    """A named plotly colour scale as the [[position, colour], …] list plotly.js reads ("RdBu_r" is a plotly.py name only)."""
+    return plotly.colors.get_colorscale(name)
+
+
+DIVERGING = named_scale("RdBu_r")
+SEQUENTIAL = named_scale("Blues")
+TYPED = {"float32": "f4", "float64": "f8", "int8": "i1", "int16": "i2", "int32": "i4", "uint8": "u1", "uint16": "u2", "uint32": "u4"}
+
+
+def plain(value):
+    """A figure property as plotly.js reads it: numeric arrays as base64 typed arrays (what plotly.py sends), None dropped."""
+    if isinstance(value, np.ndarray):
+        if value.dtype == np.int64:
+            value = value.astype(np.int32)  # plotly.js has no 64-bit integers
+        if value.dtype.name not in TYPED:
+            return value.tolist()
+        spec = {"dtype": TYPED[value.dtype.name], "bdata": base64.b64encode(np.ascontiguousarray(value).tobytes()).decode()}
+        return spec if value.ndim == 1 else {**spec, "shape": ", ".join(map(str, value.shape))}
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list | tuple):
+        return [plain(v) if isinstance(v, dict | np.ndarray | list | tuple) else v for v in value]
+    return value
+
+
+def figure(traces: Sequence[dict], layout: dict) -> go.Figure:
+    """A go.Figure from plain dicts already in plotly's own form ({"type": "heatmap", …}, {"title": {"text": …}}).
+
+    Skips plotly.py's per-property validation, which costs ~2 ms per figure (most of a page rerun);
+    tests/test_figure_specs.py checks that every figure a page sends is exactly what validation would give.
+    """
+    return go.Figure({"data": [plain(t) for t in traces], "layout": plain(layout)}, _validate=False)
+
+
+def title_dict(text: str) -> dict | None:
+    """A title property, escaped (None: no title)."""
+    return {"text": esc(text)} if text else None
 
 
 def esc(text: str) -> str:
@@ -24,22 +67,17 @@ def tick_labels(labels: Sequence[str]) -> list[str]:
     return [esc(s if len(s) <= MAX_TICK_CHARS else s[: MAX_TICK_CHARS - 1] + "…") for s in labels]
 
 
-def token_axis(labels: Sequence[str], title: str = "") -> dict:
-    """An axis at integer positions 0…n−1 labelled by tokens: a repeated token keeps its own row."""
+def token_axis(labels: Sequence[str], axis_title: str = "") -> dict:
+    """An axis at integer positions 0…n−1 labelled by tokens (axis_title is escaped here): a repeated token keeps its own row."""
     n = len(labels)
     step = max(1, n // 40)  # at most ~40 tick labels
     idx = list(range(0, n, step))
-    return {"tickmode": "array", "tickvals": idx, "ticktext": tick_labels([labels[i] for i in idx]), "title": title}
+    return {"tickmode": "array", "tickvals": idx, "ticktext": tick_labels([labels[i] for i in idx]), "title": title_dict(axis_title)}
 
 
-def layout_dict(title: str = "", height: int = 420, **kwargs) -> dict:
-    """The layout every figure shares, as one dict: pass it to go.Figure(data, layout=…) to validate once (each update_* call costs ms)."""
-    return {"title": esc(title) if title else None, "height": height, "margin": {"l": 10, "r": 10, "t": 40 if title else 10, "b": 10}, **kwargs}
-
-
-def layout(fig: go.Figure, title: str = "", height: int = 420, **kwargs) -> go.Figure:
-    fig.update_layout(layout_dict(title, height, **kwargs))
-    return fig
+def layout_dict(text: str = "", height: int = 420, **kwargs) -> dict:
+    """The layout every figure shares, as one dict: pass it to figure(traces, layout_dict(…))."""
+    return {"title": title_dict(text), "height": height, "margin": {"l": 10, "r": 10, "t": 40 if text else 10, "b": 10}, **kwargs}
 
 
 def heatmap(
@@ -50,7 +88,7 @@ def heatmap(
     title: str = "",
     x_title: str = "",
     y_title: str = "",
-    colorscale: str = SEQUENTIAL,
+    colorscale: str | list = SEQUENTIAL,
     zmid: float | None = None,
     zmin: float | None = None,
     zmax: float | None = None,
@@ -58,13 +96,28 @@ def heatmap(
     value_name: str = "value",
     masked: np.ndarray | None = None,
     height: int = 420,
+    shapes: list[dict] | None = None,
+    extra: dict | None = None,
 ) -> go.Figure:
-    """A heatmap with row 0 at the top. Masked cells (default: those equal to −∞) are left blank (grey) and say so on hover."""
+    """A heatmap with row 0 at the top. Masked cells (default: those equal to −∞) are left blank (grey) and say so on hover.
+
+    extra: trace properties set last (e.g. other hover text); shapes: layout shapes drawn over the map.
+    """
     z = np.asarray(z, dtype=np.float32)
     neg_inf = np.isneginf(z) if masked is None else np.asarray(masked, dtype=bool)
     shown = np.where(neg_inf, np.nan, z).astype(np.float32)
     rows, cols = z.shape
-    trace = {"z": shown, "x": np.arange(cols), "y": np.arange(rows), "colorscale": colorscale, "zmid": zmid, "zmin": zmin, "zmax": zmax, "hoverongaps": True, "colorbar": {"thickness": 12}}
+    trace = {
+        "z": shown,
+        "x": np.arange(cols),
+        "y": np.arange(rows),
+        "colorscale": named_scale(colorscale) if isinstance(colorscale, str) else colorscale,
+        "zmid": zmid,
+        "zmin": zmin,
+        "zmax": zmax,
+        "hoverongaps": True,
+        "colorbar": {"thickness": 12},
+    }
     if rows * cols <= HOVER_CELLS:
         xl = [esc(s) for s in (x_labels if x_labels is not None else map(str, range(cols)))]
         yl = [esc(s) for s in (y_labels if y_labels is not None else map(str, range(rows)))]
@@ -72,18 +125,50 @@ def heatmap(
         values = [["−∞" if v == -np.inf else f"{v:.4g}" for v in row] for row in z.tolist()]  # Python floats: far faster than numpy scalars
         notes = [[" (masked: score −∞)" if m else "" for m in row] for row in neg_inf.tolist()]
         hover = [[f"{yl[i]} (row {i}) → {xl[j]} (col {j})<br>{name} = {values[i][j]}{notes[i][j]}" for j in range(cols)] for i in range(rows)]
-        trace.update(text=np.array(hover, dtype=object), hovertemplate="%{text}<extra></extra>")  # an object array validates far faster than nested lists
+        trace.update(text=hover, hovertemplate="%{text}<extra></extra>")
         if show_values:
             trace.update(texttemplate="%{z:.2f}")  # plotly writes each cell's own z (customdata does not render in heatmap text); masked (NaN) cells stay blank
     else:
         trace.update(hovertemplate=f"row %{{y}} → col %{{x}}<br>{esc(value_name)} = %{{z:.4g}}<extra></extra>")
-    xaxis = token_axis(x_labels, esc(x_title)) if x_labels is not None else {"title": esc(x_title)}
-    yaxis = token_axis(y_labels, esc(y_title)) if y_labels is not None else {"title": esc(y_title)}
-    return go.Figure(go.Heatmap(**trace), layout=layout_dict(title, height, plot_bgcolor="#d9d9d9", xaxis=xaxis, yaxis={**yaxis, "autorange": "reversed"}))
+    xaxis = token_axis(x_labels, x_title) if x_labels is not None else {"title": title_dict(x_title)}
+    yaxis = token_axis(y_labels, y_title) if y_labels is not None else {"title": title_dict(y_title)}
+    trace.update(extra or {})
+    return figure([{"type": "heatmap", **trace}], layout_dict(title, height, plot_bgcolor="#d9d9d9", xaxis=xaxis, yaxis={**yaxis, "autorange": "reversed"}, shapes=shapes))
 
 
 def bars(values: np.ndarray, labels: Sequence[str], *, title: str = "", x_title: str = "", y_title: str = "", height: int = 320, color: str = "#4c78a8") -> go.Figure:
     """Vertical bars at integer positions labelled by (escaped) tokens."""
     values = np.asarray(values, dtype=np.float32)
-    bar = go.Bar(x=np.arange(len(values)), y=values, marker_color=color, text=[esc(s) for s in labels], hovertemplate="%{text}: %{y:.4g}<extra></extra>", textposition="none")
-    return go.Figure(bar, layout=layout_dict(title, height, xaxis=token_axis(labels, esc(x_title)), yaxis={"title": esc(y_title)}))
+    bar = {
+        "type": "bar",
+        "x": np.arange(len(values)),
+        "y": values,
+        "marker": {"color": color},
+        "text": [esc(s) for s in labels],
+        "hovertemplate": "%{text}: %{y:.4g}<extra></extra>",
+        "textposition": "none",
+    }
+    return figure([bar], layout_dict(title, height, xaxis=token_axis(labels, x_title), yaxis={"title": title_dict(y_title)}))
+
+
+def grouped_bars(
+    series: dict[str, np.ndarray], labels: Sequence[str], *, title: str = "", x_title: str = "", y_title: str = "", y_range: tuple[float, float] | None = None, height: int = 320
+) -> go.Figure:
+    """One bar per label for each named series, side by side in its own colour; values written on the bars when there are few."""
+    names = [esc(s) for s in labels]
+    values = {"texttemplate": "%{y:.3f}", "textposition": "outside"} if len(labels) * len(series) <= MAX_BAR_VALUES else {"textposition": "none"}
+    data = [
+        {
+            "type": "bar",
+            "x": np.arange(len(labels)),
+            "y": np.asarray(y, dtype=np.float32),
+            "name": esc(name),
+            "marker": {"color": BAR_COLORS[k % len(BAR_COLORS)]},
+            "text": names,
+            "hovertemplate": f"%{{text}}<br>{esc(name)}: %{{y:.4g}}<extra></extra>",
+            **values,
+        }
+        for k, (name, y) in enumerate(series.items())
+    ]
+    y_axis = {"title": title_dict(y_title), "range": None if y_range is None else [y_range[0], y_range[1] * 1.12]}  # room for the values above the bars
+    return figure(data, layout_dict(title, height, barmode="group", showlegend=len(series) > 1, legend=LEGEND, xaxis=token_axis(labels, x_title), yaxis=y_axis))

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import esc, layout
+from .common import esc, figure, layout_dict, title_dict
 
 COLORS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2")
 
@@ -15,41 +15,40 @@ COLORS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2")
 def cosine_lines(cos: np.ndarray, pair_names: Sequence[str], stage_labels: Sequence[str], title: str) -> go.Figure:
     """One line per sentence pair: cosine similarity of the word's vectors (rows of cos, (n_pairs, stages)) at every stage."""
     x = np.arange(len(stage_labels))
-    fig = go.Figure(
-        [
-            go.Scatter(
-                x=x,
-                y=np.asarray(c, dtype=np.float32),
-                mode="lines+markers",
-                name=esc(name),
-                line={"color": COLORS[k % len(COLORS)]},
-                hovertemplate=f"{esc(name)}<br>%{{x}}: cos = %{{y:.4f}}<extra></extra>",
-            )
-            for k, (name, c) in enumerate(zip(pair_names, cos, strict=True))
-        ]
-    )
-    axis = {"tickmode": "array", "tickvals": x.tolist(), "ticktext": [esc(s) for s in stage_labels], "title": "vector"}
-    return layout(fig, title, 380, xaxis=axis, yaxis={"title": "cosine similarity", "range": [min(-0.05, float(np.min(cos)) - 0.05), 1.05]})
+    lines = [
+        {
+            "type": "scatter",
+            "x": x,
+            "y": np.asarray(c, dtype=np.float32),
+            "mode": "lines+markers",
+            "name": esc(name),
+            "line": {"color": COLORS[k % len(COLORS)]},
+            "hovertemplate": f"{esc(name)}<br>%{{x}}: cos = %{{y:.4f}}<extra></extra>",
+        }
+        for k, (name, c) in enumerate(zip(pair_names, cos, strict=True))
+    ]
+    axis = {"tickmode": "array", "tickvals": x.tolist(), "ticktext": [esc(s) for s in stage_labels], "title": title_dict("vector")}
+    y_axis = {"title": title_dict("cosine similarity"), "range": [min(-0.05, float(np.min(cos)) - 0.05), 1.05]}
+    return figure(lines, layout_dict(title, 380, xaxis=axis, yaxis=y_axis))
 
 
 def trajectories_figure(coords: np.ndarray, sentence_names: Sequence[str], point_labels: Sequence[str], explained: np.ndarray, title: str) -> go.Figure:
     """One line per sentence through its vectors (coords (n_sentences, stages, 2)), each point labelled by its stage."""
     text = [esc(s) for s in point_labels]
-    fig = go.Figure(
-        [
-            go.Scatter(
-                x=xy[:, 0],
-                y=xy[:, 1],
-                mode="lines+markers+text",
-                name=esc(name),
-                text=text,
-                textposition="top center",
-                marker={"size": 9, "color": COLORS[k % len(COLORS)]},
-                line={"color": COLORS[k % len(COLORS)]},
-                hovertemplate=f"{esc(name)}<br>%{{text}}: (%{{x:.3g}}, %{{y:.3g}})<extra></extra>",
-            )
-            for k, (name, xy) in enumerate(zip(sentence_names, np.asarray(coords, dtype=np.float32), strict=True))
-        ]
-    )
-    axes = {f"{a}axis": {"title": f"PC{k + 1} ({100 * explained[k]:.1f}% of variance)"} for k, a in enumerate("xy")}
-    return layout(fig, title, 480, **axes)
+    paths = [
+        {
+            "type": "scatter",
+            "x": xy[:, 0],
+            "y": xy[:, 1],
+            "mode": "lines+markers+text",
+            "name": esc(name),
+            "text": text,
+            "textposition": "top center",
+            "marker": {"size": 9, "color": COLORS[k % len(COLORS)]},
+            "line": {"color": COLORS[k % len(COLORS)]},
+            "hovertemplate": f"{esc(name)}<br>%{{text}}: (%{{x:.3g}}, %{{y:.3g}})<extra></extra>",
+        }
+        for k, (name, xy) in enumerate(zip(sentence_names, np.asarray(coords, dtype=np.float32), strict=True))
+    ]
+    axes = {f"{a}axis": {"title": title_dict(f"PC{k + 1} ({100 * explained[k]:.1f}% of variance)")} for k, a in enumerate("xy")}
+    return figure(paths, layout_dict(title, 480, **axes))

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import DIVERGING, bars, esc, heatmap
+from .common import DIVERGING, bars, esc, figure, heatmap
 
 SHOW_VALUES_MAX = 16 * 16  # write the weights into the cells up to this many cells
 GOLD = "#d62728"
@@ -32,13 +32,15 @@ def alignment_heatmap(weights: np.ndarray, written: Sequence[str], source: Seque
         show_values=T * S <= SHOW_VALUES_MAX,
         height=max(320, 120 + 28 * T),
     )
-    if len(gold):
-        s, t = np.array(gold).T
-        hover = [f"gold: {esc(source[j])} ↔ {esc(written[i])}" for j, i in zip(s, t, strict=True)]
-        marker = {"symbol": "square-open", "size": 22, "color": GOLD, "line": {"width": 3, "color": GOLD}}
-        fig.add_trace(go.Scatter(x=s, y=t, mode="markers", marker=marker, name="gold alignment", text=hover, hovertemplate="%{text}<extra></extra>"))
-        fig.update_layout(showlegend=True, legend={"orientation": "h", "x": 1, "y": 1.01, "xanchor": "right", "yanchor": "bottom"})
-    return fig
+    if not len(gold):
+        return fig
+    s, t = np.array(gold).T
+    hover = [f"gold: {esc(source[j])} ↔ {esc(written[i])}" for j, i in zip(s, t, strict=True)]
+    marker = {"symbol": "square-open", "size": 22, "color": GOLD, "line": {"width": 3, "color": GOLD}}
+    squares = {"type": "scatter", "x": s, "y": t, "mode": "markers", "marker": marker, "name": "gold alignment", "text": hover, "hovertemplate": "%{text}<extra></extra>"}
+    legend = {"orientation": "h", "x": 1, "y": 1.01, "xanchor": "right", "yanchor": "bottom"}
+    base = fig.to_dict()
+    return figure([*base["data"], squares], {**base["layout"], "showlegend": True, "legend": legend})
 
 
 def scores_heatmap(scores: np.ndarray, written: Sequence[str], source: Sequence[str], title: str) -> go.Figure:

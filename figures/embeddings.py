@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 
 from transformer.tokenizer import Encoding, visible
 
-from .common import DIVERGING, bars, esc, heatmap, layout_dict, tick_labels
+from .common import DIVERGING, bars, esc, figure, heatmap, layout_dict, tick_labels, title_dict
 
 ROW_UNITS = 90  # width of one row of chips, in characters
 CHIP_COLORS = ("#cfe2f3", "#fce5cd", "#d9ead3", "#ead1dc", "#fff2cc")
@@ -44,25 +44,26 @@ def token_chips(enc: Encoding) -> go.Figure:
         piece = enc.text[s:e]
         codes = " ".join(f"U+{ord(c):04X}" for c in piece) if any(ord(c) > 126 or ord(c) < 32 for c in piece) else ""
         hover.append(f"position {pos} · id {i} · token {esc(label)}<br>characters {s}–{e}: «{esc(shown_chars(piece))}»" + (f"<br>{codes}" if codes else ""))
-    chips = go.Bar(
-        orientation="h",
-        base=x0,
-        x=width,
-        y=row,
-        width=0.8,
-        marker={"color": [CHIP_COLORS[p % len(CHIP_COLORS)] for p in range(len(enc))], "line": {"color": "#888", "width": 1}},
-        text=[f"{esc(label)}<br><span style='font-size:10px;color:#555'>{i}</span>" for label, i in zip(enc.labels, enc.ids, strict=True)],
-        textposition="inside",
-        insidetextanchor="middle",
-        textangle=0,
-        textfont={"family": "monospace", "size": 13, "color": "#111"},
-        hovertext=hover,
-        hovertemplate="%{hovertext}<extra></extra>",
-    )
+    chips = {
+        "type": "bar",
+        "orientation": "h",
+        "base": x0,
+        "x": width,
+        "y": row,
+        "width": 0.8,
+        "marker": {"color": [CHIP_COLORS[p % len(CHIP_COLORS)] for p in range(len(enc))], "line": {"color": "#888", "width": 1}},
+        "text": [f"{esc(label)}<br><span style='font-size:10px;color:#555'>{i}</span>" for label, i in zip(enc.labels, enc.ids, strict=True)],
+        "textposition": "inside",
+        "insidetextanchor": "middle",
+        "textangle": 0,
+        "textfont": {"family": "monospace", "size": 13, "color": "#111"},
+        "hovertext": hover,
+        "hovertemplate": "%{hovertext}<extra></extra>",
+    }
     n_rows = int(row.max()) + 1 if len(row) else 1
     axes = {"xaxis": {"visible": False, "range": [-0.5, ROW_UNITS + 0.5]}, "yaxis": {"visible": False, "autorange": "reversed"}}
-    return go.Figure(
-        chips, layout=layout_dict("Your text, token by token (hover a chip)", 60 + 46 * n_rows, bargap=0, showlegend=False, plot_bgcolor="white", uniformtext={"minsize": 8, "mode": "show"}, **axes)
+    return figure(
+        [chips], layout_dict("Your text, token by token (hover a chip)", 60 + 46 * n_rows, bargap=0, showlegend=False, plot_bgcolor="white", uniformtext={"minsize": 8, "mode": "show"}, **axes)
     )
 
 
@@ -91,17 +92,17 @@ def pca_map(bg: np.ndarray, bg_labels: Sequence[str], pts: np.ndarray, pt_labels
     sentence["hovertext"] = [f"position {p}: {esc(s)}" for p, s in enumerate(pt_labels)]
     if dims == 3:
         traces = [
-            go.Scatter3d(x=bg[:, 0], y=bg[:, 1], z=bg[:, 2], marker={"size": 2, "color": "#bbbbbb"}, **vocab),
-            go.Scatter3d(x=pts[:, 0], y=pts[:, 1], z=pts[:, 2], marker={"size": 5, "color": "#d62728"}, **sentence),
+            {"type": "scatter3d", "x": bg[:, 0], "y": bg[:, 1], "z": bg[:, 2], "marker": {"size": 2, "color": "#bbbbbb"}, **vocab},
+            {"type": "scatter3d", "x": pts[:, 0], "y": pts[:, 1], "z": pts[:, 2], "marker": {"size": 5, "color": "#d62728"}, **sentence},
         ]
-        frame = {"scene": {"xaxis_title": axes[0], "yaxis_title": axes[1], "zaxis_title": axes[2]}}
+        frame = {"scene": {f"{a}axis": {"title": title_dict(axes[k])} for k, a in enumerate("xyz")}}
     else:
         traces = [
-            go.Scatter(x=bg[:, 0], y=bg[:, 1], marker={"size": 4, "color": "#bbbbbb"}, **vocab),
-            go.Scatter(x=pts[:, 0], y=pts[:, 1], marker={"size": 9, "color": "#d62728"}, textposition="top center", **sentence),
+            {"type": "scatter", "x": bg[:, 0], "y": bg[:, 1], "marker": {"size": 4, "color": "#bbbbbb"}, **vocab},
+            {"type": "scatter", "x": pts[:, 0], "y": pts[:, 1], "marker": {"size": 9, "color": "#d62728"}, "textposition": "top center", **sentence},
         ]
-        frame = {"xaxis": {"title": axes[0]}, "yaxis": {"title": axes[1]}}
-    return go.Figure(traces, layout=layout_dict("", 560, legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"}, **frame))
+        frame = {"xaxis": {"title": title_dict(axes[0])}, "yaxis": {"title": title_dict(axes[1])}}
+    return figure(traces, layout_dict("", 560, legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"}, **frame))
 
 
 def neighbour_bars(cosines: np.ndarray, labels: Sequence[str], title: str) -> go.Figure:

@@ -26,7 +26,7 @@ def matrix(
     """A (rows, cols) matrix as a heatmap with each value written in its cell; diverging colours when it holds both signs."""
     m = np.asarray(m, dtype=np.float64)
     signed = m.size > 0 and m.min() < 0 < m.max()
-    fig = heatmap(
+    return heatmap(
         m,
         col_labels,
         row_labels,
@@ -38,7 +38,5 @@ def matrix(
         zmin=zmin,
         zmax=zmax,
         height=110 + 45 * m.shape[0],
+        extra={"texttemplate": CELL_FORMAT},  # the number in every cell, formatted by plotly from z itself
     )
-    # The number in every cell, formatted by plotly from z itself (heatmap's show_values text does not render in the browser).
-    fig.data[0].texttemplate = CELL_FORMAT
-    return fig

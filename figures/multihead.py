@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import DIVERGING, SEQUENTIAL, esc, heatmap, layout_dict, token_axis
+from .common import DIVERGING, SEQUENTIAL, esc, figure, grouped_bars, heatmap, layout_dict, title_dict, token_axis
 
 SHOW_VALUES_MAX = 12  # write the weights into the cells only for sentences this short
 MASKED_NOTE = " (masked: score −∞)"  # what figures.common.heatmap appends to a masked cell's hover
@@ -50,15 +50,15 @@ def weight_panels(
     ticks = token_axis(labels)
     gap = 0.03
     width = (1 - gap * (n - 1)) / n
-    traces, lay = [], {"yaxis": {**ticks, "autorange": "reversed", "title": "query i (looking)"}, "annotations": []}
-    lay["coloraxis"] = {"colorscale": SEQUENTIAL, "cmin": 0, "cmax": zmax, "colorbar": {"thickness": 12, "title": esc(value_name)}}
+    traces, lay = [], {"yaxis": {**ticks, "autorange": "reversed", "title": title_dict("query i (looking)")}, "annotations": []}
+    lay["coloraxis"] = {"colorscale": SEQUENTIAL, "cmin": 0, "cmax": zmax, "colorbar": {"thickness": 12, "title": title_dict(value_name)}}
     for k in range(n):
         ax = "" if k == 0 else str(k + 1)
         hover = f"{esc(titles[k])}<br>query %{{y}} → key %{{x}}<br>{esc(value_name)} = %{{z:.4f}}<extra></extra>"
-        traces.append(go.Heatmap(z=shown[k], x=np.arange(T), y=np.arange(T), xaxis="x" + ax, yaxis="y", coloraxis="coloraxis", hoverongaps=False, hovertemplate=hover))
-        lay["xaxis" + ax] = {**ticks, "domain": [k * (width + gap), k * (width + gap) + width], "anchor": "y", "title": "key j"}
+        traces.append({"type": "heatmap", "z": shown[k], "x": np.arange(T), "y": np.arange(T), "xaxis": "x" + ax, "yaxis": "y", "coloraxis": "coloraxis", "hoverongaps": False, "hovertemplate": hover})
+        lay["xaxis" + ax] = {**ticks, "domain": [k * (width + gap), k * (width + gap) + width], "anchor": "y", "title": title_dict("key j")}
         lay["annotations"].append({"text": esc(titles[k]), "xref": f"x{ax} domain", "yref": "paper", "x": 0.5, "y": 1.0, "yanchor": "bottom", "showarrow": False})
-    return go.Figure(traces, layout=layout_dict(title, height, plot_bgcolor="#d9d9d9", **lay))
+    return figure(traces, layout_dict(title, height, plot_bgcolor="#d9d9d9", **lay))
 
 
 def mosaic_slices(n_layer: int, n_head: int, n: int) -> tuple[dict[tuple[int, int], tuple[slice, slice]], tuple[int, int]]:
@@ -76,7 +76,7 @@ def head_overview(thumbs: np.ndarray, selected: tuple[int, int], title: str, *, 
     grid = np.full(shape, np.nan, dtype=np.float32)
     for (lay, h), (rows, cols) in where.items():
         grid[rows, cols] = thumbs[lay, h]
-    hm = go.Heatmap(z=grid, colorscale=SEQUENTIAL, zmin=0, zmax=zmax, hoverongaps=False, hovertemplate="weight %{z:.3f}<extra></extra>", colorbar={"thickness": 12})
+    hm = {"type": "heatmap", "z": grid, "colorscale": SEQUENTIAL, "zmin": 0, "zmax": zmax, "hoverongaps": False, "hovertemplate": "weight %{z:.3f}<extra></extra>", "colorbar": {"thickness": 12}}
     rows, cols = where[selected]
     box = {"type": "rect", "x0": cols.start - 0.5, "x1": cols.stop - 0.5, "y0": rows.start - 0.5, "y1": rows.stop - 0.5, "line": {"color": "#d62728", "width": 3}}
     centre = [(where[(lay, 0)][0].start + (n - 1) / 2) for lay in range(n_layer)]
@@ -86,15 +86,15 @@ def head_overview(thumbs: np.ndarray, selected: tuple[int, int], title: str, *, 
         "yaxis": {"tickmode": "array", "tickvals": centre, "ticktext": [f"layer {lay}" for lay in range(n_layer)], "range": [shape[0], -1], "showgrid": False, "zeroline": False, "scaleanchor": "x"},
         "shapes": [box],
     }
-    return go.Figure(hm, layout=layout_dict(title, 120 + 110 * n_layer, plot_bgcolor="white", **axes))
+    return figure([hm], layout_dict(title, 120 + 110 * n_layer, plot_bgcolor="white", **axes))
 
 
-def pair_markers(x: np.ndarray, y: np.ndarray, i: np.ndarray, j: np.ndarray, w: np.ndarray, labels: Sequence[str], name: str, **marker) -> go.Scatter:
+def pair_markers(x: np.ndarray, y: np.ndarray, i: np.ndarray, j: np.ndarray, w: np.ndarray, labels: Sequence[str], name: str, **marker) -> dict:
     """One marker per (query i, key j) pair at (x, y); its hover names both tokens and gives the exact weight."""
     names = [esc(s) for s in labels]
     hover = [f"query {a}: {names[a]} → key {b}: {names[b]}<br>weight = {v:.4f}" for a, b, v in zip(i.tolist(), j.tolist(), np.asarray(w).tolist(), strict=True)]
     xy = {"x": np.asarray(x, dtype=np.float32), "y": np.asarray(y, dtype=np.float32)}
-    return go.Scatter(**xy, mode="markers", name=name, marker=marker, text=hover, hovertemplate="%{text}<extra></extra>", showlegend=False)
+    return {"type": "scatter", **xy, "mode": "markers", "name": name, "marker": marker, "text": hover, "hovertemplate": "%{text}<extra></extra>", "showlegend": False}
 
 
 def token_lines(i: np.ndarray, j: np.ndarray, w: np.ndarray, labels: Sequence[str], title: str) -> go.Figure:
@@ -112,34 +112,34 @@ def token_lines(i: np.ndarray, j: np.ndarray, w: np.ndarray, labels: Sequence[st
         sel = level == a
         x = np.tile(np.array([0.0, 1.0, np.nan], dtype=np.float32), int(sel.sum()))  # (3n,) left, right, gap
         y = np.stack([i[sel], j[sel], np.full(sel.sum(), np.nan)], axis=1).reshape(-1).astype(np.float32)  # (3n,)
-        traces.append(
-            go.Scatter(x=x, y=y, mode="lines", opacity=float(min(a, 1.0)), line={"color": LINE_COLOR, "width": 1 if small else 2}, hoverinfo="skip", showlegend=False, name=f"lines, weight ≈ {a:.2f}")
-        )
+        line = {"color": LINE_COLOR, "width": 1 if small else 2}
+        traces.append({"type": "scatter", "x": x, "y": y, "mode": "lines", "opacity": float(min(a, 1.0)), "line": line, "hoverinfo": "skip", "showlegend": False, "name": f"lines, weight ≈ {a:.2f}"})
     mid = pair_markers(np.full(len(w), 0.5), (i + j) / 2, i, j, w, labels, "line middles", color=LINE_COLOR, size=3 if small else 6, opacity=w)
     names = [esc(s) for s in labels]
     ends = [
-        go.Scatter(
-            x=np.full(T, x, dtype=np.float32),
-            y=np.arange(T, dtype=np.float32),
-            mode="markers",
-            marker={"color": color, "size": 3 if small else 7},
-            text=[f"{role} {a}: {s}" for a, s in enumerate(names)],
-            hovertemplate="%{text}<extra></extra>",
-            showlegend=False,
-            name=role + " tokens",
-            yaxis=y,  # the keys sit on the right-hand axis, so plotly draws it
-        )
+        {
+            "type": "scatter",
+            "x": np.full(T, x, dtype=np.float32),
+            "y": np.arange(T, dtype=np.float32),
+            "mode": "markers",
+            "marker": {"color": color, "size": 3 if small else 7},
+            "text": [f"{role} {a}: {s}" for a, s in enumerate(names)],
+            "hovertemplate": "%{text}<extra></extra>",
+            "showlegend": False,
+            "name": role + " tokens",
+            "yaxis": y,  # the keys sit on the right-hand axis, so plotly draws it
+        }
         for x, color, role, y in ((0, QUERY_COLOR, "query", "y"), (1, KEY_COLOR, "key", "y2"))
     ]
     axis = {**token_axis(labels), "showgrid": False, "zeroline": False, "range": [T - 0.5, -0.5]}
     lay = {
         "xaxis": {"range": [-0.05, 1.05], "visible": False},
-        "yaxis": {**axis, "title": "query i (looking)"},
-        "yaxis2": {**axis, "title": "key j (looked at)", "overlaying": "y", "side": "right", "matches": "y"},
+        "yaxis": {**axis, "title": title_dict("query i (looking)")},
+        "yaxis2": {**axis, "title": title_dict("key j (looked at)"), "overlaying": "y", "side": "right", "matches": "y"},
     }
     if not len(w):
         lay["annotations"] = [{"text": "no weight reaches the threshold", "x": 0.5, "y": (T - 1) / 2, "showarrow": False}]
-    return go.Figure([*traces, mid, *ends], layout=layout_dict(title, int(np.clip(90 + 18 * T, 300, 900)), plot_bgcolor="white", **lay))
+    return figure([*traces, mid, *ends], layout_dict(title, int(np.clip(90 + 18 * T, 300, 900)), plot_bgcolor="white", **lay))
 
 
 def _blocks(names: Sequence[str], n: int) -> tuple[dict, list[float]]:
@@ -154,23 +154,16 @@ def vector_rows(z: np.ndarray, title: str, *, row_blocks: Sequence[str], col_blo
     z = np.asarray(z, dtype=np.float32)
     rows, cols = z.shape
     hover = f"row %{{y}}, column %{{x}}<br>{esc(value_name)} = %{{z:.4g}}<extra></extra>"
-    hm = go.Heatmap(z=z, x=np.arange(cols), y=np.arange(rows), colorscale=DIVERGING, zmid=0, hovertemplate=hover, colorbar={"thickness": 12})
+    hm = {"type": "heatmap", "z": z, "x": np.arange(cols), "y": np.arange(rows), "colorscale": DIVERGING, "zmid": 0, "hovertemplate": hover, "colorbar": {"thickness": 12}}
     y_ticks, y_lines = _blocks(row_blocks, rows)
     x_ticks, x_lines = _blocks(col_blocks, cols) if col_blocks else ({}, [])
     line = {"color": "black", "width": 1.5}
     shapes = [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": y, "y1": y, "line": line} for y in y_lines]
     shapes += [{"type": "line", "yref": "paper", "y0": 0, "y1": 1, "x0": x, "x1": x, "line": line} for x in x_lines]
-    axes = {"xaxis": {**x_ticks, "title": esc(x_title)}, "yaxis": {**y_ticks, "autorange": "reversed"}, "shapes": shapes}
-    return go.Figure(hm, layout=layout_dict(title, height, **axes))
+    axes = {"xaxis": {**x_ticks, "title": title_dict(x_title)}, "yaxis": {**y_ticks, "autorange": "reversed"}, "shapes": shapes or None}
+    return figure([hm], layout_dict(title, height, **axes))
 
 
 def ablation_bars(labels: Sequence[str], before: np.ndarray, after: np.ndarray, title: str) -> go.Figure:
     """Next-token probabilities with every head on, and with the chosen heads switched off, side by side."""
-    x = np.arange(len(labels))
-    names = [esc(s) for s in labels]
-    bars = [
-        go.Bar(x=x, y=np.asarray(p, dtype=np.float32), name=name, marker_color=color, text=names, textposition="none", hovertemplate=f"%{{text}}: %{{y:.4f}}<extra>{name}</extra>")
-        for p, name, color in ((before, "all heads on", "#4c78a8"), (after, "heads switched off", "#e45756"))
-    ]
-    lay = {"xaxis": token_axis(labels, "next token"), "yaxis": {"title": "probability"}, "barmode": "group", "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "right", "x": 1}}
-    return go.Figure(bars, layout=layout_dict(title, 340, **lay))
+    return grouped_bars({"all heads on": before, "heads switched off": after}, labels, title=title, x_title="next token", y_title="probability", height=340)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import DIVERGING, SEQUENTIAL, heatmap, layout_dict
+from .common import DIVERGING, SEQUENTIAL, figure, heatmap, layout_dict, title_dict
 
 WAVE_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 
@@ -21,11 +21,19 @@ def waves(pe: np.ndarray, dims: Sequence[int]) -> go.Figure:
     """Chosen columns of PE drawn as curves over the positions."""
     pos = np.arange(len(pe))
     traces = [
-        go.Scatter(x=pos, y=pe[:, d], mode="lines+markers", marker={"size": 4}, line={"color": WAVE_COLORS[n % len(WAVE_COLORS)]}, name=f"dim {d} ({'cos' if d % 2 else 'sin'})")
+        {
+            "type": "scatter",
+            "x": pos,
+            "y": pe[:, d],
+            "mode": "lines+markers",
+            "marker": {"size": 4},
+            "line": {"color": WAVE_COLORS[n % len(WAVE_COLORS)]},
+            "name": f"dim {d} ({'cos' if d % 2 else 'sin'})",
+        }
         for n, d in enumerate(dims)
     ]
-    axes = {"xaxis": {"title": "position"}, "yaxis": {"title": "PE(position, dim)", "range": [-1.1, 1.1]}}
-    return go.Figure(traces, layout=layout_dict("A few dimensions as waves: low dimensions wiggle fast, high ones slowly", 360, **axes))
+    axes = {"xaxis": {"title": title_dict("position")}, "yaxis": {"title": title_dict("PE(position, dim)"), "range": [-1.1, 1.1]}}
+    return figure(traces, layout_dict("A few dimensions as waves: low dimensions wiggle fast, high ones slowly", 360, **axes))
 
 
 def bits_heatmap(bits: np.ndarray) -> go.Figure:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import esc, layout_dict
+from .common import esc, figure, layout_dict, title_dict
 from .multihead import KEY_COLOR, QUERY_COLOR, pair_markers
 
 TEXT_MAX = 40  # write the token next to each point only for sentences this short
@@ -25,27 +25,28 @@ def qk_scatter(q2: np.ndarray, k2: np.ndarray, labels: Sequence[str], i: np.ndar
     names = [esc(s) for s in labels]
     mode = "markers+text" if len(labels) <= TEXT_MAX else "markers"
     lx, ly = segments(q2[i], k2[j])
-    lines = go.Scatter(x=lx, y=ly, mode="lines", line={"color": "rgba(80,80,80,0.45)", "width": 1.5}, hoverinfo="skip", name="query → its strongest key(s)")
+    lines = {"type": "scatter", "x": lx, "y": ly, "mode": "lines", "line": {"color": "rgba(80,80,80,0.45)", "width": 1.5}, "hoverinfo": "skip", "name": "query → its strongest key(s)"}
     mid = (q2[i] + k2[j]) / 2  # (n, 2)
     weights = pair_markers(mid[:, 0], mid[:, 1], i, j, w, labels, "line middles", size=4, color="rgba(80,80,80,0.6)")
     points = [
-        go.Scatter(
-            x=p[:, 0].astype(np.float32),
-            y=p[:, 1].astype(np.float32),
-            mode=mode,
-            name=name,
-            marker={"symbol": symbol, "size": 10, "color": color, "line": {"width": 1, "color": "white"}},
-            text=names,
-            textposition="top center",
-            textfont={"color": color},
-            customdata=np.arange(len(names)),
-            hovertemplate=f"{role} %{{customdata}}: %{{text}}<extra></extra>",
-        )
+        {
+            "type": "scatter",
+            "x": p[:, 0].astype(np.float32),
+            "y": p[:, 1].astype(np.float32),
+            "mode": mode,
+            "name": name,
+            "marker": {"symbol": symbol, "size": 10, "color": color, "line": {"width": 1, "color": "white"}},
+            "text": names,
+            "textposition": "top center",
+            "textfont": {"color": color},
+            "customdata": np.arange(len(names)),
+            "hovertemplate": f"{role} %{{customdata}}: %{{text}}<extra></extra>",
+        }
         for p, name, role, symbol, color in ((q2, "queries", "query", "circle", QUERY_COLOR), (k2, "keys", "key", "diamond", KEY_COLOR))
     ]
     lay = {
-        "xaxis": {"title": f"axis 1 ({explained[0]:.0%} of the spread)", "zeroline": False},
-        "yaxis": {"title": f"axis 2 ({explained[1]:.0%} of the spread)", "zeroline": False, "scaleanchor": "x", "scaleratio": 1},
+        "xaxis": {"title": title_dict(f"axis 1 ({explained[0]:.0%} of the spread)"), "zeroline": False},
+        "yaxis": {"title": title_dict(f"axis 2 ({explained[1]:.0%} of the spread)"), "zeroline": False, "scaleanchor": "x", "scaleratio": 1},
         "legend": {"orientation": "h", "y": -0.12},
     }
-    return go.Figure([lines, weights, *points], layout=layout_dict(title, 560, **lay))
+    return figure([lines, weights, *points], layout_dict(title, 560, **lay))

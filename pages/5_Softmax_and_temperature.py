@@ -5,7 +5,8 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from figures.softmax import dk_lines, grouped_bars, temperature_curves
+from figures.common import grouped_bars
+from figures.softmax import dk_lines, temperature_curves
 from transformer import softmax_lab as lab
 
 st.set_page_config(page_title="Softmax & temperature", page_icon="🌡️", layout="wide")
@@ -47,7 +48,10 @@ def scores_section(s: np.ndarray) -> None:
     now = f"×{scale}, τ = {tau:g}"
     left, right = st.columns([3, 2])
     with left:
-        ui.show_figure(grouped_bars({"softmax(s)  (×1, τ = 1)": lab.softmax(s), f"softmax({scale}·s / {tau:g})  ({now})": p}, labels, title="Softmax weights"), key="softmax_bars")
+        ui.show_figure(
+            grouped_bars({"softmax(s)  (×1, τ = 1)": lab.softmax(s), f"softmax({scale}·s / {tau:g})  ({now})": p}, labels, title="Softmax weights", y_title="weight", y_range=(0, 1)),
+            key="softmax_bars",
+        )
     with right:
         m1, m2 = st.columns(2)
         m1.metric("Top probability", f"{p.max():.3f}", help=f"The largest weight at {now}.")
@@ -94,7 +98,10 @@ def dk_section() -> None:
         ui.show_figure(dk_lines(ex.d_ks, top, title="Saturation: average largest weight of a row", y_title="largest softmax weight", chosen=i), key="softmax_dk_top")
     raw, scaled = ex.example(i)
     st.markdown(f"At d_k = {d_k} the scores spread by **{ex.std_raw[i]:.2f}** (√d_k = {np.sqrt(d_k):.2f}); divided by √d_k, by **{ex.std_scaled[i]:.2f}**. One query's {n_k} weights:")
-    ui.show_figure(grouped_bars({"softmax(q·k)": raw, "softmax(q·k / √d_k)": scaled}, [f"k{j + 1}" for j in range(n_k)], title=f"One query against {n_k} keys, d_k = {d_k}"), key="softmax_dk_example")
+    ui.show_figure(
+        grouped_bars({"softmax(q·k)": raw, "softmax(q·k / √d_k)": scaled}, [f"k{j + 1}" for j in range(n_k)], title=f"One query against {n_k} keys, d_k = {d_k}", y_title="weight", y_range=(0, 1)),
+        key="softmax_dk_example",
+    )
 
 
 def real_row_section() -> None:
@@ -121,9 +128,9 @@ def real_row_section() -> None:
     weights = {f"softmax at this page's τ = {tau:g}": p, f"the model with τ = {tau:g} on this head only": model}
     left, right = st.columns(2)
     with left:
-        ui.show_figure(grouped_bars({"q·k / √d_k (τ = 1)": row[keys]}, key_labels, title=f"Scores of query {q}", x_title="key", y_title="score", y_range=None), key="softmax_real_scores")
+        ui.show_figure(grouped_bars({"q·k / √d_k (τ = 1)": row[keys]}, key_labels, title=f"Scores of query {q}", x_title="key", y_title="score"), key="softmax_real_scores")
     with right:
-        ui.show_figure(grouped_bars(weights, key_labels, title=f"Weights of query {q} over the keys"), key="softmax_real_weights")
+        ui.show_figure(grouped_bars(weights, key_labels, title=f"Weights of query {q} over the keys", y_title="weight", y_range=(0, 1)), key="softmax_real_weights")
     p1 = lab.softmax(row[keys])
     st.caption(f"Top weight {p.max():.3f} and entropy {lab.entropy(p):.3f} bits at τ = {tau:g}; at τ = 1 (as trained): {p1.max():.3f} and {lab.entropy(p1):.3f} bits.")
 

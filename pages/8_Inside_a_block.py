@@ -6,6 +6,7 @@ import streamlit as st
 
 import ui
 from figures import block as fb
+from figures.common import grouped_bars
 from transformer import Trace
 from transformer import block_stats as bs
 
@@ -31,8 +32,8 @@ def layernorm_figures(model_name: str, sentence: str, tau: float, layer: int, ln
     steps = bs.layernorm_steps(_tr, layer, ln, cfg.ln_eps)
     stats = {name: bs.token_mean_std(v) for name, v in (("input x", steps.x), ("normalized x̂", steps.x_hat), ("output x̂⊙w + b", steps.y))}
     labels = _tr.encoding.labels
-    mean_fig = fb.grouped_bars({k: m for k, (m, _) in stats.items()}, labels, title=f"Mean μ of each token's {cfg.d_model} numbers", x_title="token", y_title="mean")
-    std_fig = fb.grouped_bars({k: s for k, (_, s) in stats.items()}, labels, title="Standard deviation σ of each token's numbers", x_title="token", y_title="standard deviation")
+    mean_fig = grouped_bars({k: m for k, (m, _) in stats.items()}, labels, title=f"Mean μ of each token's {cfg.d_model} numbers", x_title="token", y_title="mean")
+    std_fig = grouped_bars({k: s for k, (_, s) in stats.items()}, labels, title="Standard deviation σ of each token's numbers", x_title="token", y_title="standard deviation")
     return mean_fig, std_fig
 
 
@@ -64,9 +65,9 @@ def adds_figures(model_name: str, sentence: str, tau: float, layer: int, _tr: Tr
     """‖attn_out‖ and ‖mlp_out‖: per block averaged over the tokens, and per token for `layer`."""
     attn, mlp = bs.contribution_norms(_tr)  # (n_layer, T) each
     per_layer = {"attention ‖attn_out‖": attn.mean(axis=1), "MLP ‖mlp_out‖": mlp.mean(axis=1)}
-    layers_fig = fb.grouped_bars(per_layer, [f"block {i}" for i in range(len(attn))], title="Average over tokens, per block", x_title="block", y_title="average length")
+    layers_fig = grouped_bars(per_layer, [f"block {i}" for i in range(len(attn))], title="Average over tokens, per block", x_title="block", y_title="average length")
     per_token = {"attention ‖attn_out‖": attn[layer], "MLP ‖mlp_out‖": mlp[layer]}
-    return layers_fig, fb.grouped_bars(per_token, _tr.encoding.labels, title=f"Block {layer}, per token", x_title="token", y_title="length")
+    return layers_fig, grouped_bars(per_token, _tr.encoding.labels, title=f"Block {layer}, per token", x_title="token", y_title="length")
 
 
 st.title("🧱 Inside a block")

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
 from streamlit.runtime.state.common import user_key_from_element_id
 from streamlit.testing.v1 import AppTest
 
@@ -23,7 +25,7 @@ BAD_INPUTS = [
     ("rtl", "مرحبا بالعالم — שלום"),
     ("control", "a\x00b\x07c\x1b[31mred\u202edesrever"),
     ("script", "<script>alert(1)</script>"),
-    ("img", '<img src=x onerror=alert(1)>'),
+    ("img", "<img src=x onerror=alert(1)>"),
 ]
 
 
@@ -40,14 +42,40 @@ def run_page(path: str, **query: str) -> AppTest:
     return at.run()
 
 
+def checked_spec(spec_json: str) -> dict:
+    """A figure the page sent, as a plotly JSON dict, after checking it is exactly what plotly.py's validation gives.
+
+    figures.common.figure skips validation for speed; this re-validates every figure a test reads: an unknown
+    property raises, and a property plotly.js would not read ("marker_color", a named "RdBu_r" scale, a bare
+    string title) differs from its validated form.
+    """
+    spec = json.loads(spec_json)
+    validated = json.loads(pio.to_json(go.Figure(spec)))
+    assert validated == spec, f"figure not in plotly's validated form: {first_difference(spec, validated)}"
+    return spec
+
+
+def first_difference(a, b, path: str = "") -> str:
+    """Where two JSON values first differ, e.g. 'data.0.marker_color: 'red' vs <missing>'."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b)):
+            if a.get(k, "<missing>") != b.get(k, "<missing>"):
+                return first_difference(a.get(k, "<missing>"), b.get(k, "<missing>"), f"{path}.{k}")
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            if x != y:
+                return first_difference(x, y, f"{path}.{i}")
+    return f"{path.lstrip('.')}: {str(a)[:80]!r} vs {str(b)[:80]!r}"
+
+
 def charts(at: AppTest) -> list[dict]:
-    """The figures on the page, as plotly JSON dicts."""
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    """The figures on the page, as (checked) plotly JSON dicts."""
+    return [checked_spec(c.proto.spec) for c in at.get("plotly_chart")]
 
 
 def charts_by_key(at: AppTest) -> dict[str, dict]:
-    """The figures on the page by their st.plotly_chart key, as plotly JSON dicts."""
-    return {user_key_from_element_id(c.proto.id): json.loads(c.proto.spec) for c in at.get("plotly_chart")}
+    """The figures on the page by their st.plotly_chart key, as (checked) plotly JSON dicts."""
+    return {user_key_from_element_id(c.proto.id): checked_spec(c.proto.spec) for c in at.get("plotly_chart")}
 
 
 def chart_keys(at: AppTest) -> list[str]:

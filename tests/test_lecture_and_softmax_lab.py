@@ -5,8 +5,9 @@ import math
 import numpy as np
 import pytest
 
+from figures.common import grouped_bars
 from figures.matrices import matrix
-from figures.softmax import dk_lines, grouped_bars, temperature_curves
+from figures.softmax import dk_lines, temperature_curves
 from tests.apptest_utils import array
 from transformer import softmax_lab as lab
 from transformer.lecture import LECTURE_X, STEPS, lecture_example, lecture_weights

@@ -31,6 +31,8 @@ def model_choices() -> list[str]:
 
 def get_model(name: str) -> LoadedModel:
     """A bundled model by name, or a model directory in an allowed folder; loaded at most once per process."""
+    if name in _MODELS:  # the common case, without looking at the disk
+        return _MODELS[name]
     key = name if name in bundled_models() else str(Path(name).expanduser().resolve())
     with _LOCK:
         if key not in _MODELS:
