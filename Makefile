@@ -5,7 +5,8 @@ PORT ?= 8501
 # One BLAS thread per process: numpy's OpenBLAS otherwise spins on small matrices (a 256×128 product 30 ms → 0.3 ms).
 export OPENBLAS_NUM_THREADS := 1
 
-.PHONY: run test test-fast bench lint screenshots retrain retrain-translator clean
+.PHONY: run serve test test-fast fuzz bench lint screenshots retrain retrain-translator clean
+FUZZ_EXAMPLES ?= 50
 
 $(VENV)/.runtime: requirements.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -19,6 +20,10 @@ $(VENV)/.dev: $(VENV)/.runtime requirements-dev.txt
 run: $(VENV)/.runtime
 	$(PY) -m streamlit run app.py --server.port $(PORT)
 
+# For a classroom: every network interface, no browser opened on the server (README "Serving a classroom").
+serve: $(VENV)/.runtime
+	$(PY) -m streamlit run app.py --server.address 0.0.0.0 --server.port $(PORT) --server.headless true
+
 lint: $(VENV)/.dev
 	$(PY) -m ruff check .
 
@@ -29,6 +34,10 @@ test: $(VENV)/.dev
 
 test-fast: $(VENV)/.dev
 	$(PY) -m pytest -q -m "not browser"
+
+# Random fuzzing of every page: 54 tests × FUZZ_EXAMPLES (50 → 2,700 examples, ~5 min on 2 cores).
+fuzz: $(VENV)/.dev
+	ATLAS_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) nice $(PY) -m pytest -q -m fuzz --hypothesis-show-statistics tests/test_fuzz.py
 
 bench: $(VENV)/.dev
 	$(PY) bench/bench_engine.py

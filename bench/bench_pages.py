@@ -8,6 +8,7 @@ costs once both are cached). Prints a table; asserts nothing.
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
@@ -16,12 +17,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import streamlit.logger  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from transformer.loading import load_model  # noqa: E402
 
 PASSAGE = (ROOT.parent / "shared" / "corpora" / "tinyshakespeare.txt").read_text()[:20_000]
-REPEATS = 7
+REPEATS = 11
 
 
 def text_of(n_tokens: int) -> str:
@@ -64,7 +66,9 @@ def measure(page: Path, sentence: str) -> tuple[float, float, int]:
 
 def main() -> None:
     pages = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py"), key=lambda p: int(p.stem.split("_")[0]))]
+    streamlit.logger.set_log_level("error")  # AppTest's "missing ScriptRunContext" warnings
     sentences = {n: text_of(n) for n in (16, 256)}
+    print(f"load average before: {os.getloadavg()[0]:.2f} (2 cores; other work on the machine inflates every number)")
     print("AppTest rerun medians (ms) after a temperature change, and KiB of the page's elements")
     print(f"{'page':28} {'new@16':>7} {'rep@16':>7} {'KiB@16':>7} {'new@256':>8} {'rep@256':>8} {'KiB@256':>8}")
     for page in pages:

@@ -47,7 +47,7 @@ def figure(traces: Sequence[dict], layout: dict) -> go.Figure:
     """A go.Figure from plain dicts already in plotly's own form ({"type": "heatmap", …}, {"title": {"text": …}}).
 
     Skips plotly.py's per-property validation, which costs ~2 ms per figure (most of a page rerun);
-    tests/test_figure_specs.py checks that every figure a page sends is exactly what validation would give.
+    Every figure a page test reads is re-validated (tests/apptest_utils.checked_spec): it must equal what validation gives.
     """
     return go.Figure({"data": [plain(t) for t in traces], "layout": plain(layout)}, _validate=False)
 

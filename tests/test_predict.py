@@ -92,6 +92,11 @@ def test_next_token_probs(tiny_model, tokenizer):
     np.testing.assert_allclose(next_token_probs(tr["logits"], ids), [probs[i, ids[i + 1]] for i in range(len(ids) - 1)], rtol=1e-6)
 
 
+def test_next_token_probs_of_one_token_is_empty(tiny_model, tokenizer):
+    tr = run_trace(tiny_model, tokenizer, "I")  # found by the fuzzer: one token has no next token (was an IndexError)
+    assert len(tr.encoding) == 1 and next_token_probs(tr["logits"], tr.encoding.ids).shape == (0,)
+
+
 @pytest.mark.parametrize("causal", [True, False])
 def test_padded_batch_real_tokens_equal_unpadded(tiny_model, tokenizer, causal):
     texts = [SENTENCES[0], SENTENCES[1], SENTENCES[4]]  # different lengths

@@ -100,7 +100,7 @@ def next_token_probs(logits: np.ndarray, ids: Sequence[int]) -> np.ndarray:
     x = np.asarray(logits[:-1], dtype=np.float64)  # (T−1, V)
     top = x.max(axis=-1)
     # p = exp(x_next − max) / Σ exp(x − max)
-    picked = x[np.arange(len(x)), np.asarray(ids[1:])]  # (T−1,)
+    picked = x[np.arange(len(x)), np.asarray(ids[1:], dtype=np.intp)]  # (T−1,); integers even when T = 1
     return (np.exp(picked - top) / np.exp(x - top[:, None]).sum(axis=-1)).astype(np.float32)
 
 

@@ -1,0 +1,105 @@
+"""Any browser may send Streamlit's "clear cache" message; it must not make the bundled model load again for everyone.
+
+Streamlit handles that message (BackMsg clear_cache) in AppSession._handle_clear_cache_request, which empties
+st.cache_data and st.cache_resource for the whole process. ui.models holds models in a module-level registry,
+so only the (cheap, bounded) trace cache is emptied. The tests send the real message through a real AppSession.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+import streamlit as st
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.runtime.app_session import AppSession
+from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
+from streamlit.runtime.script_data import ScriptData
+from streamlit.runtime.scriptrunner.script_cache import ScriptCache
+
+import ui
+
+from .apptest_utils import ROOT, array, assert_ok, chart, charts, page_path, run_page
+
+MODEL = "shakespeare-gpt"
+
+
+def send_clear_cache() -> None:
+    """What the server does when a browser sends the clear-cache message."""
+
+    async def session() -> None:  # an AppSession needs a running event loop
+        s = AppSession(ScriptData(str(ROOT / "app.py")), MemoryUploadedFileManager("/_stcore/upload_file"), ScriptCache(), None, {})
+        try:
+            s.handle_backmsg(BackMsg(clear_cache=True))
+        finally:
+            s.shutdown()
+
+    asyncio.run(session())
+
+
+@pytest.fixture
+def loads(monkeypatch) -> list[str]:
+    """The names ui.models loads from disk during the test."""
+    calls, real = [], ui.models.load_model
+
+    def counting(name, *args, **kwargs):
+        calls.append(str(name))
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(ui.models, "load_model", counting)
+    return calls
+
+
+@pytest.fixture
+def traces(monkeypatch) -> list[str]:
+    """The texts ui.models runs through the model (not served from the trace cache) during the test."""
+    calls, real = [], ui.models.run_trace
+
+    def counting(model, tokenizer, text, *args, **kwargs):
+        calls.append(text)
+        return real(model, tokenizer, text, *args, **kwargs)
+
+    monkeypatch.setattr(ui.models, "run_trace", counting)
+    return calls
+
+
+def survives_clear_cache(get_model, loads: list[str]) -> bool:
+    """After a clear-cache message, `get_model` returns the very same object and nothing was loaded again."""
+    before = get_model(MODEL)
+    n_loads = len(loads)
+    send_clear_cache()
+    return get_model(MODEL) is before and len(loads) == n_loads
+
+
+def test_clear_cache_keeps_the_loaded_model(loads):
+    assert survives_clear_cache(ui.get_model, loads)
+    assert loads in ([], [MODEL])  # at most the first load, if no earlier test had loaded it
+
+
+def test_a_model_held_only_in_cache_resource_would_be_reloaded(loads):
+    """The check above has teeth: the naive accessor, a plain @st.cache_resource function, fails it."""
+
+    @st.cache_resource
+    def plain_get_model(name: str):
+        return ui.models.load_model(name, restrict=True)
+
+    assert not survives_clear_cache(plain_get_model, loads)
+    assert loads == [MODEL, MODEL]  # loaded, cleared, loaded again
+
+
+def test_pages_render_after_clear_cache(loads, traces):
+    """The open session reruns and a new session opens after the clear: same numbers, traces recomputed, no model load."""
+    at = run_page("app.py")
+    before = array(chart(at, "home_pattern")["data"][0]["z"])
+    loads.clear()  # the process's first load, if it happened just now
+    send_clear_cache()
+    traces.clear()
+    at.run()
+    assert_ok(at)
+    np.testing.assert_array_equal(array(chart(at, "home_pattern")["data"][0]["z"]), before)
+    assert traces  # the trace cache really was emptied: the page ran the model again
+    fresh = run_page(page_path("3_One_head"))
+    assert_ok(fresh)
+    assert charts(fresh)
+    assert loads == []
