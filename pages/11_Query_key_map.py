@@ -40,8 +40,7 @@ m = heads.qk_map(q, k)
 c1, c2, c3 = st.columns(3)
 top_k = c1.slider("Strongest keys per query", 1, 5, 1, key="qkmap_topk", help="Draw a line from each query to this many of its highest-weight keys.")
 min_w = c2.slider("Only weights of at least", 0.0, 1.0, 0.0, 0.01, key="qkmap_min_weight", help="Drop the lines whose weight is below this.")
-if st.session_state.get("qkmap_query", -1) >= T:
-    st.session_state["qkmap_query"] = -1
+ui.keep_choice("qkmap_query", range(-1, T), -1)
 query = c3.selectbox("Lines from", [-1, *range(T)], format_func=lambda i: "every query" if i < 0 else f"query {i}: {labels[i]}", key="qkmap_query", help="Show the lines of every query, or of one.")
 i, j, pw = heads.strongest_keys(w, vis, top_k, min_w)
 if query >= 0:

@@ -128,11 +128,9 @@ ui.show_figure(cosine_fig, key="tokens_cosine")
 st.header("5. Nearest neighbours in the vocabulary")
 st.markdown("Pick a token of your sentence: these are the vocabulary tokens whose vectors point most nearly the same way (highest cosine over all of $W_E$).")
 unit = unit_embedding(state.model)
-if st.session_state.get("tokens_query") not in range(T):
-    st.session_state.pop("tokens_query", None)
 c1, c2 = st.columns([2, 1])
-longest = max(range(T), key=lambda p: len(labels[p]))  # a word rather than punctuation, by default
-query = c1.selectbox("Token", range(T), index=longest, format_func=lambda p: f"{p}: {labels[p]}", key="tokens_query", help="A position in your sentence; its token's neighbours are listed.")
+ui.keep_choice("tokens_query", range(T), max(range(T), key=lambda p: len(labels[p])))  # a word rather than punctuation, by default
+query = c1.selectbox("Token", range(T), format_func=lambda p: f"{p}: {labels[p]}", key="tokens_query", help="A position in your sentence; its token's neighbours are listed.")
 k = c2.slider("Neighbours (k)", 3, 30, 10, key="tokens_k", help="How many nearest tokens to list.")
 qid = enc.ids[query]
 nb_ids, nb_cos = nearest(unit, unit[qid], k, exclude={qid})

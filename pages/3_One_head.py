@@ -31,8 +31,7 @@ T, hs = len(labels), s.q.shape[1]
 d_k = f"\\sqrt{{{hs}}}"
 
 # Which query row the step-by-step section follows (the last token by default).
-if st.session_state.get("onehead_query", T) >= T:
-    st.session_state["onehead_query"] = T - 1
+ui.keep_choice("onehead_query", range(T), T - 1)
 
 if not scale_on:
     ref = predict.head_steps(run, L, H)  # the same head with the scaling

@@ -117,7 +117,8 @@ def real_row_section() -> None:
     tr1 = ui.trace_or_stop(state, temperature=1.0)
     tr = ui.get_trace(state.model, state.sentence, 1.0, head_temperature=((state.layer, state.head, tau),))
     labels = tr1.encoding.labels
-    q = st.selectbox("Query token", range(len(labels)), index=len(labels) - 1, format_func=lambda j: f"{j}: {labels[j]}", key="softmax_query", help="Whose row of scores to use.")
+    ui.keep_choice("softmax_query", range(len(labels)), len(labels) - 1)
+    q = st.selectbox("Query token", range(len(labels)), format_func=lambda j: f"{j}: {labels[j]}", key="softmax_query", help="Whose row of scores to use.")
     name = f"blocks.{state.layer}.attn"
     row = tr1[f"{name}.hook_scores_masked"][state.head, q]  # (T,) scaled scores at τ = 1, −∞ for the future
     keys = np.flatnonzero(~np.isneginf(row))  # the keys this query may see

@@ -125,6 +125,7 @@ with right:
         "**One row, by hand.** Pick a word and follow its numbers through the last steps, below: its scores against every key, "
         "the same ÷ √3, the softmax weights, and the weighted sum of the value vectors (the rows of V) that becomes its output row."
     )
+    ui.keep_choice("lecture_row", range(len(words)), 0)
     i = st.selectbox("Work out one row", range(len(words)), format_func=lambda r: f"row {r + 1}: {words[r]}", key="lecture_row", help="Spell out the numbers of one word's row.")
 e, s, a = m["scores"][i], m["scaled"][i], m["weights"][i]
 st.latex(rf"e_{{{i + 1}}} = q_{{{i + 1}}}K^\top = {vec(e)}, \qquad \frac{{e_{{{i + 1}}}}}{{\sqrt{{3}}}} = {vec(s)}")

@@ -108,8 +108,7 @@ with c1:
     ui.show_figure(fm.weights_map(w_open, labels, vis_open, f"Opened: layer {OL}, head {OH}", zmax=top, hide_first=hide, height=520), key="multihead_open_map")
 with c2:
     threshold = st.slider("Hide lines below weight", 0.01, 1.0, 0.1, 0.01, key="multihead_threshold", help="Only (query, key) pairs with at least this much weight get a line.")
-    if st.session_state.get("multihead_line_token", -1) >= T:
-        st.session_state["multihead_line_token"] = -1
+    ui.keep_choice("multihead_line_token", range(-1, T), -1)
     token = st.selectbox(
         "Lines of token",
         [-1, *range(T)],
@@ -139,8 +138,7 @@ st.markdown(
     "Row by row, W_O's first block of rows reads head 0, the next head 1, and so on: so the output is also the sum of each head's share z_h·W_O[h]."
 )
 st.latex(r"\mathrm{out}_i = [z_{i,0}\,;\dots;\,z_{i,h-1}]\,W_O + b_O = \sum_{h'} z_{i,h'}\,W_O^{(h')} + b_O")
-if st.session_state.get("multihead_token", T) >= T:
-    st.session_state["multihead_token"] = T - 1
+ui.keep_choice("multihead_token", range(T), T - 1)
 t = st.selectbox("Token", range(T), format_func=lambda j: f"{j}: {labels[j]}", key="multihead_token", help="Whose vectors to follow through the concatenation and W_O.")
 head_names = [f"head {h}" for h in range(nh)]
 concat_title = f"z of each head for token {t}, ({nh} × {hs}), side by side = concat, (1, {nh * hs})"

@@ -122,8 +122,7 @@ st.caption(
     f"{x_std.min():.3g} to {x_std.max():.3g}."
 )
 
-if st.session_state.get("block_token", T) >= T:
-    st.session_state["block_token"] = T - 1
+ui.keep_choice("block_token", range(T), T - 1)
 tok = st.selectbox("Token to inspect", range(T), format_func=lambda p: f"{p}: {labels[p]}", key="block_token", help="One token, shown number by number here and neuron by neuron in section 3.")
 values_fig, gelu_fig = token_figures(*key, L, ln, tok, tr)
 ui.show_figure(values_fig, key="block_ln_token")

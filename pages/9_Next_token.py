@@ -41,9 +41,9 @@ def lens(model_name: str, text: str, tau: float, pos: int) -> tuple[go.Figure, r
 
 def follow_last(key: str, T: int) -> None:
     """Keep a position selector inside 0…T−1; when it was on the last token, keep it on the last token."""
-    prev_T = st.session_state.get(key + "_T", 0)
-    if st.session_state.get(key, T) >= T or st.session_state[key] == prev_T - 1:
+    if st.session_state.get(key) == st.session_state.get(key + "_T", 0) - 1:  # it was on the last token
         st.session_state[key] = T - 1
+    ui.keep_choice(key, range(T), T - 1)
     st.session_state[key + "_T"] = T
 
 

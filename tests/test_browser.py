@@ -86,3 +86,19 @@ def test_query_string_restores_state(base_url, tab):
     wait_rendered(tab)
     assert tab.get_by_role("textbox", name="Sentence").input_value() == "The cat sat on the mat."
     playwright_api.expect(tab.locator(".stPlotlyChart").first).to_contain_text("layer 1, head 2")
+
+
+@pytest.mark.parametrize("page_file", [p for p in PAGES if p and p.stem in ("3_One_head", "7_Multi_head", "8_Inside_a_block", "9_Next_token")], ids=lambda p: p.stem)
+def test_token_choice_survives_a_new_sentence(base_url, tab, page_file):
+    """After the sentence changes, a browser sends the token selectbox's old label back ("3: ␣not", now another token's
+    position); the next rerun must fall back to a valid token (found by the load generator: a TypeError on pages 3, 7, 8)."""
+    tab.goto(page_url(base_url, page_file) + "?sentence=" + urllib.parse.quote("To be or not"))
+    wait_rendered(tab)
+    box = tab.get_by_role("textbox", name="Sentence")
+    box.fill("To be, or not to be, that is the question: whether 'tis nobler in the mind to suffer")
+    box.press("Control+Enter")
+    wait_rendered(tab)
+    tab.locator('[data-testid="stSidebar"] input[aria-label^="Attention temperature"]').press("ArrowRight")  # another rerun
+    wait_rendered(tab)
+    assert tab.locator('[data-testid="stException"]').count() == 0
+    assert tab.errors == []

@@ -44,9 +44,7 @@ def get_model(name: str) -> LoadedModel:
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)  # a 256-token trace is ~29 MiB
-def get_trace(
-    model_name: str, text: str, temperature: float = 1.0, causal: bool = True, ablate: tuple[tuple[int, int], ...] = (), head_temperature: tuple[tuple[int, int, float], ...] = ()
-) -> Trace:
+def get_trace(model_name: str, text: str, temperature: float = 1.0, causal: bool = True, ablate: tuple[tuple[int, int], ...] = (), head_temperature: tuple[tuple[int, int, float], ...] = ()) -> Trace:
     """run_trace on a registry model, cached; the trace's arrays are read-only."""
     lm = get_model(model_name)
     iv = Interventions(temperature=temperature, causal=causal, ablate=frozenset(ablate), head_temperature=head_temperature)

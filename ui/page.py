@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -25,6 +27,13 @@ def trace_or_stop(state: State, temperature: float | None = None, causal: bool =
         n_ctx = get_model(state.model).cfg.n_ctx
         st.warning(f"The text is {tr.n_tokens_in:,} tokens long; the model reads at most {n_ctx}, so this page shows the first {len(tr.encoding)}.")
     return tr
+
+
+def keep_choice(key: str, options: Sequence, default) -> None:
+    """Set a selectbox's kept value to `default` when it is not one of `options`: on the first run, for a position
+    from a longer sentence, or for the old label (a str) that a browser sends back after the sentence changed."""
+    if st.session_state.get(key) not in options:
+        st.session_state[key] = default
 
 
 def show_figure(fig: go.Figure, key: str | None = None) -> None:
