@@ -14,6 +14,7 @@ MAX_TICK_CHARS = 14
 MAX_BAR_VALUES = 16  # write each bar's value on it up to this many bars in all
 BAR_COLORS = ("#4c78a8", "#f58518", "#54a24b", "#e45756")
 LEGEND = {"orientation": "h", "y": -0.25}
+MASKED_NOTE = " (masked: score −∞)"  # a masked cell's hover ends with this
 HOVER_CELLS = 32 * 32  # per-cell hover text only up to this many cells (a 16×128 map with it is ~150 KiB)
 
 
@@ -43,13 +44,37 @@ def plain(value):
     return value
 
 
-def figure(traces: Sequence[dict], layout: dict) -> go.Figure:
-    """A go.Figure from plain dicts already in plotly's own form ({"type": "heatmap", …}, {"title": {"text": …}}).
+class Spec(go.Figure):
+    """A finished figure held as plotly JSON (plain dicts), handed over as it is.
 
-    Skips plotly.py's per-property validation, which costs ~2 ms per figure (most of a page rerun);
-    Every figure a page test reads is re-validated (tests/apptest_utils.checked_spec): it must equal what validation gives.
+    st.plotly_chart reads a figure through to_dict() only. A real go.Figure costs ~1 ms to build and ~1 ms more
+    to deep-copy in to_dict, for each of a page's figures on every rerun, so this one skips go.Figure's machinery:
+    fig.data, fig.update_layout and the like are not available. Build the dicts completely, then wrap them.
     """
-    return go.Figure({"data": [plain(t) for t in traces], "layout": plain(layout)}, _validate=False)
+
+    def __init__(self, spec: dict):  # go.Figure.__init__ is skipped on purpose (see above)
+        self._spec = spec
+
+    def to_dict(self) -> dict:
+        return self._spec
+
+    def to_plotly_json(self) -> dict:
+        return self._spec
+
+    def __repr__(self) -> str:
+        return f"Spec({[t.get('type') for t in self._spec['data']]})"
+
+
+TEMPLATE = go.Figure().to_dict()["layout"].get("template")  # the stub plotly.py adds to every layout (no theme: see figures/__init__)
+
+
+def figure(traces: Sequence[dict], layout: dict) -> Spec:
+    """A figure from plain dicts already in plotly's own form ({"type": "heatmap", …}, {"title": {"text": …}}).
+
+    Skips plotly.py's validation, which costs ~2 ms per figure (most of a page rerun). Every figure a page test
+    reads is re-validated (tests/apptest_utils.checked_spec): it must equal what validation gives.
+    """
+    return Spec({"data": [plain(t) for t in traces], "layout": {**plain(layout), "template": TEMPLATE}})
 
 
 def title_dict(text: str) -> dict | None:
@@ -96,11 +121,13 @@ def heatmap(
     value_name: str = "value",
     masked: np.ndarray | None = None,
     height: int = 420,
+    notes: np.ndarray | None = None,
     shapes: list[dict] | None = None,
     extra: dict | None = None,
 ) -> go.Figure:
     """A heatmap with row 0 at the top. Masked cells (default: those equal to −∞) are left blank (grey) and say so on hover.
 
+    notes: (rows, cols) text ending each cell's hover (default: MASKED_NOTE on masked cells);
     extra: trace properties set last (e.g. other hover text); shapes: layout shapes drawn over the map.
     """
     z = np.asarray(z, dtype=np.float32)
@@ -123,7 +150,7 @@ def heatmap(
         yl = [esc(s) for s in (y_labels if y_labels is not None else map(str, range(rows)))]
         name = esc(value_name)
         values = [["−∞" if v == -np.inf else f"{v:.4g}" for v in row] for row in z.tolist()]  # Python floats: far faster than numpy scalars
-        notes = [[" (masked: score −∞)" if m else "" for m in row] for row in neg_inf.tolist()]
+        notes = np.where(neg_inf, MASKED_NOTE, "").tolist() if notes is None else np.asarray(notes).tolist()
         hover = [[f"{yl[i]} (row {i}) → {xl[j]} (col {j})<br>{name} = {values[i][j]}{notes[i][j]}" for j in range(cols)] for i in range(rows)]
         trace.update(text=hover, hovertemplate="%{text}<extra></extra>")
         if show_values:

@@ -7,10 +7,9 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import DIVERGING, SEQUENTIAL, esc, figure, grouped_bars, heatmap, layout_dict, title_dict, token_axis
+from .common import DIVERGING, MASKED_NOTE, SEQUENTIAL, esc, figure, grouped_bars, heatmap, layout_dict, title_dict, token_axis
 
 SHOW_VALUES_MAX = 12  # write the weights into the cells only for sentences this short
-MASKED_NOTE = " (masked: score −∞)"  # what figures.common.heatmap appends to a masked cell's hover
 HIDDEN_NOTE = " (hidden on this page: first-token column; not renormalised)"
 OPACITY_STEP = 0.1  # line opacities are drawn in steps of this size (one plotly trace per step keeps the figure fast)
 QUERY_COLOR, KEY_COLOR, LINE_COLOR = "#1f77b4", "#ff7f0e", "#1f4e79"
@@ -19,20 +18,27 @@ QUERY_COLOR, KEY_COLOR, LINE_COLOR = "#1f77b4", "#ff7f0e", "#1f4e79"
 def weights_map(weights: np.ndarray, labels: Sequence[str], visible: np.ndarray, title: str, *, zmax: float = 1.0, hide_first: bool = False, height: int = 320) -> go.Figure:
     """Attention weights (T, T) on the colour scale 0…zmax. Masked cells are blank; with hide_first the
     first-token column is blank too (its hover still gives the real weight; the other weights are not rescaled)."""
-    hidden = ~np.asarray(visible, dtype=bool)
+    visible = np.asarray(visible, dtype=bool)
+    hidden = ~visible  # (T, T) a new array
     if hide_first:
-        hidden = hidden.copy()
         hidden[:, 0] = True
     show_values = len(labels) <= SHOW_VALUES_MAX and height >= 400
-    fig = heatmap(
-        weights, labels, labels, title=title, x_title="key j (looked at)", y_title="query i (looking)", zmin=0, zmax=zmax, value_name="weight", masked=hidden, height=height, show_values=show_values
+    notes = np.where(~visible, MASKED_NOTE, np.where(hidden, HIDDEN_NOTE, ""))  # (T, T) the end of each cell's hover
+    return heatmap(
+        weights,
+        labels,
+        labels,
+        title=title,
+        x_title="key j (looked at)",
+        y_title="query i (looking)",
+        zmin=0,
+        zmax=zmax,
+        value_name="weight",
+        masked=hidden,
+        notes=notes,
+        height=height,
+        show_values=show_values,
     )
-    hm = fig.data[0]
-    if hide_first and hm.text is not None:
-        text = np.array(hm.text, dtype=object)  # (T, T) hover texts
-        text[:, 0] = [s.replace(MASKED_NOTE, HIDDEN_NOTE) if seen else s for s, seen in zip(text[:, 0], visible[:, 0], strict=True)]
-        hm.text = text
-    return fig
 
 
 def weight_panels(
