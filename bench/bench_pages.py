@@ -8,6 +8,7 @@ costs once both are cached). Prints a table; asserts nothing.
 
 from __future__ import annotations
 
+import logging
 import os
 import statistics
 import sys
@@ -17,13 +18,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import streamlit.logger  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from transformer.loading import load_model  # noqa: E402
 
 PASSAGE = (ROOT.parent / "shared" / "corpora" / "tinyshakespeare.txt").read_text()[:20_000]
 REPEATS = 11
+SIDEBAR_ONLY = "import ui\nui.sidebar()\n"  # what every page pays before its own work (AppTest, widgets, query string)
 
 
 def text_of(n_tokens: int) -> str:
@@ -45,13 +46,13 @@ def page_bytes(at: AppTest) -> int:
     return total
 
 
-def measure(page: Path, sentence: str) -> tuple[float, float, int]:
-    """(median ms with new values, median ms with repeated values, bytes of the page)."""
-    at = AppTest.from_file(str(page), default_timeout=120)
+def measure(page: Path | str, sentence: str) -> tuple[float, float, int]:
+    """(median ms with new values, median ms with repeated values, bytes of the page); page: a file, or a script's code."""
+    at = AppTest.from_file(str(page), default_timeout=120) if isinstance(page, Path) else AppTest.from_string(page, default_timeout=120)
     at.query_params["sentence"] = sentence
     at.run()
     if at.exception:
-        raise RuntimeError(f"{page.name}: {at.exception[0].value}")
+        raise RuntimeError(f"{page}: {at.exception[0].value}")
 
     def rerun(tau: float) -> float:
         at.slider(key="w_temperature").set_value(tau)
@@ -66,14 +67,14 @@ def measure(page: Path, sentence: str) -> tuple[float, float, int]:
 
 def main() -> None:
     pages = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py"), key=lambda p: int(p.stem.split("_")[0]))]
-    streamlit.logger.set_log_level("error")  # AppTest's "missing ScriptRunContext" warnings
+    logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").disabled = True  # AppTest's bare-mode warnings
     sentences = {n: text_of(n) for n in (16, 256)}
     print(f"load average before: {os.getloadavg()[0]:.2f} (2 cores; other work on the machine inflates every number)")
     print("AppTest rerun medians (ms) after a temperature change, and KiB of the page's elements")
     print(f"{'page':28} {'new@16':>7} {'rep@16':>7} {'KiB@16':>7} {'new@256':>8} {'rep@256':>8} {'KiB@256':>8}")
-    for page in pages:
+    for name, page in [("(sidebar only: the floor)", SIDEBAR_ONLY), *((p.stem, p) for p in pages)]:
         (n16, r16, b16), (n256, r256, b256) = (measure(page, sentences[n]) for n in (16, 256))
-        print(f"{page.stem:28} {n16:7.1f} {r16:7.1f} {b16 / 1024:7.1f} {n256:8.1f} {r256:8.1f} {b256 / 1024:8.1f}")
+        print(f"{name:28} {n16:7.1f} {r16:7.1f} {b16 / 1024:7.1f} {n256:8.1f} {r256:8.1f} {b256 / 1024:8.1f}")
 
 
 if __name__ == "__main__":

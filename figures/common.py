@@ -39,8 +39,8 @@ def plain(value):
         return spec if value.ndim == 1 else {**spec, "shape": ", ".join(map(str, value.shape))}
     if isinstance(value, dict):
         return {k: plain(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list | tuple):
-        return [plain(v) if isinstance(v, dict | np.ndarray | list | tuple) else v for v in value]
+    if isinstance(value, list | tuple) and value and isinstance(value[0], dict | np.ndarray | list | tuple):
+        return [plain(v) for v in value]  # lists are homogeneous here: a list of strings or numbers is kept as it is
     return value
 
 

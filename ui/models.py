@@ -24,6 +24,7 @@ _LOCK = threading.Lock()
 torch.set_num_threads(int(os.environ.get("ATLAS_TORCH_THREADS", "1")))
 
 
+@st.cache_data(ttl=10, show_spinner=False)  # the folders are read again at most every 10 s, not on every rerun
 def model_choices() -> list[str]:
     """What the model picker offers: bundled names, then model directories in the allowed folders."""
     return bundled_models() + local_models()

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from transformer.loading import MODEL_DIRS_ENV, bundled_models
+from transformer.loading import MODEL_DIRS_ENV
 from transformer.trace import MAX_CHARS
 
 from .models import get_model, model_choices
@@ -45,7 +45,7 @@ class State:
 
 
 def _default_model() -> str:
-    names = bundled_models()
+    names = model_choices()  # bundled models first
     return "shakespeare-gpt" if "shakespeare-gpt" in names else names[0]
 
 

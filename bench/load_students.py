@@ -1,0 +1,396 @@
+"""Load test: N simulated students on a real Streamlit server, over Streamlit's own websocket protocol.
+
+Each student opens a session on a page (a browser tab without the browser, see bench/st_client.py),
+then, after a think time, moves the sidebar's attention temperature or head, or types a new sentence;
+every move is one rerun carrying the full widget state, like the frontend sends it. Measures rerun
+latency (sent -> script_finished), errors, bytes per rerun, and the server's RSS and CPU every second.
+Prints a report; asserts nothing (except in --check mode, which verifies the protocol use itself).
+
+    .venv/bin/python bench/load_students.py --students 30 --duration 90 --warmup 20
+    .venv/bin/python bench/load_students.py --check
+    .venv/bin/python bench/load_students.py --url http://127.0.0.1:8501 --page mix --students 50
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from st_client import Run, Session  # noqa: E402
+
+from scripts.browser import free_port, serve_app  # noqa: E402
+
+SENTENCES = [
+    "The cat sat on the mat.",
+    "I love bears.",
+    "She bears the pain without a word.",
+    "Time flies like an arrow; fruit flies like a banana.",
+    "The animal didn't cross the street because it was too tired.",
+    "We sat on the bank of the river and watched the boats go by.",
+    "She put the money in the bank before the storm.",
+    "ROMEO: But, soft! what light through yonder window breaks?",
+    "To be, or not to be, that is the question.",
+    "The quick brown fox jumps over the lazy dog.",
+    "My teacher said that attention is all you need, but I need coffee too.",
+    "The dog chased the cat, and the cat chased the mouse around the kitchen.",
+    "Every morning the old fisherman walked down to the harbour to check his nets.",
+    "When the rain finally stopped, the children ran outside to play in the puddles.",
+    "A transformer reads every word of the sentence at once and lets each word look at the others.",
+    "The king and the queen rode to the castle, where the king gave a long speech.",
+    "Friends, Romans, countrymen, lend me your ears; I come to bury Caesar, not to praise him.",
+    "The students in the back row whispered while the professor drew another matrix on the board.",
+    "If you change the temperature, the attention weights become sharper or flatter.",
+    "Yesterday I bought three apples, two pears and a melon at the market near the station.",
+]
+ACTIONS = {"temperature": 0.5, "head": 0.3, "sentence": 0.2}  # default weights of the moves
+MIX = ["3_One_head", "app", "1_Tokens_and_embeddings", "4_Masking", "5_Softmax_and_temperature", "7_Multi_head", "9_Next_token"]
+
+
+def weights(text: str) -> dict[str, float]:
+    """ "temperature=0.6,head=0.4" -> {"temperature": 0.6, "head": 0.4}"""
+    out = {k.strip(): float(v) for k, v in (item.split("=") for item in text.split(","))}
+    if not out.keys() <= ACTIONS.keys():
+        raise argparse.ArgumentTypeError(f"moves are {sorted(ACTIONS)}")
+    return out
+
+
+def page_name(page: str) -> str:
+    """URL path name of a page: "3_One_head" or "pages/3_One_head.py" -> "One_head"; "app" -> "" (home)."""
+    stem = Path(page).stem
+    return "" if stem in ("app", "home", "") else stem.split("_", 1)[1] if stem[0].isdigit() else stem
+
+
+@dataclass
+class Record:
+    t: float  # s since the test started, when the rerun was sent
+    student: int
+    page: str
+    action: str  # load / temperature / head / sentence
+    latency: float
+    first_msg: float
+    nbytes: int
+    status: str
+    exceptions: int
+
+
+# --------------------------------------------------------------------------- server process
+
+
+@contextlib.contextmanager
+def haproxy(servers: list[str]):
+    """deploy/haproxy.cfg in front of local servers (their URLs); yields the proxy's URL."""
+    if not shutil.which("haproxy"):
+        raise SystemExit("--replicas needs HAProxy: apt-get install haproxy")
+    port = free_port()
+    cfg = [line for line in (ROOT / "deploy" / "haproxy.cfg").read_text().splitlines() if not line.strip().startswith("server ")]
+    cfg += [f"    server r{k} {urlparse(s).netloc} check cookie r{k}" for k, s in enumerate(servers)]
+    path = Path(tempfile.mkdtemp()) / "haproxy.cfg"
+    path.write_text("\n".join(cfg).replace("bind :8500", f"bind 127.0.0.1:{port}") + "\n")
+    proc = subprocess.Popen(["haproxy", "-f", str(path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(1.0)
+        if proc.poll() is not None:
+            raise SystemExit(f"haproxy failed to start with {path}")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def pid_listening_on(port: int) -> int | None:
+    """PID of the process with a listening TCP socket on `port` (via /proc/net/tcp* and /proc/*/fd)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError), open(table) as f:
+            for line in list(f)[1:]:
+                cols = line.split()
+                if int(cols[1].rsplit(":", 1)[1], 16) == port and cols[3] == "0A":  # 0A = LISTEN
+                    inodes.add(cols[9])
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if link.startswith("socket:[") and link[8:-1] in inodes:
+                    return int(pid)
+    return None
+
+
+def rss_mib(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of the process (all threads)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def sample(pids: list[int], t0: float, out: list[tuple[float, float, float, float]], stop: asyncio.Event) -> None:
+    """Every second: (t, server RSS MiB, server CPU % of one core, 1-min load average); several servers are summed."""
+    if not pids:
+        return
+    last_t, last_cpu = time.perf_counter(), sum(map(cpu_seconds, pids))
+    while not stop.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), 1.0)
+        now, cpu = time.perf_counter(), sum(map(cpu_seconds, pids))
+        load = float(Path("/proc/loadavg").read_text().split()[0])
+        out.append((now - t0, sum(map(rss_mib, pids)), 100 * (cpu - last_cpu) / (now - last_t), load))
+        last_t, last_cpu = now, cpu
+
+
+# --------------------------------------------------------------------------- students
+
+
+def choose(rng: random.Random, s: Session, weights: dict[str, float]) -> tuple[str, dict[str, object]]:
+    """One student move, as the widget changes it makes."""
+    have = {a: w for a, w in weights.items() if w > 0 and any(k.endswith("-w_" + a) for k in s.widgets)}
+    action = rng.choices(list(have), weights=list(have.values()))[0]
+    if action == "temperature":
+        el = s.element("w_temperature")
+        now = s.widgets[s.widget_id("w_temperature")].double_array_value.data[0]
+        steps = round((el.max - el.min) / el.step)
+        value = now
+        while abs(value - now) < 1e-9:
+            value = round(el.min + el.step * rng.randint(0, steps), 2)
+        return action, {"w_temperature": value}
+    if action == "head":
+        el = s.element("w_head")
+        now = s.widgets[s.widget_id("w_head")].double_array_value.data[0]
+        return action, {"w_head": rng.choice([h for h in range(int(el.min), int(el.max) + 1) if h != now] or [now])}
+    return action, {"w_sentence": rng.choice(SENTENCES)}
+
+
+async def student(i: int, args, base: str, page: str, t0: float, records: list[Record], stop_at: float) -> None:
+    """Open the page, then move a control after every think time until the end of the test."""
+    rng = random.Random(args.seed * 100_003 + i)
+    await asyncio.sleep(args.ramp * i / max(args.students - 1, 1))
+    url_query = ""  # a reload keeps the address bar, which holds the app's state
+    while time.perf_counter() < stop_at:
+        s = Session(base, page_name(page))
+        s.query_string = url_query
+        action, changes = "load", {}
+        try:
+            await s.open()
+            while True:
+                sent = time.perf_counter()
+                run: Run = await s.rerun(changes, timeout=args.timeout)
+                records.append(Record(sent - t0, i, page, action, run.latency, run.first_msg, run.nbytes, run.status, len(run.exceptions)))
+                if run.exceptions and args.verbose:
+                    print(f"student {i} {action}: {run.exceptions[:2]}", file=sys.stderr)
+                if run.status != "FINISHED_SUCCESSFULLY" or run.exceptions:
+                    break  # an error on screen or a dead connection: the student reloads the tab
+                await asyncio.sleep(rng.uniform(*args.think))
+                if time.perf_counter() >= stop_at:
+                    return
+                action, changes = choose(rng, s, args.actions)
+        except (TimeoutError, OSError, KeyError) as err:
+            records.append(Record(time.perf_counter() - t0, i, page, action, 0.0, 0.0, 0, f"CONNECT_ERROR {type(err).__name__}", 0))
+            if args.verbose:
+                print(f"student {i}: {err!r}", file=sys.stderr)
+        finally:
+            url_query = s.query_string
+            with contextlib.suppress(Exception):
+                await s.close()
+        await asyncio.sleep(rng.uniform(*args.think))
+
+
+# --------------------------------------------------------------------------- report
+
+
+def pct(xs: list[float], q: float) -> float:
+    return statistics.quantiles(xs, n=100, method="inclusive")[q - 1] if len(xs) > 1 else (xs[0] if xs else float("nan"))
+
+
+def slope_per_min(points: list[tuple[float, float]]) -> float:
+    """Least-squares slope of (t s, y) in y per minute."""
+    if len(points) < 2:
+        return float("nan")
+    ts, ys = zip(*points, strict=True)
+    mt, my = statistics.fmean(ts), statistics.fmean(ys)
+    den = sum((t - mt) ** 2 for t in ts)
+    return 60 * sum((t - mt) * (y - my) for t, y in zip(ts, ys, strict=True)) / den if den else float("nan")
+
+
+def report(args, records: list[Record], samples, rss_start: float, client_cpu: float, wall: float) -> dict:
+    steady = [r for r in records if r.action != "load" and r.t >= args.warmup]
+    ok = [r for r in steady if r.status == "FINISHED_SUCCESSFULLY" and not r.exceptions]
+    lat = [1000 * r.latency for r in ok]
+    rest_ms = [1000 * (r.latency - r.first_msg) for r in ok]
+    loads = [1000 * r.latency for r in records if r.action == "load" and r.status == "FINISHED_SUCCESSFULLY" and not r.exceptions]
+    errors: dict[str, int] = {}
+    for r in records:
+        if r.status != "FINISHED_SUCCESSFULLY":
+            errors[r.status] = errors.get(r.status, 0) + 1
+        if r.exceptions:
+            key = f"exception element ({r.action})"
+            errors[key] = errors.get(key, 0) + r.exceptions
+    after = [(t, rss) for t, rss, _, _ in samples if t >= args.warmup]
+    cpu = [c for t, _, c, _ in samples if t >= args.warmup]
+    loadavg = [la for *_, la in samples]
+    res = {
+        "students": args.students,
+        "pages": args.page,
+        "actions": args.actions,
+        "duration_s": round(wall, 1),
+        "reruns_total": sum(r.action != "load" for r in records),
+        "reruns_measured": len(steady),
+        "reruns_per_s": round(len(steady) / max(wall - args.warmup, 1e-9), 2),
+        "p50_ms": round(pct(lat, 50), 1),
+        "p95_ms": round(pct(lat, 95), 1),
+        "max_ms": round(max(lat, default=float("nan")), 1),
+        "first_msg_p50_ms": round(pct([1000 * r.first_msg for r in ok], 50), 1),
+        "first_msg_p95_ms": round(pct([1000 * r.first_msg for r in ok], 95), 1),
+        "rest_p50_ms": round(pct(rest_ms, 50), 1),
+        "rest_p95_ms": round(pct(rest_ms, 95), 1),
+        "page_loads": len(loads),
+        "load_p50_ms": round(pct(loads, 50), 1),
+        "load_max_ms": round(max(loads, default=float("nan")), 1),
+        "errors": errors,
+        "kib_per_rerun": round(statistics.fmean([r.nbytes for r in ok]) / 1024, 1) if ok else float("nan"),
+        "rss_start_mib": round(rss_start, 1),
+        "rss_after_warmup_mib": round(after[0][1], 1) if after else float("nan"),
+        "rss_end_mib": round(samples[-1][1], 1) if samples else float("nan"),
+        "rss_slope_mib_per_min": round(slope_per_min(after), 2),
+        "server_cpu_mean_pct": round(statistics.fmean(cpu), 1) if cpu else float("nan"),
+        "server_cpu_max_pct": round(max(cpu), 1) if cpu else float("nan"),
+        "client_cpu_pct": round(100 * client_cpu / wall, 1),
+        "loadavg_1m_max": max(loadavg, default=float("nan")),
+        "by_action_p50_ms": {a: round(pct([1000 * r.latency for r in ok if r.action == a], 50), 1) for a in ACTIONS if any(r.action == a for r in ok)},
+    }
+    print(f"\n=== {res['students']} students on {args.page}, moves {args.actions}, {res['duration_s']} s (warm-up {args.warmup} s excluded from latency, ramp {args.ramp} s)")
+    print(f"reruns: {res['reruns_total']} total, {res['reruns_measured']} measured ({res['reruns_per_s']}/s)")
+    print(f"page loads: {res['page_loads']} (p50 {res['load_p50_ms']} ms, max {res['load_max_ms']} ms)")
+    print(f"rerun latency: p50 {res['p50_ms']} ms, p95 {res['p95_ms']} ms, max {res['max_ms']} ms   by action p50: {res['by_action_p50_ms']}")
+    # When the server is busy its event loop sends a run's messages in bursts: a late first message then means a late flush, not a late start.
+    print(f"  = first message (new_session) after p50 {res['first_msg_p50_ms']} / p95 {res['first_msg_p95_ms']} ms, the rest of the run p50 {res['rest_p50_ms']} / p95 {res['rest_p95_ms']} ms")
+    print(f"errors: {errors or 'none'}")
+    print(f"bytes: {res['kib_per_rerun']} KiB per rerun (websocket payload, after the message cache)")
+    print(f"server RSS: start {res['rss_start_mib']} MiB, after warm-up {res['rss_after_warmup_mib']} MiB, end {res['rss_end_mib']} MiB, slope after warm-up {res['rss_slope_mib_per_min']} MiB/min")
+    print(f"server CPU: mean {res['server_cpu_mean_pct']}%, max {res['server_cpu_max_pct']}% of one core; load generator {res['client_cpu_pct']}%; 1-min load average max {res['loadavg_1m_max']}")
+    return res
+
+
+async def load_test(args, base: str, pages: list[str], pids: list[int]) -> dict:
+    records: list[Record] = []
+    samples: list = []
+    stop = asyncio.Event()
+    rss_start = sum(map(rss_mib, pids)) if pids else float("nan")
+    cpu0 = sum(resource.getrusage(resource.RUSAGE_SELF)[:2])
+    t0 = time.perf_counter()
+    sampler = asyncio.create_task(sample(pids, t0, samples, stop))
+    stop_at = t0 + args.duration
+    await asyncio.gather(*(student(i, args, base, pages[i % len(pages)], t0, records, stop_at) for i in range(args.students)))
+    wall = time.perf_counter() - t0
+    stop.set()
+    await sampler
+    res = report(args, records, samples, rss_start, sum(resource.getrusage(resource.RUSAGE_SELF)[:2]) - cpu0, wall)
+    if args.json:
+        with open(args.json, "a") as f:
+            f.write(json.dumps({**res, "records": [asdict(r) for r in records] if args.json_records else None, "samples": samples}) + "\n")
+    return res
+
+
+# --------------------------------------------------------------------------- protocol check
+
+
+async def check(base: str, page: str) -> bool:
+    """One session on the page: no exception after any move, the app takes each new value (it mirrors its
+    state into the URL), and on the One head page every move changes at least one chart."""
+    print(f"--- {page}")
+    strict = page_name(page) == "One_head"  # other pages may ignore some sidebar controls on purpose
+    s = Session(base, page_name(page), keep_content=True)
+    await s.open()
+    ok = True
+
+    def verdict(name: str, passed: bool, detail: str) -> None:
+        nonlocal ok
+        ok &= passed
+        print(f"[{'PASS' if passed else 'FAIL'}] {name}: {detail}")
+
+    first = await s.rerun()
+    verdict("page load", first.ok, f"{first.status}, {len(first.charts)} charts, {len(first.exceptions)} exceptions {first.exceptions[:1]}, {first.nbytes / 1024:.1f} KiB")
+    prev = first
+    # The sentence is longer than the default one: a selected token keeps its index but gets a new label.
+    for key, value in (("w_temperature", 2.5), ("w_head", 1), ("w_sentence", SENTENCES[10]), ("w_temperature", 0.5)):
+        try:
+            wid = s.widget_id(key)
+        except KeyError as err:
+            verdict(key, False, str(err))
+            continue
+        run = await s.rerun({key: value})
+        changed = sum(prev.charts.get(cid) != spec for cid, spec in run.charts.items())
+        shown = parse_qs(s.query_string).get(key[2:], [""])[0]
+        detail = f"{run.status}, {changed}/{len(run.charts)} charts changed, {len(run.exceptions)} exceptions {run.exceptions[:1]}, {1000 * run.latency:.0f} ms, {run.nbytes / 1024:.1f} KiB"
+        verdict(f"{key} -> {value!r}", run.ok and shown == str(value) and (changed > 0 or not strict), f"{detail}; URL {key[2:]}={shown[:40]}; id {wid}")
+        prev = run
+    same = await s.rerun()
+    changed = sum(prev.charts.get(cid) != spec for cid, spec in same.charts.items())
+    verdict("rerun without a change", same.ok and not changed, f"{changed} charts changed (expected 0), {same.nbytes / 1024:.1f} KiB (cached charts come as ref_hash)")
+    await s.close()
+    return ok
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--students", type=int, default=10)
+    ap.add_argument("--duration", type=float, default=60, help="seconds from the first student's start to the end (includes warm-up)")
+    ap.add_argument("--warmup", type=float, default=20, help="seconds excluded from the latency statistics and the RSS slope")
+    ap.add_argument("--ramp", type=float, default=None, help="seconds over which students arrive (default: min(10, warmup/2))")
+    ap.add_argument("--page", default="3_One_head", help='a page file stem ("3_One_head", "app" = home), a comma-separated list (students round-robin), or "mix"')
+    ap.add_argument("--think", type=float, nargs=2, default=(1.0, 3.0), metavar=("MIN", "MAX"), help="think time between moves, seconds (uniform)")
+    ap.add_argument("--timeout", type=float, default=60, help="a rerun slower than this counts as an error; the student reloads")
+    ap.add_argument("--actions", type=weights, default=ACTIONS, help='weights of the moves, e.g. "temperature=0.6,head=0.4" (default: temperature=0.5,head=0.3,sentence=0.2)')
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--url", help="a running server (default: start one with scripts/browser.py serve_app)")
+    ap.add_argument("--pid", type=int, help="server PID for RSS/CPU (default: the process listening on the URL's port)")
+    ap.add_argument("--replicas", type=int, default=1, help="start this many servers behind HAProxy with deploy/haproxy.cfg (needs the haproxy binary)")
+    ap.add_argument("--check", action="store_true", help="verify the protocol use on one session and exit")
+    ap.add_argument("--json", help="append the result (and per-second samples) as one JSON line to this file")
+    ap.add_argument("--json-records", action="store_true", help="also store every rerun record in --json")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    args = ap.parse_args()
+    args.ramp = min(10.0, args.warmup / 2) if args.ramp is None else args.ramp
+
+    pages = MIX if args.page == "mix" else args.page.split(",")
+    with contextlib.ExitStack() as stack:
+        if args.replicas > 1:
+            servers = [stack.enter_context(serve_app()) for _ in range(args.replicas)]
+            base = stack.enter_context(haproxy(servers))
+            pids = [pid_listening_on(urlparse(s).port) for s in servers]
+        else:
+            base = args.url.rstrip("/") if args.url else stack.enter_context(serve_app())
+            pids = [args.pid or pid_listening_on(urlparse(base).port or 80)]
+        if args.check:
+            results = [asyncio.run(check(base, page)) for page in pages]
+            sys.exit(0 if all(results) else 1)
+        pids = [p for p in pids if p]
+        print(f"server {base}, pids {pids}, load average {Path('/proc/loadavg').read_text().split()[:3]}")
+        asyncio.run(load_test(args, base, pages, pids))
+
+
+if __name__ == "__main__":
+    main()
