@@ -17,43 +17,38 @@ def temperature_curves(taus: np.ndarray, entropy: np.ndarray, top: np.ndarray, t
     """Entropy (bits, left axis) and top probability (right axis) of softmax(s / τ) over τ; markers at the current τ."""
     f32 = np.float32
     now = {"size": 12, "line": {"width": 2, "color": "black"}}
-    data = [
-        {"type": "scatter", "x": f32(taus), "y": f32(entropy), "name": "entropy (bits)", "line": {"color": BAR_COLORS[0]}, "hovertemplate": "τ = %{x:.3g}<br>entropy = %{y:.3f} bits<extra></extra>"},
+    series = (("entropy", entropy, entropy_now, " bits", "y"), ("top probability", top, top_now, "", "y2"))  # name, curve, now, unit, axis
+    curves = [
         {
             "type": "scatter",
             "x": f32(taus),
-            "y": f32(top),
-            "name": "top probability",
-            "yaxis": "y2",
-            "line": {"color": BAR_COLORS[1]},
-            "hovertemplate": "τ = %{x:.3g}<br>top probability = %{y:.3f}<extra></extra>",
-        },
+            "y": f32(ys),
+            "name": name + (f" ({unit.strip()})" if unit else ""),
+            "yaxis": axis,
+            "line": {"color": BAR_COLORS[k]},
+            "hovertemplate": f"τ = %{{x:.3g}}<br>{name} = %{{y:.3f}}{unit}<extra></extra>",
+        }
+        for k, (name, ys, _, unit, axis) in enumerate(series)
+    ]
+    markers = [
         {
             "type": "scatter",
             "x": f32([tau]),
-            "y": f32([entropy_now]),
-            "name": "entropy now",
+            "y": f32([y_now]),
+            "name": f"{name} now",
             "mode": "markers",
-            "marker": {**now, "color": BAR_COLORS[0]},
-            "hovertemplate": "τ = %{x:.3g}: %{y:.3f} bits<extra></extra>",
-        },
-        {
-            "type": "scatter",
-            "x": f32([tau]),
-            "y": f32([top_now]),
-            "name": "top probability now",
-            "mode": "markers",
-            "yaxis": "y2",
-            "marker": {**now, "color": BAR_COLORS[1]},
-            "hovertemplate": "τ = %{x:.3g}: %{y:.3f}<extra></extra>",
-        },
+            "yaxis": axis,
+            "marker": {**now, "color": BAR_COLORS[k]},
+            "hovertemplate": f"τ = %{{x:.3g}}: %{{y:.3f}}{unit}<extra></extra>",
+        }
+        for k, (name, _, y_now, unit, axis) in enumerate(series)
     ]
     axes = {
         "xaxis": {"type": "log", "title": title_dict("temperature τ (log scale)"), "tickvals": TAU_TICKS, "ticktext": [f"{t:g}" for t in TAU_TICKS]},
         "yaxis": {"title": title_dict("entropy (bits)"), "range": [0, max(max_entropy, 1e-3) * 1.05]},
         "yaxis2": {"title": title_dict("top probability"), "overlaying": "y", "side": "right", "range": [0, 1.05], "tickvals": [0, 0.2, 0.4, 0.6, 0.8, 1], "showgrid": False},
     }
-    return figure(data, layout_dict("Entropy and top probability versus temperature", height, legend=LEGEND, **axes))
+    return figure(curves + markers, layout_dict("Entropy and top probability versus temperature", height, legend=LEGEND, **axes))
 
 
 def dk_lines(d_ks: np.ndarray, series: dict[str, np.ndarray], *, title: str, y_title: str, chosen: int | None = None, log_y: bool = False, height: int = 340) -> go.Figure:
