@@ -13,7 +13,6 @@ import plotly.graph_objects as go
 MAX_TICK_CHARS = 14
 MAX_BAR_VALUES = 16  # write each bar's value on it up to this many bars in all
 BAR_COLORS = ("#4c78a8", "#f58518", "#54a24b", "#e45756")
-LEGEND = {"orientation": "h", "y": -0.25}
 MASKED_NOTE = " (masked: score −∞)"  # a masked cell's hover ends with this
 HOVER_CELLS = 32 * 32  # per-cell hover text only up to this many cells (a 16×128 map with it is ~150 KiB)
 
@@ -198,4 +197,7 @@ def grouped_bars(
         for k, (name, y) in enumerate(series.items())
     ]
     y_axis = {"title": title_dict(y_title), "range": None if y_range is None else [y_range[0], y_range[1] * 1.12]}  # room for the values above the bars
-    return figure(data, layout_dict(title, height, barmode="group", showlegend=len(series) > 1, legend=LEGEND, xaxis=token_axis(labels, x_title), yaxis=y_axis))
+    lay = layout_dict(title, height, barmode="group", showlegend=len(series) > 1, xaxis=token_axis(labels, x_title), yaxis=y_axis)
+    if len(series) > 1:  # the legend between the title and the plot, clear of both and of the axis titles
+        lay.update(legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0}, margin={**lay["margin"], "t": 90})
+    return figure(data, lay)

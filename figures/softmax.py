@@ -8,9 +8,10 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import BAR_COLORS, LEGEND, esc, figure, layout_dict, title_dict
+from .common import BAR_COLORS, esc, figure, layout_dict, title_dict
 
 TAU_TICKS = [0.05, 0.1, 0.2, 0.5, 1, 2, 5]
+LEGEND = {"orientation": "h", "y": -0.25}
 
 
 def temperature_curves(taus: np.ndarray, entropy: np.ndarray, top: np.ndarray, tau: float, entropy_now: float, top_now: float, max_entropy: float, height: int = 360) -> go.Figure:
