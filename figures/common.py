@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import html
 from collections.abc import Sequence
 
@@ -17,8 +18,9 @@ MASKED_NOTE = " (masked: score −∞)"  # a masked cell's hover ends with this
 HOVER_CELLS = 32 * 32  # per-cell hover text only up to this many cells (a 16×128 map with it is ~150 KiB)
 
 
+@functools.cache  # plotly looks the name up in ~3 ms
 def named_scale(name: str) -> list:
-    """A named plotly colour scale as the [[position, colour], …] list plotly.js reads ("RdBu_r" is a plotly.py name only)."""
+    """A named plotly colour scale as the [[position, colour], …] list plotly.js reads ("RdBu_r" is a plotly.py name only). Shared: do not modify."""
     return plotly.colors.get_colorscale(name)
 
 
