@@ -29,6 +29,9 @@ SEQUENTIAL = named_scale("Blues")
 TYPED = {"float32": "f4", "float64": "f8", "int8": "i1", "int16": "i2", "int32": "i4", "uint8": "u1", "uint16": "u2", "uint32": "u4"}
 
 
+NESTED = dict | list | tuple | np.ndarray  # what plain() has to look inside
+
+
 def plain(value):
     """A figure property as plotly.js reads it: numeric arrays as base64 typed arrays (what plotly.py sends), None dropped."""
     if isinstance(value, np.ndarray):
@@ -39,8 +42,8 @@ def plain(value):
         spec = {"dtype": TYPED[value.dtype.name], "bdata": base64.b64encode(np.ascontiguousarray(value).tobytes()).decode()}
         return spec if value.ndim == 1 else {**spec, "shape": ", ".join(map(str, value.shape))}
     if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list | tuple) and value and isinstance(value[0], dict | np.ndarray | list | tuple):
+        return {k: plain(v) if isinstance(v, NESTED) else v for k, v in value.items() if v is not None}
+    if isinstance(value, list | tuple) and value and isinstance(value[0], NESTED):
         return [plain(v) for v in value]  # lists are homogeneous here: a list of strings or numbers is kept as it is
     return value
 
