@@ -97,6 +97,11 @@ def chart_titled(at: AppTest, title: str) -> dict:
     return found[0]
 
 
+def chart_z(at: AppTest, title: str, trace: int = 0) -> np.ndarray:
+    """The z values of one trace of the one figure whose title starts with `title`."""
+    return array(chart_titled(at, title)["data"][trace]["z"])
+
+
 def texts(at: AppTest) -> str:
     """All markdown, captions, infos, warnings and errors on the page, joined."""
     parts = []

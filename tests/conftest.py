@@ -1,4 +1,4 @@
-"""Engine fixtures: a tokenizer trained on a slice of the corpus and a tiny random GPT built on it."""
+"""Fixtures: the bundled model, a tokenizer trained on a slice of the corpus and a tiny random GPT built on it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from transformer.config import GPTConfig
-from transformer.loading import save_model
+from transformer.loading import LoadedModel, load_model, save_model
 from transformer.model import GPT
 from transformer.tokenizer import Tokenizer
 
@@ -39,6 +39,12 @@ def randomize(model: GPT, seed: int, std: float = 0.3) -> GPT:
             noise = torch.randn(p.shape, generator=gen)
             p.copy_(1 + 0.2 * noise if name.endswith(".w") else std * noise)
     return model.eval().requires_grad_(False)
+
+
+@pytest.fixture(scope="session")
+def lm() -> LoadedModel:
+    """The bundled model the pages show."""
+    return load_model("shakespeare-gpt")
 
 
 @pytest.fixture(scope="session")

@@ -77,7 +77,7 @@ def test_typed_xss_is_inert_and_shown_as_text(base_url, tab):
         assert tab.evaluate("window.__xss") is None
     assert tab.dialogs == []
     # The payload's text is shown as tokens, not swallowed as markup.
-    assert "<svg␣onload=\"window" in tab.locator(".stPlotlyChart").first.inner_text().replace("\n", "")
+    assert '<svg␣onload="window' in tab.locator(".stPlotlyChart").first.inner_text().replace("\n", "")
 
 
 def test_query_string_restores_state(base_url, tab):

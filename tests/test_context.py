@@ -7,16 +7,10 @@ import pytest
 
 from transformer import context as cx
 from transformer import run_trace
-from transformer.loading import load_model
 from ui import PRESETS
 
 BEARS = [PRESETS[k] for k in ("I love bears", "She bears the pain", "Bears won the game", "Bear country")]
 BANKS = [PRESETS["River bank"], PRESETS["Money bank"]]
-
-
-@pytest.fixture(scope="module")
-def lm():
-    return load_model("shakespeare-gpt")
 
 
 def covered(enc, m: cx.WordMatch) -> str:

@@ -11,7 +11,6 @@ import torch
 import torch.nn.functional as F
 
 from transformer import Interventions, run_trace
-from transformer.loading import load_model
 
 from .apptest_utils import BAD_INPUTS, array, assert_ok, chart, charts, page_path, run_page, run_typed, texts
 
@@ -19,11 +18,6 @@ PAGE = page_path("8_Inside_a_block")
 REPEATED = "the cat and the dog and the bird"  # "␣the" and "␣and" twice
 LN_STREAM = {"ln1": "hook_resid_pre", "ln2": "hook_resid_mid"}
 KEYS = ("block_norms", "block_ln_mean", "block_ln_std", "block_ln_token", "block_gelu", "block_mlp", "block_adds_layers", "block_adds_tokens")
-
-
-@pytest.fixture(scope="module")
-def lm():
-    return load_model("shakespeare-gpt")
 
 
 def trace(lm, text=REPEATED, temperature=1.0):

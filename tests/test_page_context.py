@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from transformer import Interventions, run_trace
-from transformer.loading import load_model
 from ui import PRESETS
 
 from .apptest_utils import BAD_INPUTS, array, assert_ok, chart, chart_keys, charts, page_path, run_page, texts
@@ -20,11 +19,6 @@ BEARS = [PRESETS[k] for k in ("I love bears", "She bears the pain", "Bears won t
 BANKS = [PRESETS["River bank"], PRESETS["Money bank"]]
 FLIES = [PRESETS["Time flies"], PRESETS["Fruit flies"]]
 BEAR_FORMS = r"(?<!\w)bear\w*"  # the default: "bear" and longer words starting with it
-
-
-@pytest.fixture(scope="module")
-def lm():
-    return load_model("shakespeare-gpt")
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from transformer import seq2seq as s2s
 from transformer import translate_data as td
 
 from .apptest_utils import BAD_INPUTS, array, assert_ok, chart_titled, charts, page_path, run_page, texts
+from .apptest_utils import chart_z as z
 
 PAGE = page_path("12_Cross_attention")
 DEFAULT = "the european economic area"
@@ -22,10 +23,6 @@ def lt() -> s2s.LoadedTranslator:
 
 def translate(lt, phrase=DEFAULT, **iv) -> s2s.TranslationTrace:
     return s2s.translate(lt.model, lt.vocab, phrase.split(), s2s.Seq2SeqInterventions(**iv))
-
-
-def z(at, title: str) -> np.ndarray:
-    return array(chart_titled(at, title)["data"][0]["z"])
 
 
 def agreement(pattern: np.ndarray, gold, n: int) -> np.ndarray:
@@ -182,7 +179,7 @@ def test_phrase_from_the_link():
     assert_ok(at)
     assert at.code[0].value == "the big red car" and at.code[1].value == "la grande voiture rouge"
     assert at.query_params["phrase"] in ("the big red car", ["the big red car"])  # kept in the link
-    at = run_page(PAGE, phrase='<img src=x onerror=alert(1)> the cat')
+    at = run_page(PAGE, phrase="<img src=x onerror=alert(1)> the cat")
     assert_ok(at)
     assert at.code[0].value == "the cat" and "`onerror`" in at.warning[0].value and "<img" not in texts(at) + str(charts(at))
 

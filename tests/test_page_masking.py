@@ -7,28 +7,19 @@ import pytest
 import torch
 
 from transformer import Interventions, run_trace
-from transformer.loading import load_model
 from transformer.predict import top_tokens
 from ui.state import DEFAULT_SENTENCE, PRESETS
 
 from .apptest_utils import BAD_INPUTS, array, assert_ok, chart_titled, charts, page_path, run_page, run_typed, texts
+from .apptest_utils import chart_z as z
 
 PAGE = page_path("4_Masking")
 REPEATED = "the cat and the dog and the bird"  # "␣the" and "␣and" twice
 OTHER = "The cat sat."  # the page's default second sentence
 
 
-@pytest.fixture(scope="module")
-def lm():
-    return load_model("shakespeare-gpt")
-
-
 def trace(lm, text=REPEATED, temperature=1.0, causal=True):
     return run_trace(lm.model, lm.tokenizer, text, Interventions(temperature=temperature, causal=causal))
-
-
-def z(at, title: str) -> np.ndarray:
-    return array(chart_titled(at, title)["data"][0]["z"])
 
 
 def metrics(at) -> list[float]:

@@ -11,18 +11,13 @@ import torch
 from figures.common import tick_labels
 from figures.multihead import OPACITY_STEP, mosaic_slices
 from transformer import Interventions, run_trace
-from transformer.loading import load_model
 
 from .apptest_utils import BAD_INPUTS, array, assert_ok, chart_titled, charts, page_path, run_page, run_typed, texts
+from .apptest_utils import chart_z as z
 
 PAGE = page_path("7_Multi_head")
 REPEATED = "the cat and the dog and the bird"  # "␣the" and "␣and" twice
 NL = NH = 4  # the bundled model: 4 layers × 4 heads
-
-
-@pytest.fixture(scope="module")
-def lm():
-    return load_model("shakespeare-gpt")
 
 
 @pytest.fixture(scope="module")
@@ -35,10 +30,6 @@ def default_page():
 
 def trace(lm, text=REPEATED, temperature=1.0, ablate=frozenset()):
     return run_trace(lm.model, lm.tokenizer, text, Interventions(temperature=temperature, ablate=ablate))
-
-
-def z(at, title: str, trace: int = 0) -> np.ndarray:
-    return array(chart_titled(at, title)["data"][trace]["z"])
 
 
 def panels(at, title: str) -> dict[str, np.ndarray]:

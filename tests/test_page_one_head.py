@@ -6,26 +6,17 @@ import numpy as np
 import pytest
 
 from transformer import Interventions, run_trace
-from transformer.loading import load_model
 from ui.state import DEFAULT_SENTENCE, PRESETS
 
 from .apptest_utils import BAD_INPUTS, array, assert_ok, chart_titled, charts, page_path, run_page, run_typed, texts
+from .apptest_utils import chart_z as z
 
 PAGE = page_path("3_One_head")
 REPEATED = "the cat and the dog and the bird"  # "␣the" and "␣and" twice
 
 
-@pytest.fixture(scope="module")
-def lm():
-    return load_model("shakespeare-gpt")
-
-
 def trace(lm, text=REPEATED, temperature=1.0, causal=True):
     return run_trace(lm.model, lm.tokenizer, text, Interventions(temperature=temperature, causal=causal))
-
-
-def z(at, title: str) -> np.ndarray:
-    return array(chart_titled(at, title)["data"][0]["z"])
 
 
 def shown(m: np.ndarray) -> np.ndarray:

@@ -14,17 +14,12 @@ import ui.models
 from tests.apptest_utils import BAD_INPUTS, array, assert_ok, chart, chart_keys, page_path, run_page, texts
 from tests.conftest import randomize
 from transformer import GPT, GPTConfig, sinusoidal_encoding
-from transformer.loading import LoadedModel, load_model
+from transformer.loading import LoadedModel
 from transformer.trace import run_trace
 
 PAGE = page_path("2_Positional_encoding")
 REPEATED = "I saw the cat and the dog"  # "␣the" twice
 SENTENCE_KEYS = ("positions_sum_embed", "positions_sum_pos", "positions_sum_input")
-
-
-@pytest.fixture(scope="module")
-def lm():
-    return load_model("shakespeare-gpt")
 
 
 @pytest.fixture(scope="module")

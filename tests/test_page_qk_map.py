@@ -7,17 +7,11 @@ import pandas as pd
 import pytest
 
 from transformer import Interventions, run_trace
-from transformer.loading import load_model
 
 from .apptest_utils import BAD_INPUTS, array, assert_ok, charts, page_path, run_page, run_typed, texts
 
 PAGE = page_path("11_Query_key_map")
 REPEATED = "the cat and the dog and the bird"  # "␣the" and "␣and" twice
-
-
-@pytest.fixture(scope="module")
-def lm():
-    return load_model("shakespeare-gpt")
 
 
 def trace(lm, text=REPEATED, temperature=1.0):

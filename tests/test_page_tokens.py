@@ -7,17 +7,11 @@ import pytest
 
 from figures.common import esc
 from tests.apptest_utils import BAD_INPUTS, array, assert_ok, chart, chart_keys, page_path, run_page, texts
-from transformer.loading import load_model
 from transformer.trace import run_trace
 from ui import PRESETS
 
 PAGE = page_path("1_Tokens_and_embeddings")
 REPEATED = "I saw the cat and the dog"  # "␣the" twice
-
-
-@pytest.fixture(scope="module")
-def lm():
-    return load_model("shakespeare-gpt")
 
 
 @pytest.fixture(scope="module")
