@@ -11,6 +11,8 @@ import numpy as np
 import plotly.colors
 import plotly.graph_objects as go
 
+from . import margins
+
 MAX_TICK_CHARS = 14
 MAX_BAR_VALUES = 16  # write each bar's value on it up to this many bars in all
 BAR_COLORS = ("#4c78a8", "#f58518", "#54a24b", "#e45756")
@@ -78,7 +80,8 @@ def figure(traces: Sequence[dict], layout: dict) -> Spec:
     Skips plotly.py's validation, which costs ~2 ms per figure (most of a page rerun). Every figure a page test
     reads is re-validated (tests/apptest_utils.checked_spec): it must equal what validation gives.
     """
-    return Spec({"data": [plain(t) for t in traces], "layout": {**plain(layout), "template": TEMPLATE}})
+    data, lay = [plain(t) for t in traces], plain(layout)
+    return Spec({"data": data, "layout": {**lay, "margin": margins.fit(data, lay), "template": TEMPLATE}})
 
 
 def title_dict(text: str) -> dict | None:
@@ -106,7 +109,7 @@ def token_axis(labels: Sequence[str], axis_title: str = "") -> dict:
 
 def layout_dict(text: str = "", height: int = 420, **kwargs) -> dict:
     """The layout every figure shares, as one dict: pass it to figure(traces, layout_dict(…))."""
-    return {"title": title_dict(text), "height": height, "margin": {"l": 10, "r": 10, "t": 40 if text else 10, "b": 10}, **kwargs}
+    return {"title": title_dict(text), "height": height, "margin": {"l": 16, "r": 16, "t": 40 if text else 16, "b": 16}, **kwargs}
 
 
 def heatmap(
@@ -203,6 +206,6 @@ def grouped_bars(
     ]
     y_axis = {"title": title_dict(y_title), "range": None if y_range is None else [y_range[0], y_range[1] * 1.12]}  # room for the values above the bars
     lay = layout_dict(title, height, barmode="group", showlegend=len(series) > 1, xaxis=token_axis(labels, x_title), yaxis=y_axis)
-    if len(series) > 1:  # the legend between the title and the plot, clear of both and of the axis titles
-        lay.update(legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0}, margin={**lay["margin"], "t": 90})
+    if len(series) > 1:  # the legend between the title and the plot (margins.fit makes room for it)
+        lay.update(legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0})
     return figure(data, lay)
