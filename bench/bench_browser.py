@@ -5,6 +5,8 @@
 Serves the app (scripts/browser.py) and opens each page in headless Chromium with a Shakespeare passage of exactly
 N tokens (a different passage per page, so no page finds another page's traces in the server's cache). It focuses
 the sidebar's "Attention temperature τ" slider and presses an arrow key: one press = one 0.05 step = one rerun.
+A page whose parts sit in lazy tabs (only the open one runs and is drawn) is measured with the tab that τ changes
+open (scripts/browser.py SHOWN_TAB: One head's step 4).
 "new": every press goes on to a τ not seen before (a fresh trace and fresh figures: what dragging costs);
 "repeat": the opposite key, then the key again, toggles between two values already seen (what caches save).
 When τ redraws no chart of a page (found in the warm-up), three samples of it are kept (the bare rerun), and when
@@ -43,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 
 from playwright.sync_api import sync_playwright  # noqa: E402
 
-from scripts.browser import launch, page_url, serve_app, wait_rendered  # noqa: E402
+from scripts.browser import SHOWN_TAB, launch, open_tab, page_url, serve_app, wait_rendered  # noqa: E402
 from transformer.loading import load_model  # noqa: E402
 
 PASSAGE = (ROOT.parent / "shared" / "corpora" / "tinyshakespeare.txt").read_text()[:40_000]
@@ -233,6 +235,8 @@ def bench_page(browser, base: str, page: Path | None, sentence: str, tau: float,
     tab.add_init_script(INSTRUMENT)
     tab.goto(page_url(base, page) + "?" + urllib.parse.urlencode({"sentence": sentence, "temperature": tau}))
     wait_rendered(tab)
+    if name in SHOWN_TAB:
+        open_tab(tab, SHOWN_TAB[name])
     try:
         if tab.locator('[data-testid="stException"]').count():
             print(f"{name:38}  the page shows an exception: not measured")

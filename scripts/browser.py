@@ -72,3 +72,14 @@ def wait_rendered(page, timeout: float = 90_000) -> None:
     for _ in range(2):  # a rerun may start right after the first run settles
         page.wait_for_timeout(700)
         page.wait_for_function(done, timeout=timeout)
+
+
+# The tab to open on pages whose parts sit in lazy tabs, for screenshots and timings: the part the sidebar's
+# attention temperature changes.
+SHOWN_TAB = {"3_One_head": "4 · Mask, then softmax"}
+
+
+def open_tab(page, label: str) -> None:
+    """Click the tab named `label` (a lazy tab: its part runs on the server) and wait until it is drawn."""
+    page.get_by_role("tab", name=label, exact=True).click()
+    wait_rendered(page)

@@ -9,7 +9,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from playwright.sync_api import sync_playwright  # noqa: E402
 
-from scripts.browser import ROOT, launch, page_url, serve_app, wait_rendered  # noqa: E402
+from scripts.browser import ROOT, SHOWN_TAB, launch, open_tab, page_url, serve_app, wait_rendered  # noqa: E402
 
 DOCS = ROOT / "docs"
 
@@ -24,6 +24,8 @@ def main() -> None:
             tab.goto(page_url(base, page_file))
             wait_rendered(tab)
             name = "home" if page_file is None else page_file.stem
+            if name in SHOWN_TAB:
+                open_tab(tab, SHOWN_TAB[name])
             out = DOCS / f"{name}.png"
             tab.screenshot(path=str(out), full_page=False)
             print(out.relative_to(ROOT))

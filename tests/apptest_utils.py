@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -100,6 +101,35 @@ def chart_titled(at: AppTest, title: str) -> dict:
 def chart_z(at: AppTest, title: str, trace: int = 0) -> np.ndarray:
     """The z values of one trace of the one figure whose title starts with `title`."""
     return array(chart_titled(at, title)["data"][trace]["z"])
+
+
+def lazy_tabs(at: AppTest) -> dict[str, list[str]]:
+    """The page's lazy tab containers, st.tabs(key=…, on_change="rerun"): {key: their labels}."""
+    found, stack = {}, [at._tree]
+    while stack:
+        node = stack.pop()
+        children = list(getattr(node, "children", {}).values())
+        if getattr(node, "type", None) == "tab_container" and node.proto.id:
+            found[user_key_from_element_id(node.proto.id)] = [c.label for c in children]
+        stack.extend(children)
+    return found
+
+
+def each_tab(at: AppTest) -> Iterator[str]:
+    """Open every tab of every lazy tab container in turn (a rerun each); yields the label open."""
+    for key, labels in lazy_tabs(at).items():
+        for label in labels:
+            at.session_state[key] = label
+            at.run()
+            yield label
+
+
+def open_tab(at: AppTest, key: str, label_start: str) -> AppTest:
+    """Open the one tab whose label starts with `label_start` in the lazy tabs st.tabs(key=key, on_change="rerun"), and rerun."""
+    found = [t.label for t in at.tabs if t.label.startswith(label_start)]
+    assert len(found) == 1, [t.label for t in at.tabs]
+    at.session_state[key] = found[0]
+    return at.run()
 
 
 def texts(at: AppTest) -> str:

@@ -6,7 +6,7 @@ import urllib.parse
 
 import pytest
 
-from scripts.browser import ROOT, launch, page_url, serve_app, wait_rendered
+from scripts.browser import ROOT, launch, open_tab, page_url, serve_app, wait_rendered
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.browser
@@ -94,6 +94,9 @@ def test_token_choice_survives_a_new_sentence(base_url, tab, page_file):
     position); the next rerun must fall back to a valid token (found by the load generator: a TypeError on pages 3, 7, 8)."""
     tab.goto(page_url(base_url, page_file) + "?sentence=" + urllib.parse.quote("To be or not"))
     wait_rendered(tab)
+    if page_file.stem == "3_One_head":
+        open_tab(tab, "5 · One query's weighted sum")  # the step with the query token's selectbox
+        playwright_api.expect(tab.get_by_text("Query token i")).to_be_visible()
     box = tab.get_by_role("textbox", name="Sentence")
     box.fill("To be, or not to be, that is the question: whether 'tis nobler in the mind to suffer")
     box.press("Control+Enter")

@@ -30,7 +30,7 @@ from transformer import seq2seq as s2s
 from transformer.trace import MAX_CHARS
 from ui.state import DEFAULT_SENTENCE, KEYS, PRESETS, TEMPERATURE_RANGE
 
-from .apptest_utils import PAGES, ROOT, assert_ok, run_page
+from .apptest_utils import PAGES, ROOT, assert_ok, each_tab, run_page
 
 pytestmark = pytest.mark.fuzz
 
@@ -180,9 +180,12 @@ def assert_figures_escaped(at) -> None:
 
 
 def check_sentence(at, page: str, text: str) -> None:
-    """The page ran on the sidebar sentence `text`: no exception, and a clear message where the text is unusable or cut."""
+    """The page ran on the sidebar sentence `text`: no exception in any of its tabs, and a clear message where the text is unusable or cut."""
     assert_ok(at)
     assert_figures_escaped(at)
+    for _ in each_tab(at):
+        assert_ok(at)
+        assert_figures_escaped(at)
     if page not in SENTENCE_PAGES:
         return
     if not text.strip():

@@ -8,7 +8,7 @@ import pytest
 from transformer import Interventions, run_trace
 from ui.state import DEFAULT_SENTENCE, PRESETS
 
-from .apptest_utils import BAD_INPUTS, array, assert_ok, chart_titled, charts, page_path, run_page, run_typed, texts
+from .apptest_utils import BAD_INPUTS, array, assert_ok, chart_titled, charts, each_tab, open_tab, page_path, run_page, run_typed, texts
 from .apptest_utils import chart_z as z
 
 PAGE = page_path("3_One_head")
@@ -19,23 +19,35 @@ def trace(lm, text=REPEATED, temperature=1.0, causal=True):
     return run_trace(lm.model, lm.tokenizer, text, Interventions(temperature=temperature, causal=causal))
 
 
+def step(at, n: int):
+    """Open step n's tab ("3 · Scores and scaling" for 3); only the open step is drawn."""
+    return open_tab(at, "onehead_step", f"{n} ·")
+
+
+def every_step_chart(at) -> list[dict]:
+    """The figures of all six steps, opening each in turn."""
+    return [c for _ in each_tab(at) for c in charts(at)]
+
+
 def shown(m: np.ndarray) -> np.ndarray:
     """A matrix as the heatmap draws it: −∞ cells blank (NaN)."""
     return np.where(np.isneginf(m), np.nan, m)
 
 
 def assert_head(at, tr, layer, head, i):
-    """Every figure of the page equals the trace's tensors for (layer, head) and query i."""
+    """Every figure of every step equals the trace's tensors for (layer, head) and query i (the page is left at step 5)."""
     a = f"blocks.{layer}.attn."
-    np.testing.assert_allclose(z(at, f"X = LN1 output, layer {layer}"), tr[f"blocks.{layer}.ln1.hook_normalized"], rtol=1e-6)
+    np.testing.assert_allclose(z(step(at, 1), f"X = LN1 output, layer {layer}"), tr[f"blocks.{layer}.ln1.hook_normalized"], rtol=1e-6)
+    step(at, 2)
     for name in ("q", "k", "v"):
         np.testing.assert_allclose(z(at, f"{name.upper()}, head {head}"), tr[a + f"hook_{name}"][:, head], rtol=1e-6)
-    np.testing.assert_allclose(z(at, "Raw scores"), tr[a + "hook_scores_raw"][head], rtol=1e-6)
+    np.testing.assert_allclose(z(step(at, 3), "Raw scores"), tr[a + "hook_scores_raw"][head], rtol=1e-6)
     np.testing.assert_allclose(z(at, "Scaled scores"), tr[a + "hook_scores_scaled"][head], rtol=1e-6)
-    np.testing.assert_allclose(z(at, "Masked scores"), shown(tr[a + "hook_scores_masked"][head]), rtol=1e-6)
+    np.testing.assert_allclose(z(step(at, 4), "Masked scores"), shown(tr[a + "hook_scores_masked"][head]), rtol=1e-6)
     np.testing.assert_allclose(z(at, "Attention weights"), np.where(np.isneginf(tr[a + "hook_scores_masked"][head]), np.nan, tr[a + "hook_pattern"][head]), rtol=1e-6)
-    np.testing.assert_allclose(z(at, f"Z = αV, head {head}"), tr[a + "hook_z"][:, head], rtol=1e-6)
+    np.testing.assert_allclose(z(step(at, 6), f"Z = αV, head {head}"), tr[a + "hook_z"][:, head], rtol=1e-6)
     # the query row: bars are its weights; the terms are α_ij·v_j (hidden keys blank); the last row sums to z_i
+    step(at, 5)
     np.testing.assert_allclose(array(chart_titled(at, f"Weights of query {i}")["data"][0]["y"]), tr[a + "hook_pattern"][head, i], rtol=1e-6)
     terms = z(at, f"α_ij·v_j for query {i}")
     T = len(tr.encoding)
@@ -50,14 +62,16 @@ def test_default_figures_equal_the_trace(lm):
     assert_ok(at)
     tr = trace(lm)
     T = len(tr.encoding)
-    assert at.selectbox(key="onehead_query").value == T - 1  # the last token by default
-    assert_head(at, tr, 0, 0, T - 1)
+    assert [c["layout"]["title"]["text"] for c in charts(at)] == ["X = LN1 output, layer 0"]  # step 1 is open, and only it is drawn
     assert "LN1" in texts(at) or "LayerNorm 1" in texts(at)
-    assert r"\sqrt{32}" in texts(at) and r"1.00" in texts(at)  # √d_k and τ in the formula
+    assert r"\sqrt{32}" in texts(step(at, 3)) and r"1.00" in texts(at)  # √d_k and τ in the formula
+    assert [c["layout"]["title"]["text"] for c in charts(step(at, 4))] == ["Masked scores", "Attention weights α"]
+    assert step(at, 5).selectbox(key="onehead_query").value == T - 1  # the last token by default
+    assert_head(at, tr, 0, 0, T - 1)
 
 
 def test_default_sentence_and_every_preset(lm):
-    at = run_page(PAGE)
+    at = step(run_page(PAGE), 4)
     assert_ok(at)
     tr = trace(lm, DEFAULT_SENTENCE)
     np.testing.assert_allclose(z(at, "Attention weights"), np.where(np.isneginf(tr["blocks.0.attn.hook_scores_masked"][0]), np.nan, tr["blocks.0.attn.hook_pattern"][0]), rtol=1e-6)
@@ -66,12 +80,13 @@ def test_default_sentence_and_every_preset(lm):
         assert_ok(at)
         tr = trace(lm, sentence)
         T = len(tr.encoding)
-        np.testing.assert_allclose(z(at, "Raw scores"), tr["blocks.0.attn.hook_scores_raw"][0], rtol=1e-6)
-        np.testing.assert_allclose(z(at, "Z = αV"), tr["blocks.0.attn.hook_z"][:, 0], rtol=1e-6)
-        i = at.selectbox(key="onehead_query").value  # kept from the last sentence while it fits, else the last token
-        assert i < T and chart_titled(at, f"Weights of query {i}")
         # numbers in the T×T cells only for short sentences
         assert (chart_titled(at, "Attention weights")["data"][0].get("texttemplate") == "%{z:.2f}") == (T <= 12)
+        np.testing.assert_allclose(z(step(at, 3), "Raw scores"), tr["blocks.0.attn.hook_scores_raw"][0], rtol=1e-6)
+        np.testing.assert_allclose(z(step(at, 6), "Z = αV"), tr["blocks.0.attn.hook_z"][:, 0], rtol=1e-6)
+        i = step(at, 5).selectbox(key="onehead_query").value  # kept from the last sentence while it fits, else the last token
+        assert i < T and chart_titled(at, f"Weights of query {i}")
+        step(at, 4)
 
 
 def test_repeated_tokens_keep_their_rows(lm):
@@ -79,7 +94,7 @@ def test_repeated_tokens_keep_their_rows(lm):
     labels = trace(lm).encoding.labels
     T = len(labels)
     assert len(set(labels)) < T  # the sentence really repeats a token
-    for c in charts(at):
+    for c in every_step_chart(at):
         if c["data"][0]["type"] != "heatmap":
             continue
         m = array(c["data"][0]["z"])
@@ -87,33 +102,33 @@ def test_repeated_tokens_keep_their_rows(lm):
         assert array(c["data"][0]["y"]).tolist() == list(range(m.shape[0]))
         ticks = c["layout"]["yaxis"]["ticktext"]
         assert ticks.count("␣the") == 2 and ticks.count("␣and") == 2 and len(ticks) >= T
-    options = at.selectbox(key="onehead_query").options
+    options = step(at, 5).selectbox(key="onehead_query").options
     assert [o for o in options if o.endswith(": ␣the")] == [f"{i}: ␣the" for i, t in enumerate(labels) if t == "␣the"]
     assert len(set(options)) == T
 
 
 def test_layer_head_and_temperature_drive_the_page(lm):
-    at = run_page(PAGE, sentence=REPEATED)
+    at = step(run_page(PAGE, sentence=REPEATED), 4)
     before = z(at, "Attention weights")
     at.slider(key="w_layer").set_value(2).run()
     at.slider(key="w_head").set_value(3).run()
     assert_ok(at)
     T = len(trace(lm).encoding)
-    assert_head(at, trace(lm), 2, 3, T - 1)
     assert not np.allclose(np.nan_to_num(before), np.nan_to_num(z(at, "Attention weights")))
+    assert_head(at, trace(lm), 2, 3, T - 1)
     at.slider(key="w_temperature").set_value(0.5).run()
     assert_head(at, trace(lm, temperature=0.5), 2, 3, T - 1)
-    assert "0.50" in texts(at)  # τ in the formula
+    assert "0.50" in texts(step(at, 3))  # τ in the formula
 
 
 def test_query_token_selects_the_row(lm):
     tr = trace(lm)
     i = [j for j, t in enumerate(tr.encoding.labels) if t == "␣the"][0]  # the first of two "␣the"
-    at = run_page(PAGE, sentence=REPEATED)
+    at = step(run_page(PAGE, sentence=REPEATED), 5)
     at.selectbox(key="onehead_query").set_value(i).run()
     assert_ok(at)
     assert_head(at, tr, 0, 0, i)
-    terms = z(at, f"α_ij·v_j for query {i}")
+    terms = z(at, f"α_ij·v_j for query {i}")  # assert_head leaves step 5 open
     assert np.isnan(terms[i + 1 : -1]).all() and not np.isnan(terms[: i + 1]).any()
     assert f"z_{i}" in texts(at)
     # a shorter sentence keeps the choice inside it (the last token)
@@ -124,7 +139,7 @@ def test_query_token_selects_the_row(lm):
 
 
 def test_no_scaling_equals_a_numpy_softmax_of_raw_scores(lm):
-    at = run_page(PAGE, sentence=REPEATED)
+    at = step(run_page(PAGE, sentence=REPEATED), 4)
     scaled_weights = z(at, "Attention weights")
     at.toggle(key="onehead_scale").set_value(False).run()
     assert_ok(at)
@@ -134,16 +149,17 @@ def test_no_scaling_equals_a_numpy_softmax_of_raw_scores(lm):
     future = np.triu(np.ones((T, T), dtype=bool), k=1)
     e = np.exp(np.where(future, -np.inf, raw) - raw.max(axis=1, keepdims=True))
     want = e / e.sum(axis=1, keepdims=True)
-    np.testing.assert_allclose(z(at, "Unscaled scores"), raw, rtol=1e-6)
     np.testing.assert_allclose(np.nan_to_num(z(at, "Attention weights")), want, rtol=1e-5, atol=1e-7)
-    np.testing.assert_allclose(z(at, "Z = αV"), want @ tr["blocks.0.attn.hook_v"][:, 0], rtol=1e-4, atol=1e-6)
-    np.testing.assert_allclose(array(chart_titled(at, f"Weights of query {T - 1}")["data"][0]["y"]), want[T - 1], rtol=1e-5, atol=1e-7)
     assert not np.allclose(np.nan_to_num(scaled_weights), want, atol=1e-4)
-    assert "Scaling off" in texts(at) and r"\text{no }" in texts(at)
+    assert "Scaling off" in texts(at)
+    np.testing.assert_allclose(z(step(at, 3), "Unscaled scores"), raw, rtol=1e-6)
+    assert r"\text{no }" in texts(at)
+    np.testing.assert_allclose(z(step(at, 6), "Z = αV"), want @ tr["blocks.0.attn.hook_v"][:, 0], rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(array(chart_titled(step(at, 5), f"Weights of query {T - 1}")["data"][0]["y"]), want[T - 1], rtol=1e-5, atol=1e-7)
 
 
 def test_no_scaling_keeps_the_temperature(lm):
-    at = run_page(PAGE, sentence=REPEATED, temperature="2.0")
+    at = step(run_page(PAGE, sentence=REPEATED, temperature="2.0"), 3)
     at.toggle(key="onehead_scale").set_value(False).run()
     raw = trace(lm, temperature=2.0)["blocks.0.attn.hook_scores_raw"][0]
     np.testing.assert_allclose(z(at, "Unscaled scores"), raw / 2, rtol=1e-6)
@@ -156,13 +172,13 @@ def test_mask_off_equals_a_trace_without_the_causal_mask(lm):
     tr = trace(lm, causal=False)
     T = len(tr.encoding)
     assert_head(at, tr, 0, 0, T - 1)
-    weights = z(at, "Attention weights")
+    weights = z(step(at, 4), "Attention weights")
     assert not np.isnan(weights).any() and weights[0, 1:].sum() > 0  # row 0 now sees the future
     assert "Mask off" in texts(at) and "no mask" in texts(at) and "In layer 0" in texts(at)
     # a later layer: its input X changed too, since the layers before it saw the future
     at.slider(key="w_layer").set_value(1).run()
     assert_head(at, tr, 1, 0, T - 1)
-    assert not np.allclose(z(at, "X = LN1 output, layer 1"), trace(lm)["blocks.1.ln1.hook_normalized"], atol=1e-4)
+    assert not np.allclose(z(step(at, 1), "X = LN1 output, layer 1"), trace(lm)["blocks.1.ln1.hook_normalized"], atol=1e-4)
     assert "layers before 1 saw the future" in texts(at)
 
 
@@ -171,7 +187,7 @@ def test_bad_inputs(name, text):
     at = run_typed(PAGE, text)
     if at is None:
         return
-    figs = charts(at)
+    figs = every_step_chart(at)
     assert len(figs) == 11
     T = len(array(figs[-1]["data"][0]["z"]))
     if name == "very_long":

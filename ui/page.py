@@ -30,10 +30,12 @@ def trace_or_stop(state: State, temperature: float | None = None, causal: bool =
 
 
 def keep_choice(key: str, options: Sequence, default) -> None:
-    """Set a selectbox's kept value to `default` when it is not one of `options`: on the first run, for a position
-    from a longer sentence, or for the old label (a str) that a browser sends back after the sentence changed."""
-    if st.session_state.get(key) not in options:
-        st.session_state[key] = default
+    """Call before drawing the selectbox `key`: its value becomes `default` when it is not one of `options` (on the
+    first run, for a position from a longer sentence, or for the old label, a str, that a browser sends back after the
+    sentence changed). Writing the value back also keeps it through runs that do not draw the selectbox (a closed
+    lazy tab): Streamlit forgets the value of a widget that a run leaves out."""
+    value = st.session_state.get(key)
+    st.session_state[key] = value if value in options else default
 
 
 def show_figure(fig: go.Figure, key: str | None = None) -> None:
