@@ -3,7 +3,9 @@
 Each page is run once to warm up, then re-run while the sidebar's attention temperature changes:
 "new" gives every rerun a value not seen before (no cache can help: a fresh trace and fresh figures,
 what dragging a slider costs), "repeat" alternates between two values (what toggling back and forth
-costs once both are cached). Prints a table; asserts nothing.
+costs once both are cached). Streamlit's caches are cleared before each page, so no page meets traces
+another page left (the models stay loaded: ui.models holds them outside the cache). A page with lazy
+tabs gets one row per tab, measured with that tab open. Prints a table; asserts nothing.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import streamlit as st  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from tests.apptest_utils import lazy_tabs  # noqa: E402
 from transformer.loading import load_model  # noqa: E402
 
 PASSAGE = (ROOT.parent / "shared" / "corpora" / "tinyshakespeare.txt").read_text()[:20_000]
@@ -46,10 +50,15 @@ def page_bytes(at: AppTest) -> int:
     return total
 
 
-def measure(page: Path | str, sentence: str) -> tuple[float, float, int]:
-    """(median ms with new values, median ms with repeated values, bytes of the page); page: a file, or a script's code."""
+def measure(page: Path | str, sentence: str, tab: tuple[str, str] | None = None) -> tuple[float, float, int]:
+    """(median ms with new values, median ms with repeated values, bytes of the page); page: a file, or a script's
+    code; tab: (key, label) of a lazy tab to open first."""
+    st.cache_resource.clear()
+    st.cache_data.clear()
     at = AppTest.from_file(str(page), default_timeout=120) if isinstance(page, Path) else AppTest.from_string(page, default_timeout=120)
     at.query_params["sentence"] = sentence
+    if tab:
+        at.session_state[tab[0]] = tab[1]
     at.run()
     if at.exception:
         raise RuntimeError(f"{page}: {at.exception[0].value}")
@@ -71,10 +80,12 @@ def main() -> None:
     sentences = {n: text_of(n) for n in (16, 256)}
     print(f"load average before: {os.getloadavg()[0]:.2f} (2 cores; other work on the machine inflates every number)")
     print("AppTest rerun medians (ms) after a temperature change, and KiB of the page's elements")
-    print(f"{'page':28} {'new@16':>7} {'rep@16':>7} {'KiB@16':>7} {'new@256':>8} {'rep@256':>8} {'KiB@256':>8}")
+    print(f"{'page':44} {'new@16':>7} {'rep@16':>7} {'KiB@16':>7} {'new@256':>8} {'rep@256':>8} {'KiB@256':>8}")
     for name, page in [("(sidebar only: the floor)", SIDEBAR_ONLY), *((p.stem, p) for p in pages)]:
-        (n16, r16, b16), (n256, r256, b256) = (measure(page, sentences[n]) for n in (16, 256))
-        print(f"{name:28} {n16:7.1f} {r16:7.1f} {b16 / 1024:7.1f} {n256:8.1f} {r256:8.1f} {b256 / 1024:8.1f}")
+        tabs = lazy_tabs(AppTest.from_file(str(page), default_timeout=120).run()) if isinstance(page, Path) else {}
+        for row, tab in [(name, None)] if not tabs else [(f"{name} · {label}", (key, label)) for key, labels in tabs.items() for label in labels]:
+            (n16, r16, b16), (n256, r256, b256) = (measure(page, sentences[n], tab) for n in (16, 256))
+            print(f"{row[:44]:44} {n16:7.1f} {r16:7.1f} {b16 / 1024:7.1f} {n256:8.1f} {r256:8.1f} {b256 / 1024:8.1f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Load test: N simulated students on a real Streamlit server, over Streamlit's own websocket protocol.
 
 Each student opens a session on a page (a browser tab without the browser, see bench/st_client.py),
-then, after a think time, moves the sidebar's attention temperature or head, or types a new sentence;
+then, after a think time, moves the sidebar's attention temperature or head, types a new sentence, or opens
+another tab where a page has lazy tabs (One head's steps);
 every move is one rerun carrying the full widget state, like the frontend sends it. Measures rerun
 latency (sent -> script_finished), errors, bytes per rerun, and the server's RSS and CPU every second.
 Prints a report; asserts nothing (except in --check mode, which verifies the protocol use itself).
@@ -36,7 +37,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from st_client import Run, Session  # noqa: E402
 
-from scripts.browser import free_port, serve_app  # noqa: E402
+from scripts.browser import SHOWN_TAB, free_port, serve_app  # noqa: E402
 
 SENTENCES = [
     "The cat sat on the mat.",
@@ -60,7 +61,7 @@ SENTENCES = [
     "If you change the temperature, the attention weights become sharper or flatter.",
     "Yesterday I bought three apples, two pears and a melon at the market near the station.",
 ]
-ACTIONS = {"temperature": 0.5, "head": 0.3, "sentence": 0.2}  # default weights of the moves
+ACTIONS = {"temperature": 0.4, "head": 0.25, "sentence": 0.15, "step": 0.2}  # default weights of the moves ("step": open another tab of a page's lazy tabs)
 MIX = ["3_One_head", "app", "1_Tokens_and_embeddings", "4_Masking", "5_Softmax_and_temperature", "7_Multi_head", "9_Next_token"]
 
 
@@ -167,8 +168,12 @@ async def sample(pids: list[int], t0: float, out: list[tuple[float, float, float
 
 def choose(rng: random.Random, s: Session, weights: dict[str, float]) -> tuple[str, dict[str, object]]:
     """One student move, as the widget changes it makes."""
-    have = {a: w for a, w in weights.items() if w > 0 and any(k.endswith("-w_" + a) for k in s.widgets)}
+    have = {a: w for a, w in weights.items() if w > 0 and (bool(s.tabs) if a == "step" else any(k.endswith("-w_" + a) for k in s.widgets))}
     action = rng.choices(list(have), weights=list(have.values()))[0]
+    if action == "step":
+        wid = rng.choice(sorted(s.tabs))
+        now = s.widgets[wid].string_value
+        return action, {wid.rsplit("-", 1)[-1]: rng.choice([t for t in s.tabs[wid] if t != now] or [now])}
     if action == "temperature":
         el = s.element("w_temperature")
         now = s.widgets[s.widget_id("w_temperature")].double_array_value.data[0]
@@ -334,6 +339,13 @@ async def check(base: str, page: str) -> bool:
     first = await s.rerun()
     verdict("page load", first.ok, f"{first.status}, {len(first.charts)} charts, {len(first.exceptions)} exceptions {first.exceptions[:1]}, {first.nbytes / 1024:.1f} KiB")
     prev = first
+    if page_name(page) in (n.split("_", 1)[1] for n in SHOWN_TAB):  # open the tab that the moves below change
+        label = next(SHOWN_TAB[n] for n in SHOWN_TAB if n.split("_", 1)[1] == page_name(page))
+        wid = next(iter(s.tabs))
+        run = await s.rerun({wid.rsplit("-", 1)[-1]: label})
+        changed = sum(prev.charts.get(cid) != spec for cid, spec in run.charts.items())
+        verdict(f"open tab {label!r}", run.ok and s.widgets[wid].string_value == label and changed > 0, f"{run.status}, {changed}/{len(run.charts)} charts new")
+        prev = run
     # The sentence is longer than the default one: a selected token keeps its index but gets a new label.
     for key, value in (("w_temperature", 2.5), ("w_head", 1), ("w_sentence", SENTENCES[10]), ("w_temperature", 0.5)):
         try:
@@ -363,7 +375,7 @@ def main() -> None:
     ap.add_argument("--page", default="3_One_head", help='a page file stem ("3_One_head", "app" = home), a comma-separated list (students round-robin), or "mix"')
     ap.add_argument("--think", type=float, nargs=2, default=(1.0, 3.0), metavar=("MIN", "MAX"), help="think time between moves, seconds (uniform)")
     ap.add_argument("--timeout", type=float, default=60, help="a rerun slower than this counts as an error; the student reloads")
-    ap.add_argument("--actions", type=weights, default=ACTIONS, help='weights of the moves, e.g. "temperature=0.6,head=0.4" (default: temperature=0.5,head=0.3,sentence=0.2)')
+    ap.add_argument("--actions", type=weights, default=ACTIONS, help='weights of the moves, e.g. "temperature=0.6,head=0.4" (default: temperature=0.4,head=0.25,sentence=0.15,step=0.2)')
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--url", help="a running server (default: start one with scripts/browser.py serve_app)")
     ap.add_argument("--pid", type=int, help="server PID for RSS/CPU (default: the process listening on the URL's port)")

@@ -98,6 +98,8 @@ class Session:
         self.session_id = ""
         self.widgets: dict[str, WidgetState] = {}  # id -> current value
         self.elements: dict[str, object] = {}  # id -> widget element proto (last run)
+        self.tabs: dict[str, list[str]] = {}  # id of a lazy tab container (a widget: the open tab's label) -> its labels
+        self._tab_paths: dict[tuple[int, ...], str] = {}  # delta path of a lazy tab container (this run) -> its id
         self.cache: dict[str, tuple[ForwardMsg, int]] = {}  # hash -> (msg, runs since last use)
         self.max_cache_age = 2
         self.ws = None
@@ -106,6 +108,7 @@ class Session:
         self._sent_at = 0.0
         self._seen: set[str] = set()
         self._reader: asyncio.Task | None = None
+        self._open_tab: tuple[str, int] = ("", 0)
 
     async def open(self) -> None:
         loop = asyncio.get_running_loop()
@@ -159,7 +162,7 @@ class Session:
         state.cached_message_hashes.extend(self.cache)
         state.context_info.CopyFrom(ContextInfo(timezone="UTC", timezone_offset=0, locale="en-US", url=f"{self.base}/{self.page_name}", is_embedded=False, color_scheme="light"))
 
-        self._run, self._seen = Run(), set()
+        self._run, self._seen, self._tab_paths = Run(), set(), {}
         self._done = asyncio.get_running_loop().create_future()
         self._sent_at = time.perf_counter()
         await self.ws.send(msg.SerializeToString())
@@ -215,6 +218,8 @@ class Session:
             run.exceptions.append(f"page not found: {msg.page_not_found.page_name}")
         elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
             self._element(msg.delta.new_element, run)
+        elif kind == "delta" and msg.delta.WhichOneof("type") == "add_block":
+            self._block(msg.delta.add_block, tuple(msg.metadata.delta_path))
         elif kind == "script_finished":
             self._finish(msg.script_finished)
 
@@ -237,6 +242,21 @@ class Session:
             value = widget_value(kind, sub)
             if value is not None:
                 self.widgets[wid] = value
+
+    def _block(self, block, path: tuple[int, ...]) -> None:
+        """A lazy tab container is a widget whose value is the open tab's label; its tabs follow as child blocks."""
+        kind = block.WhichOneof("type")
+        if kind == "tab_container" and block.tab_container.id:
+            wid = block.tab_container.id
+            self._seen.add(wid)
+            self._tab_paths[path] = wid
+            self.tabs[wid] = []
+            self._open_tab = (wid, block.tab_container.default_tab_index)
+        elif kind == "tab" and path[:-1] in self._tab_paths:
+            wid = self._tab_paths[path[:-1]]
+            self.tabs[wid].append(block.tab.label)
+            if wid not in self.widgets and len(self.tabs[wid]) - 1 == self._open_tab[1]:  # the tab the server opened
+                self.widgets[wid] = WidgetState(id=wid, string_value=block.tab.label)
 
     def _finish(self, status: int) -> None:
         run = self._run

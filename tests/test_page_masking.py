@@ -10,7 +10,7 @@ from transformer import Interventions, run_trace
 from transformer.predict import top_tokens
 from ui.state import DEFAULT_SENTENCE, PRESETS
 
-from .apptest_utils import BAD_INPUTS, array, assert_ok, chart_titled, charts, page_path, run_page, run_typed, texts
+from .apptest_utils import BAD_INPUTS, array, assert_ok, chart_titled, charts, each_tab, open_tab, page_path, run_page, run_typed, texts
 from .apptest_utils import chart_z as z
 
 PAGE = page_path("4_Masking")
@@ -20,6 +20,11 @@ OTHER = "The cat sat."  # the page's default second sentence
 
 def trace(lm, text=REPEATED, temperature=1.0, causal=True):
     return run_trace(lm.model, lm.tokenizer, text, Interventions(temperature=temperature, causal=causal))
+
+
+def part(at, n: int):
+    """Open part n's tab ("3 · Seeing the future" for 3); only the open part runs."""
+    return open_tab(at, "masking_part", f"{n} ·")
 
 
 def metrics(at) -> list[float]:
@@ -57,11 +62,11 @@ def test_default_sentence_and_every_preset(lm):
             assert_ok(at)
         tr = trace(lm, sentence)
         T = len(tr.encoding)
-        np.testing.assert_array_equal(~np.isnan(z(at, "Causal mask")), np.tril(np.ones((T, T), dtype=bool)))
+        np.testing.assert_array_equal(~np.isnan(z(part(at, 1), "Causal mask")), np.tril(np.ones((T, T), dtype=bool)))
         masked = tr["blocks.0.attn.hook_scores_masked"][0]
-        np.testing.assert_allclose(z(at, "After the mask"), np.where(np.isneginf(masked), np.nan, masked), rtol=1e-6)
-        assert at.dataframe[0].value["token"].tolist() == list(tr.encoding.labels[: min(T, 8)])
-        assert max(metrics(at)) <= 1e-5
+        np.testing.assert_allclose(z(part(at, 2), "After the mask"), np.where(np.isneginf(masked), np.nan, masked), rtol=1e-6)
+        assert part(at, 3).dataframe[0].value["token"].tolist() == list(tr.encoding.labels[: min(T, 8)])
+        assert max(metrics(part(at, 4))) <= 1e-5
 
 
 def test_scores_before_and_after_the_mask_follow_layer_head_temperature(lm):
@@ -69,7 +74,7 @@ def test_scores_before_and_after_the_mask_follow_layer_head_temperature(lm):
     at.slider(key="w_layer").set_value(1).run()
     at.slider(key="w_head").set_value(2).run()
     at.slider(key="w_temperature").set_value(0.5).run()
-    assert_ok(at)
+    assert_ok(part(at, 2))
     a = "blocks.1.attn."
     tr = trace(lm, temperature=0.5)
     masked = tr[a + "hook_scores_masked"][2]
@@ -78,11 +83,11 @@ def test_scores_before_and_after_the_mask_follow_layer_head_temperature(lm):
     np.testing.assert_allclose(z(at, "After softmax"), np.where(np.isneginf(masked), np.nan, tr[a + "hook_pattern"][2]), rtol=1e-6)
     # the scaled scores have the future filled in, the masked ones do not
     assert not np.isnan(z(at, "Scores before the mask")).any() and np.isnan(z(at, "After the mask")).sum() == np.isneginf(masked).sum() > 0
-    np.testing.assert_allclose(z(at, "Weights without the mask, layer 1, head 2"), trace(lm, temperature=0.5, causal=False)[a + "hook_pattern"][2], rtol=1e-6)
+    np.testing.assert_allclose(z(part(at, 3), "Weights without the mask, layer 1, head 2"), trace(lm, temperature=0.5, causal=False)[a + "hook_pattern"][2], rtol=1e-6)
 
 
 def test_future_table_equals_traces_with_and_without_the_mask(lm):
-    at = run_page(PAGE, sentence=REPEATED)
+    at = part(run_page(PAGE, sentence=REPEATED), 3)
     assert_ok(at)
     with_mask, without = trace(lm), trace(lm, causal=False)
     vocab = lm.tokenizer.vocab_labels()
@@ -104,7 +109,7 @@ def test_future_table_equals_traces_with_and_without_the_mask(lm):
 
 
 def test_padded_batch(lm):
-    at = run_page(PAGE, sentence=REPEATED)
+    at = part(run_page(PAGE, sentence=REPEATED), 4)
     assert_ok(at)
     n_a, n_b = len(trace(lm).encoding), len(trace(lm, OTHER).encoding)
     assert n_a > n_b
@@ -132,7 +137,7 @@ def test_padded_batch(lm):
 
 
 def test_second_sentence_input(lm):
-    at = run_page(PAGE, sentence="Hi")
+    at = part(run_page(PAGE, sentence="Hi"), 4)
     longer = "Now is the winter of our discontent made glorious summer"
     at.text_input(key="masking_other").set_value(longer).run()
     assert_ok(at)
@@ -144,15 +149,19 @@ def test_second_sentence_input(lm):
     at.text_input(key="masking_other").set_value("<script>alert(1)</script>").run()
     assert_ok(at)
     assert "<script" not in str(chart_titled(at, "The batch")["data"])
+    assert part(at, 1).get("plotly_chart") and part(at, 4).text_input(key="masking_other").value == "<script>alert(1)</script>"  # kept while closed
 
 
 def test_shorter_sentence_clamps_the_sliders():
     at = run_page(PAGE, sentence=REPEATED)
     at.slider(key="masking_pos").set_value(7).run()
+    part(at, 3).slider(key="masking_rows").set_value(12).run()
+    assert part(at, 1).slider(key="masking_pos").value == 7  # kept while its tab was closed
     at.text_area(key="w_sentence").set_value("Hi there").run()
     assert_ok(at)
     T = z(at, "Causal mask").shape[0]
-    assert at.slider(key="masking_pos").value == T - 1 and len(at.dataframe[0].value) == T
+    assert at.slider(key="masking_pos").value == T - 1
+    assert part(at, 3).slider(key="masking_rows").value == 12 and len(at.dataframe[0].value) == T
 
 
 @pytest.mark.parametrize("name,text", BAD_INPUTS, ids=[n for n, _ in BAD_INPUTS])
@@ -163,6 +172,8 @@ def test_bad_inputs(name, text):
     T = z(at, "Causal mask").shape[0]
     if name == "very_long":
         assert T == 256 and "reads at most 256" in texts(at)
-    assert len(at.dataframe[0].value) == min(T, 8)
-    for c in charts(at):  # user text reaches plotly only escaped
-        assert "<script" not in str(c) and "<img" not in str(c)
+    assert len(part(at, 3).dataframe[0].value) == min(T, 8)
+    for _ in each_tab(at):
+        assert_ok(at)
+        for c in charts(at):  # user text reaches plotly only escaped
+            assert "<script" not in str(c) and "<img" not in str(c)

@@ -29,6 +29,12 @@ def trace_or_stop(state: State, temperature: float | None = None, causal: bool =
     return tr
 
 
+def keep(key: str, default) -> None:
+    """Call before drawing the widget `key` (with no default value of its own): it starts at `default` and keeps its
+    value through runs that do not draw it, e.g. while its lazy tab is closed (Streamlit forgets such a widget)."""
+    st.session_state[key] = st.session_state.get(key, default)
+
+
 def keep_choice(key: str, options: Sequence, default) -> None:
     """Call before drawing the selectbox `key`: its value becomes `default` when it is not one of `options` (on the
     first run, for a position from a longer sentence, or for the old label, a str, that a browser sends back after the
