@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import urllib.parse
+from pathlib import Path
 
+import plotly
 import pytest
 
 from scripts.browser import ROOT, launch, open_tab, page_url, serve_app, wait_rendered
@@ -12,6 +14,7 @@ playwright_api = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.browser
 
 PAGES = [None, *sorted((ROOT / "pages").glob("*.py"))]
+PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"  # plotly.js as a global, to draw figures by hand
 PAYLOADS = ["<script>window.__xss=1</script>", '<img src=x onerror="window.__xss=1">', '<svg onload="window.__xss=1">']
 
 
@@ -105,3 +108,54 @@ def test_token_choice_survives_a_new_sentence(base_url, tab, page_file):
     wait_rendered(tab)
     assert tab.locator('[data-testid="stException"]').count() == 0
     assert tab.errors == []
+
+
+@pytest.mark.parametrize("page_file", [p for p in PAGES if p and "st.tabs(" in p.read_text(encoding="utf-8")], ids=lambda p: p.stem)
+def test_every_tab_draws_without_console_errors(base_url, tab, page_file):
+    tab.goto(page_url(base_url, page_file))
+    wait_rendered(tab)
+    labels = tab.locator('[data-testid="stMain"] [role="tab"]').all_inner_texts()
+    assert len(labels) >= 2
+    for label in labels:
+        open_tab(tab, label)
+        assert tab.locator('[data-testid="stException"]').count() == 0
+        assert tab.locator('[role="tabpanel"]:visible .stPlotlyChart .main-svg').count() > 0, label
+    assert tab.errors == []
+
+
+MARGIN_SENTENCES = [None, "Supercalifragilistic 日本語のテキスト 🐻‍❄️ antidisestablishmentarianism, internationalization!"]
+PLOT_MARGINS = """async ([figures, widths]) => {
+  const template = document.querySelector('.js-plotly-plot').layout.template;  // Streamlit's theme, as it styles our charts
+  const pushed = [];
+  for (const [name, fig] of figures) for (const width of widths) {
+    const div = document.createElement('div');
+    document.querySelector('[data-testid="stMain"]').prepend(div);
+    await Plotly.newPlot(div, fig.data, {...fig.layout, template, width});
+    const got = div._fullLayout._size, want = fig.layout.margin;
+    const over = ['l', 'r', 't', 'b'].filter(k => got[k] > want[k] + 0.5).map(k => `${k} ${want[k]} → ${Math.round(got[k])}`);
+    if (over.length) pushed.push(`${name} at ${width} px: ${over.join(', ')}`);
+    Plotly.purge(div);
+    div.remove();
+  }
+  return pushed;
+}"""
+
+
+def test_figure_margins_hold_their_labels(base_url, tab):
+    """figures.margins gives every figure room for its labels, colour bars and legends, so that plotly.js with
+    Streamlit's theme pushes no margin out (a push draws the whole chart a second time). Every figure of every page
+    and tab, for the default sentence and one of long, CJK and emoji tokens, in a narrow and a wide column."""
+    from tests.apptest_utils import charts, each_tab, run_page
+
+    figures = []
+    for page_file in PAGES:
+        for sentence in MARGIN_SENTENCES:
+            at = run_page("app.py" if page_file is None else f"pages/{page_file.name}", **({"sentence": sentence} if sentence else {}))
+            figures += [(f"{'home' if page_file is None else page_file.stem} '{c['layout'].get('title', {}).get('text', '')}'", c) for c in charts(at)]
+            for _ in each_tab(at):
+                figures += [(f"{page_file.stem} '{c['layout'].get('title', {}).get('text', '')}'", c) for c in charts(at)]
+    assert len(figures) > 100
+    tab.goto(page_url(base_url, None))
+    wait_rendered(tab)
+    tab.add_script_tag(path=str(PLOTLY_JS))
+    assert tab.evaluate(PLOT_MARGINS, [figures, [380, 1100]]) == []
