@@ -6,6 +6,8 @@ what dragging a slider costs), "repeat" alternates between two values (what togg
 costs once both are cached). Streamlit's caches are cleared before each page, so no page meets traces
 another page left (the models stay loaded: ui.models holds them outside the cache). A page with lazy
 tabs gets one row per tab, measured with that tab open. Prints a table; asserts nothing.
+
+    .venv/bin/python bench/bench_pages.py [Masking Next …]   (only pages whose file name contains one of these)
 """
 
 from __future__ import annotations
@@ -76,6 +78,8 @@ def measure(page: Path | str, sentence: str, tab: tuple[str, str] | None = None)
 
 def main() -> None:
     pages = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py"), key=lambda p: int(p.stem.split("_")[0]))]
+    if len(sys.argv) > 1:  # only pages whose file name contains one of the arguments
+        pages = [p for p in pages if any(a in p.stem for a in sys.argv[1:])]
     logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").disabled = True  # AppTest's bare-mode warnings
     sentences = {n: text_of(n) for n in (16, 256)}
     print(f"load average before: {os.getloadavg()[0]:.2f} (2 cores; other work on the machine inflates every number)")

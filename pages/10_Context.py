@@ -2,17 +2,13 @@
 
 import re
 import unicodedata
-from itertools import combinations
 
 import numpy as np
-import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from figures import attention as fa
-from figures import context as fc
-from transformer import Trace
 from transformer import context as cx
+from ui import cached
 
 st.set_page_config(page_title="Context changes meaning · Attention Atlas", page_icon="🐻", layout="wide")
 state = ui.sidebar()
@@ -47,33 +43,6 @@ def use_sidebar_sentence(sentence: str) -> None:
         return
     rest = st.session_state["context_sentences"].splitlines()[1:]
     st.session_state["context_sentences"] = "\n".join([line, *rest])
-
-
-# Figures are cached per input: (model, sentences, word, forms, τ) fix the traces and the word's vectors, which are
-# passed unhashed (_vectors, _numbers); building a figure costs far more than sending it.
-@st.cache_resource(max_entries=32, show_spinner=False)
-def cosine_figure(model_name: str, sentences: tuple[str, ...], word: str, forms: bool, tau: float, _numbers: list, _vectors: np.ndarray) -> tuple[go.Figure, np.ndarray]:
-    """cos of the word's vectors for every pair of sentences, at every layer; and those cosines, (n_pairs, n_layer + 1)."""
-    pairs = list(combinations(range(len(_numbers)), 2))
-    cos = np.stack([cx.cosine_by_layer(_vectors[a], _vectors[b]) for a, b in pairs])  # (n_pairs, n_layer + 1)
-    names = [f"sentence {_numbers[a]} vs {_numbers[b]}" for a, b in pairs]
-    return fc.cosine_lines(cos, names, cx.stage_labels(len(_vectors[0]) - 1), "Cosine similarity of the word's vectors"), cos
-
-
-@st.cache_resource(max_entries=32, show_spinner=False)
-def pca_figure(model_name: str, sentences: tuple[str, ...], word: str, forms: bool, tau: float, unit: bool, _numbers: list, _vectors: np.ndarray) -> tuple[go.Figure, np.ndarray]:
-    """Every sentence's trajectory in 2 principal components; and the share of variance they hold, (2,)."""
-    coords, explained = cx.trajectories(_vectors, unit)  # (n, n_layer + 1, 2)
-    points = ["emb", *(f"L{layer}" for layer in range(len(_vectors[0]) - 1))]
-    title = f"The word's vectors in 2 principal components ({'unit length' if unit else 'raw'})"
-    return fc.trajectories_figure(coords, [f"sentence {n}" for n in _numbers], points, explained, title), explained
-
-
-@st.cache_resource(max_entries=64, show_spinner=False)
-def attention_figure(model_name: str, sentence: str, tau: float, layer: int, head: int, number: int, position: int, _tr: Trace) -> go.Figure:
-    """The weights of the word's token over its sentence's tokens, for one head."""
-    row = _tr[f"blocks.{layer}.attn.hook_pattern"][head, position]  # (T,) weights over the keys
-    return fa.weight_bars(row, _tr.encoding.labels, f"Sentence {number} · token {position}")
 
 
 first_set = next(iter(SETS))
@@ -169,7 +138,7 @@ if len(ids) == 1:
     st.markdown(f"Every sentence uses the **same token** (id {next(iter(ids))}), so the embeddings are identical: cos = 1 at the start. Watch it fall as context flows in.")
 else:
     st.markdown(f"The sentences use **different tokens** here (ids {', '.join(map(str, sorted(ids)))}; see the table), so even the embeddings differ and cos < 1 from the start.")
-cos_fig, cos = cosine_figure(*key, numbers, vectors)
+cos_fig, cos = cached.cosine_figure(*key, numbers, vectors)
 ui.show_figure(cos_fig, key="context_cosine")
 st.caption(f"Averaged over the pairs: cos = {cos[:, 0].mean():.3f} at the embedding, {cos[:, -1].mean():.3f} after the last block.")
 
@@ -184,7 +153,7 @@ unit = st.toggle(
     key="context_unit",
     help="On: only directions count, as in the cosine above. Off: the vectors as they are; later layers are longer, which stretches the map.",
 )
-pca_fig, explained = pca_figure(*key, unit, numbers, vectors)
+pca_fig, explained = cached.pca_figure(*key, unit, numbers, vectors)
 ui.show_figure(pca_fig, key="context_pca")
 st.caption(
     f"These two directions hold {100 * explained.sum():.1f}% of the spread of the {vectors.shape[0] * vectors.shape[1]} vectors; points that look close may still differ in the hidden directions."
@@ -195,4 +164,4 @@ st.markdown("The attention weights of the word's token in each sentence, from th
 st.latex(r"\alpha_{ij} = \mathrm{softmax}_j\!\left(\frac{q_i \cdot k_j}{\sqrt{d_k}\,\tau}\right), \quad i = \text{the word's token}")
 for col, (n, (tr, m)) in zip(st.columns(len(found)), found.items(), strict=True):
     with col:
-        ui.show_figure(attention_figure(state.model, sentences[n - 1], state.temperature, L, H, n, m.position, tr), key=f"context_attn_{n}")
+        ui.show_figure(cached.attention_figure(state.model, sentences[n - 1], state.temperature, L, H, n, m.position, tr), key=f"context_attn_{n}")

@@ -5,20 +5,13 @@ import streamlit as st
 
 import ui
 from figures import attention as fa
-from transformer import Interventions, TraceInputError, predict
+from transformer import TraceInputError, predict
+from ui import cached
 
 st.set_page_config(page_title="Masking", page_icon="🎭", layout="wide")
 state = ui.sidebar()
 L, H = state.layer, state.head
 TOP_K = 3
-
-
-@st.cache_resource(max_entries=8, show_spinner=False)
-def padded(model_name: str, texts: tuple[str, ...], temperature: float, causal: bool, use_padding_mask: bool) -> predict.PaddedBatch:
-    """The texts as one right-padded batch (logits and masked scores only), cached."""
-    lm = ui.get_model(model_name)
-    keep = ["logits", *(f"blocks.{layer}.attn.hook_scores_masked" for layer in range(lm.cfg.n_layer))]
-    return predict.padded_forward(lm.model, lm.tokenizer, texts, Interventions(temperature=temperature, causal=causal), use_padding_mask, keep)
 
 
 st.title("🎭 Masking")
@@ -121,7 +114,7 @@ def padding() -> None:
     )
     use_pad = c2.toggle("Use the padding mask", key="masking_padmask", help="Off: the padding tokens are visible keys like any other.")
     try:
-        batch = padded(state.model, (state.sentence, other), state.temperature, not encoder, use_pad)
+        batch = cached.padded_batch(state.model, (state.sentence, other), state.temperature, not encoder, use_pad)
     except TraceInputError as err:
         st.info(f"Second sentence: {err}")
         return

@@ -2,41 +2,21 @@
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from figures.prediction import lens_heatmap, probability_bars
+from figures.prediction import probability_bars
 from transformer import predict, sampling
-from transformer.logit_lens import logit_lens, stage_names
+from transformer.logit_lens import stage_names
 from transformer.trace import MAX_CHARS
+from ui import cached
 
 st.set_page_config(page_title="Next-token prediction", page_icon="🎲", layout="wide")
 state = ui.sidebar()
 lm = ui.get_model(state.model)
 vocab = lm.tokenizer.vocab_labels()
 V, n_ctx = lm.cfg.vocab_size, lm.cfg.n_ctx
-LENS_POSITIONS = 32  # the logit-lens heatmap shows at most this many positions
 TIMELINE = "next_timeline"  # session_state: (model, sentence, τ) → the Generation grown from it
-
-
-def lens_window(pos: int, T: int) -> range:
-    """All positions, or the LENS_POSITIONS ending at `pos` (the last ones by default)."""
-    start = max(0, min(pos - LENS_POSITIONS + 1, T - LENS_POSITIONS))
-    return range(start, min(T, start + LENS_POSITIONS))
-
-
-@st.cache_resource(max_entries=32, show_spinner=False)
-def lens(model_name: str, text: str, tau: float, pos: int) -> tuple[go.Figure, range, np.ndarray]:
-    """The logit-lens heatmap on the window around `pos`, the window, and every stage's logits at `pos` (L+1, V); cached."""
-    loaded = ui.get_model(model_name)
-    tr = ui.get_trace(model_name, text, tau)
-    window = lens_window(pos, len(tr.encoding))
-    lz = logit_lens(loaded.model, tr, window)
-    names = loaded.tokenizer.vocab_labels()
-    top_labels = [[names[i] for i in row] for row in lz.top_ids]
-    fig = lens_heatmap(lz.top_probs, top_labels, stage_names(loaded.cfg.n_layer), window, tr.encoding.labels[window.start : window.stop], chosen=pos)
-    return fig, window, lz.logits[:, pos - window.start].copy()
 
 
 def follow_last(key: str, T: int) -> None:
@@ -200,7 +180,7 @@ st.markdown(
     "builds up layer by layer. At the last block it is exactly the model's own prediction (T = 1, no filters)."
 )
 st.latex(r"z^{(\ell)} = \mathrm{LN}_{\mathrm{final}}\big(x^{(\ell)}_t\big)\, W_U, \qquad p^{(\ell)} = \operatorname{softmax}\big(z^{(\ell)}\big), \qquad \ell = \text{embedding}, 0, \dots, L-1")
-lens_fig, window, lens_logits = lens(state.model, state.sentence, state.temperature, pos)  # lens_logits (L+1, V) at pos
+lens_fig, window, lens_logits = cached.lens(state.model, state.sentence, state.temperature, pos)  # lens_logits (L+1, V) at pos
 ui.show_figure(lens_fig, key="next_lens")
 if len(window) < T:
     st.caption(f"The text has {T} tokens; to stay fast the lens shows {len(window)}, positions {window.start}–{window.stop - 1}, ending at the chosen position (pick another to move it).")
