@@ -91,15 +91,19 @@ def test_query_string_restores_state(base_url, tab):
     playwright_api.expect(tab.locator(".stPlotlyChart").first).to_contain_text("layer 1, head 2")
 
 
+TOKEN_TAB = {"3_One_head": ("5 · One query's weighted sum", "Query token i"), "7_Multi_head": ("4 · Concat and W_O", "Token")}
+
+
 @pytest.mark.parametrize("page_file", [p for p in PAGES if p and p.stem in ("3_One_head", "7_Multi_head", "8_Inside_a_block", "9_Next_token")], ids=lambda p: p.stem)
 def test_token_choice_survives_a_new_sentence(base_url, tab, page_file):
     """After the sentence changes, a browser sends the token selectbox's old label back ("3: ␣not", now another token's
     position); the next rerun must fall back to a valid token (found by the load generator: a TypeError on pages 3, 7, 8)."""
     tab.goto(page_url(base_url, page_file) + "?sentence=" + urllib.parse.quote("To be or not"))
     wait_rendered(tab)
-    if page_file.stem == "3_One_head":
-        open_tab(tab, "5 · One query's weighted sum")  # the step with the query token's selectbox
-        playwright_api.expect(tab.get_by_text("Query token i")).to_be_visible()
+    if page_file.stem in TOKEN_TAB:  # the tab with the token selectbox
+        label, box_label = TOKEN_TAB[page_file.stem]
+        open_tab(tab, label)
+        playwright_api.expect(tab.get_by_text(box_label, exact=True)).to_be_visible()
     box = tab.get_by_role("textbox", name="Sentence")
     box.fill("To be, or not to be, that is the question: whether 'tis nobler in the mind to suffer")
     box.press("Control+Enter")

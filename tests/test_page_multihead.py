@@ -12,7 +12,7 @@ from figures.common import tick_labels
 from figures.multihead import OPACITY_STEP, mosaic_slices
 from transformer import Interventions, run_trace
 
-from .apptest_utils import BAD_INPUTS, array, assert_ok, chart_titled, charts, page_path, run_page, run_typed, texts
+from .apptest_utils import BAD_INPUTS, array, assert_ok, chart_titled, charts, each_tab, open_tab, page_path, run_page, run_typed, texts
 from .apptest_utils import chart_z as z
 
 PAGE = page_path("7_Multi_head")
@@ -26,6 +26,11 @@ def default_page():
     at = run_page(PAGE, sentence=REPEATED)
     assert_ok(at)
     return at
+
+
+def part(at, n: int):
+    """Open part n's tab ("3 · Every head of the model" for 3); only the open part runs."""
+    return open_tab(at, "multihead_part", f"{n} ·")
 
 
 def trace(lm, text=REPEATED, temperature=1.0, ablate=frozenset()):
@@ -70,7 +75,7 @@ def line_view(at, title: str = "Lines, ") -> tuple[dict[tuple[int, int], float],
 
 
 def test_heads_side_by_side_equal_the_trace_on_one_scale(lm, default_page):
-    at, tr = default_page, trace(lm)
+    at, tr = part(default_page, 1), trace(lm)
     w = tr["blocks.0.attn.hook_pattern"]
     c = chart_titled(at, "The heads of layer 0, one colour scale 0 … 1.000")
     maps = panels(at, "The heads of layer 0")
@@ -88,7 +93,7 @@ def test_repeated_tokens_keep_their_rows(lm, default_page):
     T = len(labels)
     assert len(set(labels)) < T
     checked = 0
-    for c in charts(default_page):
+    for c in [c for _ in each_tab(default_page) for c in charts(default_page)]:
         for d in c["data"]:
             if d["type"] == "heatmap" and array(d["z"]).shape == (T, T):
                 checked += 1
@@ -97,15 +102,16 @@ def test_repeated_tokens_keep_their_rows(lm, default_page):
                     ticks = c["layout"][axis]["ticktext"]
                     assert ticks.count("␣the") == 2 and ticks.count("␣and") == 2 and len(ticks) == T
     assert checked == NH + 2 + 1  # the heads, the two averages, the opened head
+    part(default_page, 3)
     for role in ("query", "key"):
         ends = next(d for d in chart_titled(default_page, "Lines, ")["data"] if d.get("name") == role + " tokens")
         assert ends["text"] == [f"{role} {i}: {s}" for i, s in enumerate(labels)] and array(ends["y"]).tolist() == list(range(T))
-    options = default_page.selectbox(key="multihead_token").options
+    options = part(default_page, 4).selectbox(key="multihead_token").options
     assert len(set(options)) == T and sum(o.endswith(": ␣the") for o in options) == 2
 
 
 def test_averages_are_labelled_and_equal_the_mean(lm, default_page):
-    at, tr = default_page, trace(lm)
+    at, tr = part(default_page, 2), trace(lm)
     stacked = np.stack([tr[f"blocks.{lay}.attn.hook_pattern"] for lay in range(NL)]).astype(np.float64)  # (NL, NH, T, T)
     maps = panels(at, "Averages (not heads)")
     np.testing.assert_allclose(maps["AVERAGE over the 4 heads of layer 0"], shown(stacked[0].mean(axis=0)), rtol=1e-5)
@@ -115,7 +121,7 @@ def test_averages_are_labelled_and_equal_the_mean(lm, default_page):
 
 
 def test_overview_thumbnails_equal_the_patterns(lm, default_page):
-    at, tr = default_page, trace(lm)
+    at, tr = part(default_page, 3), trace(lm)
     T = len(tr.encoding)
     grid = z(at, "All 16 heads")
     where, shape = mosaic_slices(NL, NH, T)
@@ -137,18 +143,18 @@ def test_sidebar_layer_head_and_temperature_drive_the_page(lm):
     maps = panels(at, "The heads of layer 2")
     for h in range(NH):
         np.testing.assert_allclose(maps[f"Layer 2, head {h}"], shown(tr["blocks.2.attn.hook_pattern"][h]), rtol=1e-6)
-    assert at.selectbox(key="multihead_open").value == "2.3"  # the opened head follows the sidebar
+    assert part(at, 3).selectbox(key="multihead_open").value == "2.3"  # the opened head follows the sidebar
     np.testing.assert_allclose(z(at, "Opened: layer 2, head 3"), shown(tr["blocks.2.attn.hook_pattern"][3]), rtol=1e-6)
-    np.testing.assert_allclose(panels(at, "Averages")["AVERAGE over the 4 heads of layer 2"], shown(tr["blocks.2.attn.hook_pattern"].mean(axis=0)), rtol=1e-5)
+    np.testing.assert_allclose(panels(part(at, 2), "Averages")["AVERAGE over the 4 heads of layer 2"], shown(tr["blocks.2.attn.hook_pattern"].mean(axis=0)), rtol=1e-5)
     T = len(tr.encoding)
-    np.testing.assert_allclose(z(at, f"z of each head for token {T - 1}")[0], tr["blocks.2.attn.hook_z"][T - 1].reshape(-1), rtol=1e-6)
+    np.testing.assert_allclose(z(part(at, 4), f"z of each head for token {T - 1}")[0], tr["blocks.2.attn.hook_z"][T - 1].reshape(-1), rtol=1e-6)
 
 
 def test_query_string_opens_the_same_view(lm):
     at = run_page(PAGE, sentence=REPEATED, layer="1", head="2")
     assert_ok(at)
-    assert at.selectbox(key="multihead_open").value == "1.2"
     np.testing.assert_allclose(panels(at, "The heads of layer 1")["Layer 1, head 2"], shown(trace(lm)["blocks.1.attn.hook_pattern"][2]), rtol=1e-6)
+    assert part(at, 3).selectbox(key="multihead_open").value == "1.2"
 
 
 def test_preset_sentence(lm):
@@ -161,7 +167,7 @@ def test_preset_sentence(lm):
 
 
 def test_open_another_head(lm):
-    at = run_page(PAGE, sentence=REPEATED)
+    at = part(run_page(PAGE, sentence=REPEATED), 3)
     at.selectbox(key="multihead_open").set_value("3.1").run()
     assert_ok(at)
     tr = trace(lm)
@@ -173,14 +179,15 @@ def test_open_another_head(lm):
     assert (box["x0"], box["x1"], box["y0"], box["y1"]) == (cols.start - 0.5, cols.stop - 0.5, rows.start - 0.5, rows.stop - 0.5)
     _, dots = line_view(at, "Lines, layer 3, head 1")
     assert dots == pytest.approx({(a, b): float(w[a, b]) for a in range(T) for b in range(a + 1) if w[a, b] >= 0.1})
-    assert chart_titled(at, "The heads of layer 0")  # the side-by-side row still shows the sidebar's layer
+    assert chart_titled(part(at, 1), "The heads of layer 0")  # the side-by-side maps still show the sidebar's layer
+    assert part(at, 3).selectbox(key="multihead_open").value == "3.1"  # kept while its tab was closed
 
 
 def test_line_view_opacity_is_the_weight(lm, default_page):
     tr = trace(lm)
     w = tr["blocks.0.attn.hook_pattern"][0]
     T = len(tr.encoding)
-    lines, dots = line_view(default_page)
+    lines, dots = line_view(part(default_page, 3))
     want = {(a, b): float(w[a, b]) for a in range(T) for b in range(a + 1) if w[a, b] >= 0.1}  # default threshold 0.1
     assert set(lines) == set(want) and dots == pytest.approx(want, rel=1e-6)  # each dot's opacity: the exact weight
     for pair, o in lines.items():  # each line's opacity: the weight rounded to steps of OPACITY_STEP, at least one step
@@ -190,7 +197,7 @@ def test_line_view_opacity_is_the_weight(lm, default_page):
 
 
 def test_line_view_threshold_and_token(lm):
-    at = run_page(PAGE, sentence=REPEATED)
+    at = part(run_page(PAGE, sentence=REPEATED), 3)
     w = trace(lm)["blocks.0.attn.hook_pattern"][0]
     T = len(w)
     at.slider(key="multihead_threshold").set_value(0.3).run()
@@ -222,8 +229,8 @@ def test_sink_checkbox_hides_the_first_column_without_renormalising(lm):
     for h in range(NH):
         np.testing.assert_allclose(maps[f"Layer 0, head {h}"], shown(w[h], hide_first=True), rtol=1e-6)  # the other weights unchanged
     assert np.isnan(maps["Layer 0, head 1"][:, 0]).all() and not np.isnan(before[:, 0]).any()
-    np.testing.assert_allclose(panels(at, "Averages")["AVERAGE over the 4 heads of layer 0"], shown(w.mean(axis=0), hide_first=True), rtol=1e-5)
-    opened = chart_titled(at, "Opened: layer 0, head 0")["data"][0]
+    np.testing.assert_allclose(panels(part(at, 2), "Averages")["AVERAGE over the 4 heads of layer 0"], shown(w.mean(axis=0), hide_first=True), rtol=1e-5)
+    opened = chart_titled(part(at, 3), "Opened: layer 0, head 0")["data"][0]
     np.testing.assert_allclose(array(opened["z"]), shown(w[0], hide_first=True), rtol=1e-6)
     assert "first-token column" in opened["text"][4][0] and f"{w[0, 4, 0]:.4g}" in opened["text"][4][0]  # its hover keeps the real weight
     grid = z(at, "All 16 heads")
@@ -235,7 +242,7 @@ def test_sink_checkbox_hides_the_first_column_without_renormalising(lm):
 
 
 def test_concat_and_w_o_for_a_chosen_token(lm):
-    at = run_page(PAGE, sentence=REPEATED)
+    at = part(run_page(PAGE, sentence=REPEATED), 4)
     tr = trace(lm)
     i = tr.encoding.labels.index("␣the")  # the first of two
     at.selectbox(key="multihead_token").set_value(i).run()
@@ -263,7 +270,7 @@ def test_concat_and_w_o_for_a_chosen_token(lm):
 
 
 def test_ablation_equals_the_engine_intervention(lm):
-    at = run_page(PAGE, sentence=REPEATED)
+    at = part(run_page(PAGE, sentence=REPEATED), 5)
     before_fig = chart_titled(at, "Next-token probabilities")
     np.testing.assert_allclose(array(before_fig["data"][0]["y"]), array(before_fig["data"][1]["y"]))  # nothing off yet
     assert "No head is switched off" in texts(at)
@@ -285,6 +292,7 @@ def test_ablation_equals_the_engine_intervention(lm):
     np.testing.assert_allclose(table["p, switched off"], q[ids], rtol=1e-5)
     assert f"**{0.5 * np.abs(p - q).sum():.1%}** of the probability moved" in texts(at)
     assert "Switched off: 0.1, 2.3" in texts(at)
+    assert part(part(at, 1), 5).multiselect(key="multihead_ablate").value == ["0.1", "2.3"]  # kept while its tab was closed
 
 
 def test_one_token(lm):
@@ -305,7 +313,7 @@ def test_long_text_pools_the_overview(lm):
     T = len(tr.encoding)
     assert T == 256 and "reads at most 256" in texts(at)
     np.testing.assert_allclose(panels(at, "The heads of layer 0")["Layer 0, head 3"], shown(tr["blocks.0.attn.hook_pattern"][3]), rtol=1e-6)
-    grid = z(at, "All 16 heads")
+    grid = z(part(at, 3), "All 16 heads")
     where, shape = mosaic_slices(NL, NH, 32)
     assert grid.shape == shape
     w = shown(tr["blocks.1.attn.hook_pattern"][2]).reshape(32, 8, 32, 8)  # 8 × 8 blocks
@@ -322,7 +330,7 @@ def test_bad_inputs(name, text):
     at = run_typed(PAGE, text)
     if at is None:
         return
-    figs = charts(at)
+    figs = [c for _ in each_tab(at) for c in charts(at)]
     assert len(figs) == 9
     for c in figs:  # user text reaches plotly only escaped
         assert "<script" not in str(c) and "<img" not in str(c)
