@@ -80,8 +80,8 @@ def figure(traces: Sequence[dict], layout: dict) -> Spec:
     Skips plotly.py's validation, which costs ~2 ms per figure (most of a page rerun). Every figure a page test
     reads is re-validated (tests/apptest_utils.checked_spec): it must equal what validation gives.
     """
-    data, lay = [plain(t) for t in traces], plain(layout)
-    return Spec({"data": data, "layout": {**lay, "margin": margins.fit(data, lay), "template": TEMPLATE}})
+    lay = plain(layout)
+    return Spec({"data": [plain(t) for t in traces], "layout": {**lay, "margin": margins.fit(traces, lay), "template": TEMPLATE}})
 
 
 def title_dict(text: str) -> dict | None:

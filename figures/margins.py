@@ -10,8 +10,11 @@ wider than estimated still fits (at the cost of the second pass).
 from __future__ import annotations
 
 import html
+import math
 import re
 import unicodedata
+
+import numpy as np
 
 TICK_PX, TITLE_PX = 12, 14  # Streamlit's theme: tick labels 12 px, axis titles 14 px
 PAD = 8  # the theme's margin.pad
@@ -20,6 +23,7 @@ CROWDED_PX = 200  # x tick labels wider than this in all may turn vertical (a na
 STANDOFF = {"x": 20, "y": 24}  # the theme's axis title standoff
 COLORAXIS_BAR = {"xpad": 24}  # the theme pads a shared colour axis's bar more than a trace's own
 NUMBER_CHARS = 6  # a numeric tick label, e.g. "−0.25" or "1000"
+LEGEND_ROW_PX = 320  # a horizontal legend wraps at about the width of a plot in a narrow column
 AXIS = re.compile(r"([xy])axis\d*$")
 
 
@@ -42,14 +46,27 @@ def _title(prop) -> str:
     return (prop or {}).get("text") or "" if isinstance(prop, dict) else prop or ""
 
 
-def _labels_px(axis: dict) -> float:
-    """Width of the widest tick label of an axis (numbers: NUMBER_CHARS characters)."""
+def _labels_px(axis: dict, values: list) -> float:
+    """Width of the widest tick label of an axis: its ticktext, or numbers as long as the data (or range) they span."""
     if "ticktext" in axis:
         return max((text_px(str(t)) for t in axis["ticktext"]), default=0.0)
-    return text_px("0" * NUMBER_CHARS)  # numbers, or short category names like "n12"
+    return text_px("0" * _number_chars(axis.get("range") or values))
 
 
-def _axis_margins(layout: dict) -> dict[str, float]:
+def _number_chars(values) -> int:
+    """Characters of plotly's tick numbers over these values: 0.25 (4) below 1, 7.5 (3) below 10, then the integer digits."""
+    try:
+        v = np.abs(np.concatenate([np.asarray(x, dtype=np.float64).ravel() for x in values])) if len(values) else np.empty(0)
+        negative = any(np.nanmin(np.asarray(x, dtype=np.float64)) < 0 for x in values if np.size(x))
+    except (TypeError, ValueError):  # category names
+        return NUMBER_CHARS
+    top = np.nanmax(v, initial=0.0)
+    if not np.isfinite(top) or top == 0:
+        return NUMBER_CHARS
+    return len(str(int(top))) + (2 if top < 10 else 0) + (1 if top < 1 else 0) + int(negative) + 1  # + 1 to spare
+
+
+def _axis_margins(traces: list[dict], layout: dict) -> dict[str, float]:
     """Left and bottom space for the tick labels and titles of the axes on those sides (top/right: likewise)."""
     need = {"l": 0.0, "r": 0.0, "t": 0.0, "b": 0.0}
     for key, axis in layout.items():
@@ -57,9 +74,11 @@ def _axis_margins(layout: dict) -> dict[str, float]:
         if not m or not isinstance(axis, dict) or axis.get("visible") is False:
             continue
         letter = m.group(1)
+        ref = letter + key[5:]  # "yaxis2" → "y2"
+        values = [t[letter] for t in traces if letter in t and t.get(letter + "axis", letter) == ref]
         title = _title(axis.get("title"))
         title_px = STANDOFF[letter] + 2 * TITLE_PX if title else 0.0
-        labels = _labels_px(axis) if axis.get("showticklabels", True) else 0.0
+        labels = _labels_px(axis, values) if axis.get("showticklabels", True) else 0.0
         if letter == "y":  # labels are horizontal: their width is the margin
             side = "r" if axis.get("side") == "right" else "l"
             need[side] = max(need[side], PAD + GAP + labels + title_px)
@@ -86,14 +105,15 @@ def _legend_px(traces: list[dict], layout: dict) -> tuple[str, float]:
     legend = layout.get("legend") or {}
     if legend.get("orientation") == "h":
         side = "t" if legend.get("y", -0.1) > 0.5 else "b"
-        return side, 40.0 + (40 if side == "b" else 0)  # one row; below the plot it also clears the x labels
+        rows = math.ceil(sum(40 + text_px(str(n)) for n in names) / LEGEND_ROW_PX)
+        return side, 16.0 + 24 * rows + (40 if side == "b" else 0)  # below the plot it also clears the x labels
     return "r", 50 + max(text_px(str(n)) for n in names)
 
 
 def fit(traces: list[dict], layout: dict) -> dict:
     """layout.margin widened to what the labels, colour bars and legends need (never narrowed)."""
     given = layout.get("margin") or {}
-    need = _axis_margins(layout)
+    need = _axis_margins(traces, layout)
     need["r"] = max(need["r"], _colorbar_px(traces, layout))
     out = {**given, **{k: max(given.get(k, 0), round(v)) for k, v in need.items()}}
     side, px = _legend_px(traces, layout)
