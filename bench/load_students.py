@@ -339,8 +339,8 @@ async def check(base: str, page: str) -> bool:
     first = await s.rerun()
     verdict("page load", first.ok, f"{first.status}, {len(first.charts)} charts, {len(first.exceptions)} exceptions {first.exceptions[:1]}, {first.nbytes / 1024:.1f} KiB")
     prev = first
-    if page_name(page) in (n.split("_", 1)[1] for n in SHOWN_TAB):  # open the tab that the moves below change
-        label = next(SHOWN_TAB[n] for n in SHOWN_TAB if n.split("_", 1)[1] == page_name(page))
+    label = next((tab for name, tab in SHOWN_TAB.items() if page_name(name) == page_name(page)), None)
+    if label:  # open the tab that the moves below change
         wid = next(iter(s.tabs))
         run = await s.rerun({wid.rsplit("-", 1)[-1]: label})
         changed = sum(prev.charts.get(cid) != spec for cid, spec in run.charts.items())

@@ -99,7 +99,7 @@ class Session:
         self.widgets: dict[str, WidgetState] = {}  # id -> current value
         self.elements: dict[str, object] = {}  # id -> widget element proto (last run)
         self.tabs: dict[str, list[str]] = {}  # id of a lazy tab container (a widget: the open tab's label) -> its labels
-        self._tab_paths: dict[tuple[int, ...], str] = {}  # delta path of a lazy tab container (this run) -> its id
+        self._tab_paths: dict[tuple[int, ...], tuple[str, int]] = {}  # delta path of a lazy tab container (this run) -> (its id, the open tab)
         self.cache: dict[str, tuple[ForwardMsg, int]] = {}  # hash -> (msg, runs since last use)
         self.max_cache_age = 2
         self.ws = None
@@ -108,7 +108,6 @@ class Session:
         self._sent_at = 0.0
         self._seen: set[str] = set()
         self._reader: asyncio.Task | None = None
-        self._open_tab: tuple[str, int] = ("", 0)
 
     async def open(self) -> None:
         loop = asyncio.get_running_loop()
@@ -249,13 +248,12 @@ class Session:
         if kind == "tab_container" and block.tab_container.id:
             wid = block.tab_container.id
             self._seen.add(wid)
-            self._tab_paths[path] = wid
+            self._tab_paths[path] = (wid, block.tab_container.default_tab_index)
             self.tabs[wid] = []
-            self._open_tab = (wid, block.tab_container.default_tab_index)
         elif kind == "tab" and path[:-1] in self._tab_paths:
-            wid = self._tab_paths[path[:-1]]
+            wid, open_index = self._tab_paths[path[:-1]]
             self.tabs[wid].append(block.tab.label)
-            if wid not in self.widgets and len(self.tabs[wid]) - 1 == self._open_tab[1]:  # the tab the server opened
+            if wid not in self.widgets and len(self.tabs[wid]) - 1 == open_index:  # the tab the server opened
                 self.widgets[wid] = WidgetState(id=wid, string_value=block.tab.label)
 
     def _finish(self, status: int) -> None:

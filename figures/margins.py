@@ -56,13 +56,13 @@ def _labels_px(axis: dict, values: list) -> float:
 def _number_chars(values) -> int:
     """Characters of plotly's tick numbers over these values: 0.25 (4) below 1, 7.5 (3) below 10, then the integer digits."""
     try:
-        v = np.abs(np.concatenate([np.asarray(x, dtype=np.float64).ravel() for x in values])) if len(values) else np.empty(0)
-        negative = any(np.nanmin(np.asarray(x, dtype=np.float64)) < 0 for x in values if np.size(x))
+        v = np.concatenate([np.asarray(x, dtype=np.float64).ravel() for x in values]) if len(values) else np.empty(0)
     except (TypeError, ValueError):  # category names
         return NUMBER_CHARS
-    top = np.nanmax(v, initial=0.0)
+    top = np.nanmax(np.abs(v), initial=0.0)
     if not np.isfinite(top) or top == 0:
         return NUMBER_CHARS
+    negative = np.nanmin(v) < 0
     return len(str(int(top))) + (2 if top < 10 else 0) + (1 if top < 1 else 0) + int(negative) + 1  # + 1 to spare
 
 

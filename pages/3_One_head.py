@@ -133,10 +133,7 @@ STEPS = {
     "6 · The head's output": step_output,
 }
 # Only the open step runs and is drawn: moving a slider redraws its two or three charts, not all eleven.
-for tab, show in zip(st.tabs(list(STEPS), key="onehead_step", on_change="rerun"), STEPS.values(), strict=True):
-    if tab.open:
-        with tab:
-            show()
+ui.lazy_tabs(STEPS, "onehead_step")
 st.caption(
     "A caveat: attention weights show where information flows, not why the model predicts what it does. "
     "Many heads put most of their weight on the first token (an “attention sink”) when nothing else is useful."

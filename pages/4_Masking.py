@@ -156,7 +156,4 @@ PARTS = {
     "4 · The padding mask": padding,
 }
 # Only the open part runs: parts 3 and 4 run the model again (mask off; a padded batch and each sentence alone).
-for tab, show in zip(st.tabs(list(PARTS), key="masking_part", on_change="rerun"), PARTS.values(), strict=True):
-    if tab.open:
-        with tab:
-            show()
+ui.lazy_tabs(PARTS, "masking_part")

@@ -205,7 +205,4 @@ PARTS = {
     "5 · Switch heads off": switch_off,
 }
 # Only the open part runs and is drawn; part 5 runs the model again with heads switched off.
-for tab, show in zip(st.tabs(list(PARTS), key="multihead_part", on_change="rerun"), PARTS.values(), strict=True):
-    if tab.open:
-        with tab:
-            show()
+ui.lazy_tabs(PARTS, "multihead_part")

@@ -114,7 +114,14 @@ def test_token_choice_survives_a_new_sentence(base_url, tab, page_file):
     assert tab.errors == []
 
 
-@pytest.mark.parametrize("page_file", [p for p in PAGES if p and "st.tabs(" in p.read_text(encoding="utf-8")], ids=lambda p: p.stem)
+TABBED = [p for p in PAGES if p and "ui.lazy_tabs(" in p.read_text(encoding="utf-8")]
+
+
+def test_the_pages_with_lazy_tabs_are_found():
+    assert [p.stem for p in TABBED] == ["3_One_head", "4_Masking", "7_Multi_head"]
+
+
+@pytest.mark.parametrize("page_file", TABBED, ids=lambda p: p.stem)
 def test_every_tab_draws_without_console_errors(base_url, tab, page_file):
     tab.goto(page_url(base_url, page_file))
     wait_rendered(tab)

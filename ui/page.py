@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -42,6 +42,14 @@ def keep_choice(key: str, options: Sequence, default) -> None:
     lazy tab): Streamlit forgets the value of a widget that a run leaves out."""
     value = st.session_state.get(key)
     st.session_state[key] = value if value in options else default
+
+
+def lazy_tabs(parts: dict[str, Callable[[], None]], key: str) -> None:
+    """One tab per part; only the open tab's part runs (and is drawn): st.tabs(key=…, on_change="rerun")."""
+    for tab, show in zip(st.tabs(list(parts), key=key, on_change="rerun"), parts.values(), strict=True):
+        if tab.open:
+            with tab:
+                show()
 
 
 def show_figure(fig: go.Figure, key: str | None = None) -> None:
