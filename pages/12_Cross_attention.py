@@ -8,6 +8,7 @@ from figures import attention as fa
 from figures import cross_attention as fx
 from transformer import seq2seq as s2s
 from transformer import translate_data as td
+from ui import cached
 
 st.set_page_config(page_title="Cross-attention", page_icon="🌉", layout="wide")
 PRESETS = {
@@ -35,24 +36,6 @@ except s2s.TranslatorLoadError as err:
 cfg = lt.cfg
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
-def translation(words: tuple[str, ...], temperature: float, causal: bool, ablate: tuple[tuple[str, int, int], ...]) -> s2s.TranslationTrace:
-    """Greedy translation and its trace, cached; the arrays are read-only."""
-    t = s2s.get_translator()
-    return s2s.translate(t.model, t.vocab, words, s2s.Seq2SeqInterventions(temperature, causal, frozenset(ablate)))
-
-
-@st.cache_resource(max_entries=1, show_spinner=False)
-def examples(seed: int) -> list[td.Pair]:
-    """Held-out phrases: the model never trained on them."""
-    return td.test_pairs(N_EXAMPLES, seed)
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def read(phrase: str) -> s2s.SourceText:
-    return s2s.read_source(s2s.get_translator().vocab, phrase, s2s.get_translator().cfg.n_ctx)
-
-
 def percent(p: float) -> str:
     """A probability as a percentage; tiny ones in scientific notation rather than 0.0%."""
     return f"{p:.1%}" if p >= 0.001 else f"{p:.0e}"
@@ -70,7 +53,7 @@ def apply_preset() -> None:
 def draw_example() -> None:
     n = st.session_state.get("xattn_draws", 0)
     st.session_state["xattn_draws"] = n + 1
-    set_phrase(" ".join(examples(lt.meta.get("data_seed", 0))[n % N_EXAMPLES].source))
+    set_phrase(" ".join(cached.held_out_phrases(N_EXAMPLES, lt.meta.get("data_seed", 0))[n % N_EXAMPLES].source))
 
 
 st.markdown(
@@ -88,7 +71,7 @@ c3.button("A phrase it never saw", key="xattn_random", on_click=draw_example, he
 st.query_params["phrase"] = phrase
 
 try:
-    src = read(phrase)
+    src = cached.read_phrase(phrase)
 except s2s.SourceInputError as err:
     st.info(f"{err} Pick an example above.")
     st.stop()
@@ -118,7 +101,7 @@ L = None if layer_choice == MEAN_LAYERS else int(layer_choice)
 H = None if head_choice == MEAN_HEADS else int(head_choice)
 where = ("all layers" if L is None else f"layer {L}") + (", mean of the heads" if H is None else f", head {H}")
 ablate = tuple((p, int(lay[1:]), int(h[1:])) for p, lay, h in (a.split() for a in ablated))
-tr = translation(src.words, state.temperature, causal, ablate)
+tr = cached.translation(src.words, state.temperature, causal, ablate)
 ref = td.reference(list(src.words))
 gold = ref.alignment if ref is not None and ref.target == tr.output else ()
 cross = s2s.weights(tr, "cross", L, H)  # (T, S)

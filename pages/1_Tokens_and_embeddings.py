@@ -1,52 +1,15 @@
 """Tokens & embeddings: text → sub-word tokens → one learned vector per token."""
 
-import numpy as np
-import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from figures.embeddings import cosine_heatmap, neighbour_bars, pca_map, sentence_rows_heatmap, shown_chars, token_chips
-from transformer import Trace
-from transformer.embedding_space import PCA, NotOneToken, analogy, cosine_matrix, frequent_ids, merged_ids, nearest, pca, single_token_id, unit_rows
+from figures.embeddings import neighbour_bars, shown_chars
+from transformer.embedding_space import NotOneToken, analogy, merged_ids, nearest, single_token_id
+from ui import cached
 
 st.set_page_config(page_title="Tokens & embeddings · Attention Atlas", page_icon="🧭", layout="wide")
 state = ui.sidebar()
 lm = ui.get_model(state.model)
-
-
-@st.cache_resource(max_entries=4, show_spinner=False)
-def unit_embedding(model_name: str) -> np.ndarray:
-    """Every row of W_E scaled to length 1, (V, d): cosine similarity becomes a dot product."""
-    return unit_rows(ui.get_model(model_name).model.W_E.detach().numpy())
-
-
-@st.cache_resource(max_entries=16, show_spinner=False)
-def vocabulary_map(model_name: str, n: int) -> tuple[np.ndarray, PCA]:
-    """The n 'frequent' vocabulary ids and a 3-component PCA fitted on their embeddings."""
-    m = ui.get_model(model_name)
-    ids = frequent_ids(m.tokenizer, n)
-    return ids, pca(m.model.W_E.detach().numpy()[ids], 3)
-
-
-# Figures are cached per (model, sentence, controls): they depend on nothing else (embeddings come before any
-# attention, so not on the temperature either), and building them costs far more than sending them.
-@st.cache_resource(max_entries=16, show_spinner=False)
-def sentence_figures(model_name: str, sentence: str, _tr: Trace) -> tuple[go.Figure, go.Figure, go.Figure]:
-    """Token chips, the embedding rows W_E[ids] and their cosine-similarity matrix."""
-    enc, embed = _tr.encoding, _tr["hook_embed"]  # embed: (T, d_model)
-    rows = sentence_rows_heatmap(embed, enc.labels, f"Embedding rows W_E[id] of your {len(enc)} tokens ({embed.shape[1]} dimensions)", "W_E value")
-    return token_chips(enc), rows, cosine_heatmap(cosine_matrix(embed), enc.labels)
-
-
-@st.cache_resource(max_entries=16, show_spinner=False)
-def map_figure(model_name: str, sentence: str, n: int, k: int, _tr: Trace) -> tuple[go.Figure, float]:
-    """The sentence's tokens among the n frequent vocabulary tokens, in k principal components; and the share of variance shown."""
-    m = ui.get_model(model_name)
-    bg_ids, fit = vocabulary_map(model_name, n)
-    bg = fit.project(m.model.W_E.detach().numpy()[bg_ids])[:, :k]  # (n, k)
-    pts = fit.project(_tr["hook_embed"])[:, :k]  # (T, k)
-    vocab_labels = m.tokenizer.vocab_labels()
-    return pca_map(bg, [vocab_labels[i] for i in bg_ids], pts, _tr.encoding.labels, fit.explained[:k]), float(fit.explained[:k].sum())
 
 
 st.title("Tokens and embeddings")
@@ -62,7 +25,7 @@ tr = ui.trace_or_stop(state)
 enc = tr.encoding
 labels = enc.labels
 T = len(enc)
-chips_fig, embed_fig, cosine_fig = sentence_figures(state.model, state.sentence, tr)
+chips_fig, embed_fig, cosine_fig = cached.sentence_figures(state.model, state.sentence, tr)
 
 st.header("1. Text → tokens")
 st.markdown(
@@ -116,7 +79,7 @@ if n_max > 50:  # a real BPE vocabulary; a toy one is drawn whole
     )
 three_d = c2.toggle("3-D", key="tokens_pca_3d", help="Show three principal components instead of two (drag to rotate).")
 k_dims = 3 if three_d else 2
-map_fig, shown_share = map_figure(state.model, state.sentence, n_vocab, k_dims, tr)
+map_fig, shown_share = cached.map_figure(state.model, state.sentence, n_vocab, k_dims, tr)
 ui.show_figure(map_fig, key="tokens_pca")
 st.caption(f"These {k_dims} directions hold {100 * shown_share:.1f}% of the spread of the {n_vocab} vocabulary vectors; the rest is hidden, so points that look close may be far apart.")
 
@@ -127,7 +90,7 @@ ui.show_figure(cosine_fig, key="tokens_cosine")
 
 st.header("5. Nearest neighbours in the vocabulary")
 st.markdown("Pick a token of your sentence: these are the vocabulary tokens whose vectors point most nearly the same way (highest cosine over all of $W_E$).")
-unit = unit_embedding(state.model)
+unit = cached.unit_embedding(state.model)
 c1, c2 = st.columns([2, 1])
 ui.keep_choice("tokens_query", range(T), max(range(T), key=lambda p: len(labels[p])))  # a word rather than punctuation, by default
 query = c1.selectbox("Token", range(T), format_func=lambda p: f"{p}: {labels[p]}", key="tokens_query", help="A position in your sentence; its token's neighbours are listed.")

@@ -3,45 +3,16 @@
 import math
 
 import numpy as np
-import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from figures.embeddings import sentence_rows_heatmap
-from figures.positions import bits_heatmap, encoding_heatmap, similarity_heatmap, waves
-from transformer import Trace, sinusoidal_encoding
-from transformer.embedding_space import binary_bits
+from figures.positions import waves
+from transformer import sinusoidal_encoding
+from ui import cached
 
 st.set_page_config(page_title="Positional encoding · Attention Atlas", page_icon="🧭", layout="wide")
 state = ui.sidebar()
 lm = ui.get_model(state.model)
-COUNTER_ROWS, COUNTER_DIMS = 16, 32  # the positions and sinusoid dimensions shown next to the binary counter
-
-
-# Figures are cached per input: building them costs far more than sending them.
-@st.cache_resource(max_entries=16, show_spinner=False)
-def sinusoid_figures(d: int, n_pos: int) -> tuple[go.Figure, go.Figure, go.Figure, go.Figure]:
-    """PE heatmap, binary counter, the first positions and dimensions of PE, and PE_i · PE_j."""
-    pe = sinusoidal_encoding(n_pos, d).numpy()  # (n_pos, d)
-    n = min(n_pos, COUNTER_ROWS)
-    counter = bits_heatmap(binary_bits(n, max(1, math.ceil(math.log2(n)))))
-    # PE_i · PE_j for every pair
-    sim = similarity_heatmap(pe @ pe.T, f"PE_i · PE_j for {n_pos} positions, d = {d}")  # (n_pos, n_pos)
-    return (
-        encoding_heatmap(pe, f"Sinusoidal encoding: {n_pos} positions × {d} dimensions"),
-        counter,
-        encoding_heatmap(pe[:n, :COUNTER_DIMS], f"The same {n} positions, first {min(d, COUNTER_DIMS)} sinusoid dimensions"),
-        sim,
-    )
-
-
-@st.cache_resource(max_entries=16, show_spinner=False)
-def input_figures(model_name: str, sentence: str, _tr: Trace) -> tuple[go.Figure, go.Figure, go.Figure]:
-    """Token embedding, position vectors and their sum (the input to block 0), one row per token."""
-    embed, pos_embed, resid = _tr["hook_embed"], _tr["hook_pos_embed"], _tr["blocks.0.hook_resid_pre"]  # 3 × (T, d_model)
-    labels, T = _tr.encoding.labels, len(_tr.encoding)
-    panels = ((embed, "token embedding W_E[id]"), (pos_embed, f"+ position W_pos[0…{T - 1}]"), (resid, "= input to block 0"))
-    return tuple(sentence_rows_heatmap(z, labels, title, "value") for z, title in panels)
 
 
 st.title("Positional encoding")
@@ -64,7 +35,7 @@ c1, c2 = st.columns(2)
 d_default = lm.cfg.d_model if lm.cfg.d_model % 2 == 0 and lm.cfg.d_model <= 256 else 128
 d = c1.slider("d (dimensions)", 2, 256, d_default, step=2, key="positions_d", help="Width of the encoding, d_model. Starts at this model's width.")
 n_pos = c2.slider("Length (positions)", 2, 256, 64, key="positions_length", help="How many positions to encode, starting at 0.")
-pe_fig, counter_fig, pe_rows_fig, sim_fig = sinusoid_figures(d, n_pos)
+pe_fig, counter_fig, pe_rows_fig, sim_fig = cached.sinusoid_figures(d, n_pos)
 ui.show_figure(pe_fig, key="positions_pe")
 
 if "positions_dims" in st.session_state:  # keep only the dimensions that still exist after d changed
@@ -82,7 +53,7 @@ else:
     st.info("Pick at least one dimension to draw.")
 
 st.header("2. Like a binary counter")
-n_count = min(n_pos, COUNTER_ROWS)
+n_count = min(n_pos, cached.COUNTER_ROWS)
 st.markdown(
     f"Write the positions 0 … {n_count - 1} in binary: the lowest bit flips every step, the next every 2 steps, "
     "the next every 4, and so on — each bit is a slower clock, and together they give every position a unique "
@@ -120,7 +91,7 @@ st.markdown(
     "is the sum, token by token and dimension by dimension: the same token at two positions now gets two "
     "different input vectors."
 )
-for col, fig, key in zip(st.columns(3), input_figures(state.model, state.sentence, tr), ("positions_sum_embed", "positions_sum_pos", "positions_sum_input"), strict=True):
+for col, fig, key in zip(st.columns(3), cached.input_figures(state.model, state.sentence, tr), ("positions_sum_embed", "positions_sum_pos", "positions_sum_input"), strict=True):
     with col:
         ui.show_figure(fig, key=key)
 norm_e, norm_p = np.linalg.norm(tr["hook_embed"], axis=1).mean(), np.linalg.norm(tr["hook_pos_embed"], axis=1).mean()

@@ -8,10 +8,10 @@ import ui
 from figures.common import grouped_bars
 from figures.softmax import dk_lines, temperature_curves
 from transformer import softmax_lab as lab
+from ui import cached
 
 st.set_page_config(page_title="Softmax & temperature", page_icon="🌡️", layout="wide")
 state = ui.sidebar()
-experiment = st.cache_data(max_entries=16, show_spinner=False)(lab.sqrt_dk_experiment)
 TAUS = np.geomspace(0.05, 5.0, 120)  # the temperature grid of the entropy curve
 SCALES = [1, 2, 5, 10, 20, 50, 100]
 
@@ -85,7 +85,7 @@ def dk_section() -> None:
     c1, c2 = st.columns([3, 1])
     d_k = c1.select_slider("d_k", list(lab.D_KS), value=64, key="softmax_dk", help="Size of the query and key vectors in the example below (marked on the curves).")
     seed = int(c2.number_input("Seed", 0, 1_000_000, 0, 1, key="softmax_seed", help="Draw other random vectors."))
-    ex = experiment(seed=seed)
+    ex = cached.sqrt_dk_experiment(seed=seed)
     i = list(lab.D_KS).index(d_k)
     n_q, n_k = ex.scores.shape[1:]
     st.caption(f"{n_q} random queries, each against {n_k} random keys, every entry drawn from a normal distribution with mean 0 and spread 1 (seed {seed}).")

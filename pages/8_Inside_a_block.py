@@ -1,73 +1,16 @@
 """Inside a block: the residual stream, LayerNorm, the MLP, and how much attention and the MLP each add."""
 
 import numpy as np
-import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from figures import block as fb
-from figures.common import grouped_bars
-from transformer import Trace
 from transformer import block_stats as bs
+from ui import cached
 
 st.set_page_config(page_title="Inside a block · Attention Atlas", page_icon="🧱", layout="wide")
 state = ui.sidebar()
 cfg = ui.get_model(state.model).cfg
 L = state.layer
-
-
-# Figures are cached per input: the trace is fixed by (model, sentence, τ) and not hashed (_tr),
-# and building these figures costs far more than sending them.
-@st.cache_resource(max_entries=16, show_spinner=False)
-def stream_figure(model_name: str, sentence: str, tau: float, _tr: Trace) -> go.Figure:
-    """‖x‖ of every token at every stage of the residual stream."""
-    stages = [label for _, label in bs.stream_stages(bs.n_layers(_tr))]
-    return fb.residual_norm_heatmap(bs.residual_norms(_tr), stages, _tr.encoding.labels)
-
-
-@st.cache_resource(max_entries=32, show_spinner=False)
-def layernorm_figures(model_name: str, sentence: str, tau: float, layer: int, ln: str, _tr: Trace) -> tuple[go.Figure, go.Figure]:
-    """Per-token mean and standard deviation of the LayerNorm's input, normalized vectors and output."""
-    cfg = ui.get_model(model_name).cfg
-    steps = bs.layernorm_steps(_tr, layer, ln, cfg.ln_eps)
-    stats = {name: bs.token_mean_std(v) for name, v in (("input x", steps.x), ("normalized x̂", steps.x_hat), ("output x̂⊙w + b", steps.y))}
-    labels = _tr.encoding.labels
-    mean_fig = grouped_bars({k: m for k, (m, _) in stats.items()}, labels, title=f"Mean μ of each token's {cfg.d_model} numbers", x_title="token", y_title="mean")
-    std_fig = grouped_bars({k: s for k, (_, s) in stats.items()}, labels, title="Standard deviation σ of each token's numbers", x_title="token", y_title="standard deviation")
-    return mean_fig, std_fig
-
-
-@st.cache_resource(max_entries=32, show_spinner=False)
-def token_figures(model_name: str, sentence: str, tau: float, layer: int, ln: str, tok: int, _tr: Trace) -> tuple[go.Figure, go.Figure]:
-    """One token: its numbers before and after the LayerNorm, and its MLP neurons on the GELU curve."""
-    cfg = ui.get_model(model_name).cfg
-    steps = bs.layernorm_steps(_tr, layer, ln, cfg.ln_eps)
-    label = _tr.encoding.labels[tok]
-    values = {"input x": steps.x[tok], "normalized x̂": steps.x_hat[tok], "output x̂⊙w + b": steps.y[tok]}
-    values_fig = fb.token_values(values, f"The {cfg.d_model} numbers of token {tok} ({label}) before and after {ln.upper()}")
-    pre, post = _tr[f"blocks.{layer}.mlp.hook_pre"][tok], _tr[f"blocks.{layer}.mlp.hook_post"][tok]  # (d_mlp,) each
-    curve_x = np.linspace(min(float(pre.min()), -3.0), max(float(pre.max()), 3.0), 200, dtype=np.float32)  # (200,)
-    gelu_fig = fb.gelu_figure(curve_x, bs.gelu(curve_x, cfg.activation), pre, post, f"GELU, and the {cfg.d_mlp} neurons of token {tok} ({label})")
-    return values_fig, gelu_fig
-
-
-@st.cache_resource(max_entries=32, show_spinner=False)
-def mlp_figure(model_name: str, sentence: str, tau: float, layer: int, n: int, _tr: Trace) -> go.Figure:
-    """The n most active neurons of the block's MLP, for every token."""
-    post = _tr[f"blocks.{layer}.mlp.hook_post"]  # (T, d_mlp)
-    neurons = bs.top_neurons(post, n)  # (n,) neuron ids
-    title = f"MLP activations GELU(x·W_in + b_in): the {n} most active of {post.shape[1]} neurons"
-    return fb.mlp_heatmap(post[:, neurons], neurons, _tr.encoding.labels, title)
-
-
-@st.cache_resource(max_entries=32, show_spinner=False)
-def adds_figures(model_name: str, sentence: str, tau: float, layer: int, _tr: Trace) -> tuple[go.Figure, go.Figure]:
-    """‖attn_out‖ and ‖mlp_out‖: per block averaged over the tokens, and per token for `layer`."""
-    attn, mlp = bs.contribution_norms(_tr)  # (n_layer, T) each
-    per_layer = {"attention ‖attn_out‖": attn.mean(axis=1), "MLP ‖mlp_out‖": mlp.mean(axis=1)}
-    layers_fig = grouped_bars(per_layer, [f"block {i}" for i in range(len(attn))], title="Average over tokens, per block", x_title="block", y_title="average length")
-    per_token = {"attention ‖attn_out‖": attn[layer], "MLP ‖mlp_out‖": mlp[layer]}
-    return layers_fig, grouped_bars(per_token, _tr.encoding.labels, title=f"Block {layer}, per token", x_title="token", y_title="length")
 
 
 st.title("🧱 Inside a block")
@@ -92,7 +35,7 @@ st.markdown(
     "nothing is thrown away: a later block can still read what an earlier one wrote."
 )
 norms = bs.residual_norms(tr)  # (2·n_layer + 1, T)
-ui.show_figure(stream_figure(*key, tr), key="block_norms")
+ui.show_figure(cached.stream_figure(*key, tr), key="block_norms")
 st.caption(f"Average length over the {T} tokens: {norms[0].mean():.3g} at the start, {norms[-1].mean():.3g} after the last block.")
 
 st.header(f"2 · LayerNorm (block {L})")
@@ -111,7 +54,7 @@ st.latex(
 ln_names = {"ln1": "LayerNorm 1 (before attention, reads x)", "ln2": "LayerNorm 2 (before the MLP, reads x_mid)"}
 ln = st.radio("Which LayerNorm", list(ln_names), format_func=ln_names.get, horizontal=True, key="block_ln", help="Each block has two: one in front of attention, one in front of the MLP.")
 steps = bs.layernorm_steps(tr, L, ln, cfg.ln_eps)
-for col, fig, name in zip(st.columns(2), layernorm_figures(*key, L, ln, tr), ("block_ln_mean", "block_ln_std"), strict=True):
+for col, fig, name in zip(st.columns(2), cached.layernorm_figures(*key, L, ln, tr), ("block_ln_mean", "block_ln_std"), strict=True):
     with col:
         ui.show_figure(fig, key=name)
 hat_mean, hat_std = bs.token_mean_std(steps.x_hat)
@@ -124,7 +67,7 @@ st.caption(
 
 ui.keep_choice("block_token", range(T), T - 1)
 tok = st.selectbox("Token to inspect", range(T), format_func=lambda p: f"{p}: {labels[p]}", key="block_token", help="One token, shown number by number here and neuron by neuron in section 3.")
-values_fig, gelu_fig = token_figures(*key, L, ln, tok, tr)
+values_fig, gelu_fig = cached.token_figures(*key, L, ln, tok, tr)
 ui.show_figure(values_fig, key="block_ln_token")
 
 st.header(f"3 · The MLP (block {L})")
@@ -155,7 +98,7 @@ n_shown = st.slider(
     key="block_neurons",
     help=f"The N neurons with the largest output on any token of the sentence, strongest first; {cfg.d_mlp} shows them all.",
 )
-ui.show_figure(mlp_figure(*key, L, n_shown, tr), key="block_mlp")
+ui.show_figure(cached.mlp_figure(*key, L, n_shown, tr), key="block_mlp")
 
 st.header("4 · What attention and the MLP add")
 st.markdown(
@@ -165,7 +108,7 @@ st.markdown(
 )
 st.latex(r"\lVert \mathrm{Attn}(\mathrm{LN}_1(x_t)) \rVert_2 \quad \text{vs} \quad \lVert \mathrm{MLP}(\mathrm{LN}_2(x_{\mathrm{mid},t})) \rVert_2 \quad \text{vs} \quad \lVert x_t \rVert_2")
 attn, mlp = bs.contribution_norms(tr)  # (n_layer, T) each
-for col, fig, name in zip(st.columns(2), adds_figures(*key, L, tr), ("block_adds_layers", "block_adds_tokens"), strict=True):
+for col, fig, name in zip(st.columns(2), cached.adds_figures(*key, L, tr), ("block_adds_layers", "block_adds_tokens"), strict=True):
     with col:
         ui.show_figure(fig, key=name)
 a, m, x, x_mid = attn[L].mean(), mlp[L].mean(), norms[2 * L].mean(), norms[2 * L + 1].mean()  # averages over the tokens

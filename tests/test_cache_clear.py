@@ -103,3 +103,13 @@ def test_pages_render_after_clear_cache(loads, traces):
     assert_ok(fresh)
     assert charts(fresh)
     assert loads == []
+
+
+def test_one_trace_however_get_trace_is_called(traces):
+    """Streamlit keys a cache by the arguments as passed; defaults written out or left out must share one forward pass."""
+    text = "A sentence no other test runs, for one cache entry."
+    first = ui.get_trace(MODEL, text, 0.7)
+    assert ui.get_trace(MODEL, text, 0.7, causal=True) is first
+    assert ui.get_trace(MODEL, text, 0.7, True, ()) is first
+    assert ui.page.get_trace(MODEL, text, 0.7, True, (), ()) is first
+    assert traces == [text]

@@ -44,9 +44,17 @@ def get_model(name: str) -> LoadedModel:
         return _MODELS[key]
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)  # a 256-token trace is ~29 MiB
 def get_trace(model_name: str, text: str, temperature: float = 1.0, causal: bool = True, ablate: tuple[tuple[int, int], ...] = (), head_temperature: tuple[tuple[int, int, float], ...] = ()) -> Trace:
-    """run_trace on a registry model, cached; the trace's arrays are read-only."""
+    """run_trace on a registry model, cached; the trace's arrays are read-only.
+
+    Streamlit keys a cache by the arguments as passed, defaults left out: every call goes through here with all of them,
+    so get_trace(m, s, τ) and get_trace(m, s, τ, causal=True) share one entry (one forward pass, not two)."""
+    # by keyword: Streamlit looks up the signature again for every positional argument
+    return _trace(model_name=model_name, text=text, temperature=float(temperature), causal=bool(causal), ablate=tuple(ablate), head_temperature=tuple(head_temperature))
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)  # a 256-token trace is ~29 MiB
+def _trace(model_name: str, text: str, temperature: float, causal: bool, ablate: tuple[tuple[int, int], ...], head_temperature: tuple[tuple[int, int, float], ...]) -> Trace:
     lm = get_model(model_name)
     iv = Interventions(temperature=temperature, causal=causal, ablate=frozenset(ablate), head_temperature=head_temperature)
     return run_trace(lm.model, lm.tokenizer, text, iv)
