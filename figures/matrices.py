@@ -40,3 +40,19 @@ def matrix(
         height=110 + 45 * m.shape[0],
         extra={"texttemplate": CELL_FORMAT},  # the number in every cell, formatted by plotly from z itself
     )
+
+
+def lecture_figures(m: dict[str, np.ndarray], words: Sequence[str], dims: Sequence[str]) -> dict[str, go.Figure]:
+    """Every matrix of the lecture's worked example (transformer.lecture.STEPS), with its title and axes."""
+    words_dims = (words, dims, "", "")
+    shapes = {  # name → (title, rows, cols, row title, col title)
+        "X": (f"X ({len(words)} words × {len(dims)} dims)", *words_dims),
+        **{w: (w, dims, dims, "input dim", "output dim") for w in ("W_Q", "W_K", "W_V")},
+        **{v: (f"{v} = X·W_{v}", *words_dims) for v in ("Q", "K", "V")},
+        "scores": ("scores = Q·Kᵀ", words, words, "query", "key"),
+        "scaled": ("scores ÷ √3", words, words, "query", "key"),
+        "weights": ("weights = softmax (rows)", words, words, "query", "key"),
+        "attention": ("attention = weights·V", *words_dims),
+    }
+    ranges = {"weights": {"zmin": 0.0, "zmax": 1.0}}
+    return {name: matrix(m[name], rows, cols, title=title, row_title=rt, col_title=ct, **ranges.get(name, {})) for name, (title, rows, cols, rt, ct) in shapes.items()}

@@ -5,8 +5,8 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from figures.matrices import matrix
-from transformer.lecture import LECTURE_SEED, LECTURE_WORDS, LECTURE_X, lecture_example
+from transformer.lecture import LECTURE_SEED, LECTURE_WORDS, LECTURE_X
+from ui import cached
 
 st.set_page_config(page_title="Lecture example", page_icon="🎓", layout="wide")
 ui.sidebar()  # shared state; this page does not use the sentence
@@ -79,7 +79,7 @@ read = read_table(table)
 if read is None:
     st.stop()
 X, words = read
-m = lecture_example(X, seed)
+m, figs = cached.lecture_figures(X, tuple(words), tuple(DIMS), seed)
 
 
 def vec(v: np.ndarray) -> str:
@@ -87,39 +87,38 @@ def vec(v: np.ndarray) -> str:
     return r"\left[" + r",\ ".join(f"{x:.3g}" for x in v) + r"\right]"
 
 
-def show(name: str, title: str, rows: list[str], cols: list[str], row_title: str = "", col_title: str = "", **kwargs) -> None:
-    ui.show_figure(matrix(m[name], rows, cols, title=title, row_title=row_title, col_title=col_title, **kwargs), key=f"lecture_fig_{name}")
+def show(name: str) -> None:
+    ui.show_figure(figs[name], key=f"lecture_fig_{name}")
 
 
-show("X", "X (4 words × 3 dims)", words, DIMS)
+show("X")
 
 st.subheader("2. The weight matrices")
 st.markdown(f"`np.random.seed({seed})`, then three calls of `np.random.randint(3, size=(3, 3))`: W_Q first, then W_K, then W_V. In a real model these are learned; here they are random whole numbers.")
 for col, name in zip(st.columns(3), ("W_Q", "W_K", "W_V"), strict=True):
     with col:
-        show(name, name, DIMS, DIMS, "input dim", "output dim")
+        show(name)
 
 st.subheader("3. Queries, keys and values")
 st.markdown("Each word's vector times each weight matrix: row *i* of Q is word *i*'s query (what it looks for), of K its key (what it offers), of V its value (what it passes on).")
 st.latex(r"Q = XW_Q,\qquad K = XW_K,\qquad V = XW_V")
 for col, name in zip(st.columns(3), ("Q", "K", "V"), strict=True):
     with col:
-        show(name, f"{name} = X·W_{name}", words, DIMS)
+        show(name)
 
 st.subheader("4. Scores, scaling, softmax")
 st.markdown("Every query is compared with every key by a dot product, divided by √3, and each row is turned into weights by softmax: positive, and adding up to 1.")
 st.latex(r"e_{ij} = q_i \cdot k_j \qquad \frac{e_{ij}}{\sqrt{3}} \qquad \alpha_{ij} = \frac{\exp(e_{ij}/\sqrt{3})}{\sum_{j'} \exp(e_{ij'}/\sqrt{3})}")
-steps = (("scores", "scores = Q·Kᵀ", {}), ("scaled", "scores ÷ √3", {}), ("weights", "weights = softmax (rows)", {"zmin": 0.0, "zmax": 1.0}))
-for col, (name, title, kwargs) in zip(st.columns(3), steps, strict=True):
+for col, name in zip(st.columns(3), ("scores", "scaled", "weights"), strict=True):
     with col:
-        show(name, title, words, words, "query", "key", **kwargs)
+        show(name)
 
 st.subheader("5. The output")
 st.markdown("Each word's new vector is the weighted average of the value vectors, with its row of weights.")
 st.latex(r"\text{attention}_i = \sum_j \alpha_{ij}\, v_j")
 left, right = st.columns([1, 1])
 with left:
-    show("attention", "attention = weights·V", words, DIMS)
+    show("attention")
 with right:
     st.markdown(
         "**One row, by hand.** Pick a word and follow its numbers through the last steps, below: its scores against every key, "

@@ -18,6 +18,7 @@ from figures import block as fb
 from figures import context as fc
 from figures.common import grouped_bars
 from figures.embeddings import cosine_heatmap, pca_map, sentence_rows_heatmap, token_chips
+from figures.matrices import lecture_figures as lecture_matrices
 from figures.positions import bits_heatmap, encoding_heatmap, similarity_heatmap
 from figures.prediction import lens_heatmap
 from transformer import Interventions, Trace, predict, sinusoidal_encoding
@@ -27,6 +28,7 @@ from transformer import seq2seq as s2s
 from transformer import softmax_lab as lab
 from transformer import translate_data as td
 from transformer.embedding_space import PCA, binary_bits, cosine_matrix, frequent_ids, pca, unit_rows
+from transformer.lecture import lecture_example
 from transformer.logit_lens import logit_lens, stage_names
 
 from .models import get_model, get_trace
@@ -232,3 +234,15 @@ def read_phrase(phrase: str) -> s2s.SourceText:
 # --- Softmax & temperature ---
 
 sqrt_dk_experiment = st.cache_data(max_entries=16, show_spinner=False)(lab.sqrt_dk_experiment)
+
+
+# --- Lecture example ---
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def lecture_figures(X: np.ndarray, words: tuple[str, ...], dims: tuple[str, ...], seed: int) -> tuple[dict[str, np.ndarray], dict[str, go.Figure]]:
+    """Every matrix of the worked example for these inputs (read-only), and its figure."""
+    m = lecture_example(X, seed)
+    for a in m.values():
+        a.flags.writeable = False
+    return m, lecture_matrices(m, words, dims)
