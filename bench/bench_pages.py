@@ -7,6 +7,10 @@ costs once both are cached). Streamlit's caches are cleared before each page, so
 another page left (the models stay loaded: ui.models holds them outside the cache). A page with lazy
 tabs gets one row per tab, measured with that tab open. Prints a table; asserts nothing.
 
+AppTest makes a new ScriptCache for every run, so it parses and compiles the page again each time (with Streamlit's
+"magic" pass over the syntax tree). A server compiles a page once and keeps its bytecode. The reruns here share one
+ScriptCache, as a server does; the "compile" column shows what AppTest alone would add to every rerun.
+
     .venv/bin/python bench/bench_pages.py [Masking Next …]   (only pages whose file name contains one of these)
 """
 
@@ -23,7 +27,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import streamlit as st  # noqa: E402
-from streamlit.testing.v1 import AppTest  # noqa: E402
+from streamlit.runtime.scriptrunner import magic  # noqa: E402
+from streamlit.runtime.scriptrunner.script_cache import ScriptCache  # noqa: E402
+from streamlit.testing.v1 import AppTest, local_script_runner  # noqa: E402
 
 from tests.apptest_utils import lazy_tabs  # noqa: E402
 from transformer.loading import load_model  # noqa: E402
@@ -31,6 +37,8 @@ from transformer.loading import load_model  # noqa: E402
 PASSAGE = (ROOT.parent / "shared" / "corpora" / "tinyshakespeare.txt").read_text()[:20_000]
 REPEATS = 11
 SIDEBAR_ONLY = "import ui\nui.sidebar()\n"  # what every page pays before its own work (AppTest, widgets, query string)
+SCRIPTS = ScriptCache()
+local_script_runner.ScriptCache = lambda: SCRIPTS  # one bytecode cache for every run, as in a server (see above)
 
 
 def text_of(n_tokens: int) -> str:
@@ -50,6 +58,18 @@ def page_bytes(at: AppTest) -> int:
             total += proto.ByteSize()
         stack.extend(getattr(node, "children", {}).values())
     return total
+
+
+def compile_ms(page: Path) -> float:
+    """What AppTest spends on every run compiling the page (median of 5): magic pass, then compile()."""
+    source = page.read_text()
+
+    def once() -> float:
+        t0 = time.perf_counter()
+        compile(magic.add_magic(source, str(page)), str(page), "exec", dont_inherit=True)
+        return time.perf_counter() - t0
+
+    return statistics.median(once() for _ in range(5)) * 1000
 
 
 def measure(page: Path | str, sentence: str, tab: tuple[str, str] | None = None) -> tuple[float, float, int]:
@@ -84,12 +104,13 @@ def main() -> None:
     sentences = {n: text_of(n) for n in (16, 256)}
     print(f"load average before: {os.getloadavg()[0]:.2f} (2 cores; other work on the machine inflates every number)")
     print("AppTest rerun medians (ms) after a temperature change, and KiB of the page's elements")
-    print(f"{'page':44} {'new@16':>7} {'rep@16':>7} {'KiB@16':>7} {'new@256':>8} {'rep@256':>8} {'KiB@256':>8}")
+    print(f"{'page':44} {'new@16':>7} {'rep@16':>7} {'KiB@16':>7} {'new@256':>8} {'rep@256':>8} {'KiB@256':>8} {'compile':>8}")
     for name, page in [("(sidebar only: the floor)", SIDEBAR_ONLY), *((p.stem, p) for p in pages)]:
         tabs = lazy_tabs(AppTest.from_file(str(page), default_timeout=120).run()) if isinstance(page, Path) else {}
         for row, tab in [(name, None)] if not tabs else [(f"{name} · {label}", (key, label)) for key, labels in tabs.items() for label in labels]:
             (n16, r16, b16), (n256, r256, b256) = (measure(page, sentences[n], tab) for n in (16, 256))
-            print(f"{row[:44]:44} {n16:7.1f} {r16:7.1f} {b16 / 1024:7.1f} {n256:8.1f} {r256:8.1f} {b256 / 1024:8.1f}", flush=True)
+            compiled = f"{compile_ms(page):8.1f}" if isinstance(page, Path) else ""
+            print(f"{row[:44]:44} {n16:7.1f} {r16:7.1f} {b16 / 1024:7.1f} {n256:8.1f} {r256:8.1f} {b256 / 1024:8.1f} {compiled}", flush=True)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ wider than estimated still fits (at the cost of the second pass).
 
 from __future__ import annotations
 
+import functools
 import html
 import math
 import re
@@ -27,10 +28,12 @@ LEGEND_ROW_PX = 320  # a horizontal legend wraps at about the width of a plot in
 AXIS = re.compile(r"([xy])axis\d*$")
 
 
+@functools.lru_cache(maxsize=4096)  # token labels recur in every figure of a page
 def text_px(text: str, size: int = TICK_PX) -> float:
     """An upper estimate of the width of one line of text in the theme's font (Source Sans) at `size` px."""
-    text = html.unescape(re.sub(r"<[^>]+>", "", text))  # plotly's own markup (<b>, <br>) is not drawn as text
-    return size * sum(_char_em(c) for c in text)
+    if "<" in text or "&" in text:
+        text = html.unescape(re.sub(r"<[^>]+>", "", text))  # plotly's own markup (<b>, <br>) is not drawn as text
+    return size * sum(map(_char_em, text))
 
 
 def _char_em(c: str) -> float:
