@@ -91,7 +91,7 @@ if not word.strip():
     st.info("Type the word to follow, e.g. bear.")
     st.stop()
 
-traces = [ui.get_trace(state.model, s, state.temperature) for s in sentences]
+traces = ui.get_traces(state.model, tuple(sentences), state.temperature)  # one batched pass
 found, rows = {}, []  # sentence number → (trace, match); one table row per sentence
 for n, (s, tr) in enumerate(zip(sentences, traces, strict=True), start=1):
     cut = f" (in its first {cfg.n_ctx} tokens, all the model reads)" if tr.truncated else ""

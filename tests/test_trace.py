@@ -11,7 +11,7 @@ import torch
 from tests.conftest import SENTENCES
 from transformer.loading import load_model
 from transformer.model import Interventions, sinusoidal_encoding
-from transformer.trace import MAX_CHARS, TraceInputError, run_trace, trace_names
+from transformer.trace import MAX_CHARS, TraceInputError, run_trace, run_traces, trace_names
 
 
 def expected_shapes(cfg, T: int) -> dict[str, tuple[int, ...]]:
@@ -138,6 +138,37 @@ def test_odd_characters_trace_fine(tiny_model, tokenizer, text):
 def test_forward_longer_than_the_context_raises_value_error(tiny_model, tiny_cfg):
     with pytest.raises(ValueError, match="longer than the context"):
         tiny_model(torch.zeros(1, tiny_cfg.n_ctx + 1, dtype=torch.long))
+
+
+# ---------------------------------------------------------------- several texts in one batch
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_batched_traces_equal_one_text_at_a_time(tiny_model, tokenizer, causal):
+    """run_traces pads to the longest text; each trace must equal a plain forward pass over its own text alone.
+    Without the mask, a short text's tokens would read the padding keys (with the causal mask off, every token does)."""
+    texts = [SENTENCES[0], "Hi", SENTENCES[1] + " " + SENTENCES[2]]
+    iv = Interventions(temperature=0.7, causal=causal)
+    traces = run_traces(tiny_model, tokenizer, texts, iv)
+    assert len({len(tr.encoding) for tr in traces}) == 3  # three lengths: two of them padded
+    for text, tr in zip(texts, traces, strict=True):
+        assert tr.encoding == tokenizer.encode(text)
+        assert tr.interventions == iv
+        rec = {}
+        with torch.inference_mode():
+            tiny_model(torch.tensor([tr.encoding.ids]), interventions=iv, rec=rec)
+        assert tr.cache.keys() == rec.keys()
+        for name, t in rec.items():
+            want = t[0].numpy()
+            scale = np.abs(want[np.isfinite(want)]).max(initial=1.0)  # float rounding is relative to the largest values
+            assert not tr[name].flags.writeable, name
+            np.testing.assert_allclose(tr[name], want, rtol=1e-5, atol=1e-6 * scale, err_msg=name)
+
+
+def test_batched_traces_check_every_text(tiny_model, tokenizer):
+    assert run_traces(tiny_model, tokenizer, []) == []
+    with pytest.raises(TraceInputError, match="whitespace"):
+        run_traces(tiny_model, tokenizer, [SENTENCES[0], "   "])
 
 
 # ---------------------------------------------------------------- thread safety

@@ -3,7 +3,7 @@
 from .config import GPTConfig
 from .model import GPT, Interventions, attention, sinusoidal_encoding
 from .tokenizer import Encoding, Tokenizer
-from .trace import Trace, TraceInputError, run_trace, trace_names
+from .trace import Trace, TraceInputError, run_trace, run_traces, trace_names
 
 __all__ = [
     "GPT",
@@ -15,6 +15,7 @@ __all__ = [
     "TraceInputError",
     "attention",
     "run_trace",
+    "run_traces",
     "sinusoidal_encoding",
     "trace_names",
 ]

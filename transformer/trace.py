@@ -27,6 +27,7 @@ Names and shapes (T tokens, nh heads, hs = d_head, d = d_model, V = vocab; one t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -102,15 +103,39 @@ def encode_for_model(tokenizer: Tokenizer, text: str, n_ctx: int) -> tuple[Encod
     return enc, n_in, cut_chars
 
 
+PAIRWISE = ("attn.hook_scores_raw", "attn.hook_scores_scaled", "attn.hook_scores_masked", "attn.hook_pattern")  # (nh, T, T)
+
+
 def run_trace(model: GPT, tokenizer: Tokenizer, text: str, interventions: Interventions = NO_INTERVENTIONS) -> Trace:
     """Run `model` on `text` and record every intermediate. Text longer than the context is cut to its first n_ctx tokens."""
-    enc, n_in, cut_chars = encode_for_model(tokenizer, text, model.cfg.n_ctx)
+    return run_traces(model, tokenizer, [text], interventions)[0]
+
+
+def run_traces(model: GPT, tokenizer: Tokenizer, texts: Sequence[str], interventions: Interventions = NO_INTERVENTIONS) -> list[Trace]:
+    """run_trace for several texts in one batched pass: right-padded to the longest, the padding keys masked.
+
+    A real token never sees a padding key, so each trace holds the numbers run_trace gives (up to float rounding);
+    four short texts cost about 1.6 times one, not 4 times.
+    """
+    if not texts:
+        return []
+    encoded = [encode_for_model(tokenizer, text, model.cfg.n_ctx) for text in texts]
+    lengths = [len(enc) for enc, _, _ in encoded]
+    ids = torch.zeros(len(texts), max(lengths), dtype=torch.long)  # (B, T); the padding's id is never seen
+    real = torch.zeros(len(texts), max(lengths), dtype=torch.bool)  # (B, T)
+    for b, (enc, _, _) in enumerate(encoded):
+        ids[b, : lengths[b]] = torch.tensor(enc.ids)
+        real[b, : lengths[b]] = True
     rec: dict[str, torch.Tensor] = {}
     with torch.inference_mode():
-        model(torch.tensor([enc.ids]), interventions=interventions, rec=rec)
-    cache = {}
-    for name, t in rec.items():
-        arr = t[0].float().numpy()
-        arr.flags.writeable = False
-        cache[name] = arr
-    return Trace(enc, cache, interventions, n_in, cut_chars)
+        model(ids, attention_mask=real, interventions=interventions, rec=rec)
+    traces = []
+    for b, (enc, n_in, cut_chars) in enumerate(encoded):
+        T = lengths[b]
+        cache = {}
+        for name, t in rec.items():
+            arr = (t[b, :, :T, :T] if name.endswith(PAIRWISE) else t[b, :T]).float().numpy()  # drop the padding
+            arr.flags.writeable = False
+            cache[name] = arr
+        traces.append(Trace(enc, cache, interventions, n_in, cut_chars))
+    return traces

@@ -1,7 +1,7 @@
 """Streamlit glue shared by the pages: sidebar state, cached models and traces, messages."""
 
-from .models import get_model, get_trace
+from .models import get_model, get_trace, get_traces
 from .page import keep, keep_choice, lazy_tabs, show_figure, trace_or_stop
 from .state import PRESETS, State, sidebar
 
-__all__ = ["PRESETS", "State", "get_model", "get_trace", "keep", "keep_choice", "lazy_tabs", "show_figure", "sidebar", "trace_or_stop"]
+__all__ = ["PRESETS", "State", "get_model", "get_trace", "get_traces", "keep", "keep_choice", "lazy_tabs", "show_figure", "sidebar", "trace_or_stop"]

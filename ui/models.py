@@ -15,7 +15,7 @@ from pathlib import Path
 import streamlit as st
 import torch
 
-from transformer import Interventions, Trace, run_trace
+from transformer import Interventions, Trace, run_trace, run_traces
 from transformer.loading import LoadedModel, bundled_models, load_model, local_models
 
 _MODELS: dict[str, LoadedModel] = {}
@@ -58,3 +58,10 @@ def _trace(model_name: str, text: str, temperature: float, causal: bool, ablate:
     lm = get_model(model_name)
     iv = Interventions(temperature=temperature, causal=causal, ablate=frozenset(ablate), head_temperature=head_temperature)
     return run_trace(lm.model, lm.tokenizer, text, iv)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def get_traces(model_name: str, texts: tuple[str, ...], temperature: float) -> list[Trace]:
+    """run_traces on a registry model (several texts, one batched pass), cached; the arrays are read-only."""
+    lm = get_model(model_name)
+    return run_traces(lm.model, lm.tokenizer, texts, Interventions(temperature=temperature))
