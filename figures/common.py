@@ -71,6 +71,9 @@ class Spec(go.Figure):
         return f"Spec({[t.get('type') for t in self._spec['data']]})"
 
 
+# plotly's default for a numeric axis, ticklabeloverflow "hide past div", measures every tick label against the div on
+# every draw (a forced layout each): ~60 % of redrawing a 16×16 heatmap. The margins already hold the labels.
+AXIS = {"ticklabeloverflow": "allow"}
 TEMPLATE = go.Figure().to_dict()["layout"].get("template")  # the stub plotly.py adds to every layout (no theme: see figures/__init__)
 
 
@@ -81,6 +84,8 @@ def figure(traces: Sequence[dict], layout: dict) -> Spec:
     reads is re-validated (tests/apptest_utils.checked_spec): it must equal what validation gives.
     """
     lay = plain(layout)
+    for key in [k for k in lay if margins.AXIS.match(k)]:
+        lay[key] = {**AXIS, **lay[key]}
     return Spec({"data": [plain(t) for t in traces], "layout": {**lay, "margin": margins.fit(traces, lay), "template": TEMPLATE}})
 
 
