@@ -194,3 +194,20 @@ def test_bad_inputs(name, text):
         assert T == 256 and "reads at most 256" in texts(at)
     for c in figs:  # user text reaches plotly only escaped
         assert "<script" not in str(c["layout"]) and "<img" not in str(c["layout"]) and "<img" not in str(c["data"])
+
+
+def test_hover_names_the_tokens_and_says_minus_infinity_on_masked_cells(lm):
+    """Each cell's hover: its query and key tokens with their positions, and the value; a masked score is −∞, its weight 0."""
+    at = step(run_page(PAGE, sentence=REPEATED), 4)
+    assert_ok(at)
+    tr = trace(lm)
+    labels, masked = tr.encoding.labels, np.isneginf(tr["blocks.0.attn.hook_scores_masked"][0])
+    scores, weights = (chart_titled(at, title)["data"][0]["text"] for title in ("Masked scores", "Attention weights α"))
+    for i, j in [(0, 1), (2, 5), (len(labels) - 1, 0), (3, 3)]:
+        where = f"{labels[i]} (row {i}) → {labels[j]} (col {j})"
+        assert scores[i][j].startswith(where) and weights[i][j].startswith(where)
+        if masked[i, j]:
+            assert "score = −∞" in scores[i][j] and "weight = 0 " in weights[i][j] and "−∞" in weights[i][j]
+        else:
+            assert "−∞" not in scores[i][j] and f"weight = {tr['blocks.0.attn.hook_pattern'][0, i, j]:.4g}" in weights[i][j]
+    assert masked[0, 1] and not masked[3, 3]  # both kinds of cell were checked
