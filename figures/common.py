@@ -73,7 +73,7 @@ class Spec(go.Figure):
 
 # plotly's default for a numeric axis, ticklabeloverflow "hide past div", measures every tick label against the div on
 # every draw (a forced layout each): ~60 % of redrawing a 16×16 heatmap. The margins already hold the labels.
-AXIS = {"ticklabeloverflow": "allow"}
+AXIS_DEFAULTS = {"ticklabeloverflow": "allow"}
 TEMPLATE = go.Figure().to_dict()["layout"].get("template")  # the stub plotly.py adds to every layout (no theme: see figures/__init__)
 
 
@@ -85,7 +85,7 @@ def figure(traces: Sequence[dict], layout: dict) -> Spec:
     """
     lay = plain(layout)
     for key in [k for k in lay if margins.AXIS.match(k)]:
-        lay[key] = {**AXIS, **lay[key]}
+        lay[key] = {**AXIS_DEFAULTS, **lay[key]}
     return Spec({"data": [plain(t) for t in traces], "layout": {**lay, "margin": margins.fit(traces, lay), "template": TEMPLATE}})
 
 

@@ -13,7 +13,7 @@ import torch
 
 from .model import GPT, NO_INTERVENTIONS, Interventions
 from .tokenizer import END_OF_TEXT, Encoding, Tokenizer
-from .trace import Trace, encode_for_model
+from .trace import Trace, encode_for_model, pad_right
 
 
 def causal_mask(T: int) -> np.ndarray:
@@ -131,13 +131,8 @@ def padded_forward(
 
     keep: the recorded names to return (None = all). Raises TraceInputError for an empty or whitespace-only text.
     """
-    encs = tuple(encode_for_model(tokenizer, t, model.cfg.n_ctx)[0] for t in texts)
-    T, pid = max(len(e) for e in encs), pad_id(tokenizer)
-    ids = np.full((len(encs), T), pid, dtype=np.int64)  # (B, T)
-    real = np.zeros((len(encs), T), dtype=bool)  # (B, T)
-    for b, e in enumerate(encs):
-        ids[b, : len(e)] = e.ids
-        real[b, : len(e)] = True
+    encs, pid = tuple(encode_for_model(tokenizer, t, model.cfg.n_ctx)[0] for t in texts), pad_id(tokenizer)
+    ids, real = pad_right(encs, pid)  # (B, T) each
     rec: dict[str, torch.Tensor] = {}
     with torch.inference_mode():
         attn_mask = torch.as_tensor(real) if use_padding_mask else None

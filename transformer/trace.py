@@ -103,6 +103,17 @@ def encode_for_model(tokenizer: Tokenizer, text: str, n_ctx: int) -> tuple[Encod
     return enc, n_in, cut_chars
 
 
+def pad_right(encodings: Sequence[Encoding], pad: int) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, real), both (B, T): the encodings right-padded with the id `pad` to the longest; real is False on the padding."""
+    T = max(len(e) for e in encodings)
+    ids = np.full((len(encodings), T), pad, dtype=np.int64)  # (B, T)
+    real = np.zeros((len(encodings), T), dtype=bool)  # (B, T)
+    for b, e in enumerate(encodings):
+        ids[b, : len(e)] = e.ids
+        real[b, : len(e)] = True
+    return ids, real
+
+
 PAIRWISE = ("attn.hook_scores_raw", "attn.hook_scores_scaled", "attn.hook_scores_masked", "attn.hook_pattern")  # (nh, T, T)
 
 
@@ -120,18 +131,13 @@ def run_traces(model: GPT, tokenizer: Tokenizer, texts: Sequence[str], intervent
     if not texts:
         return []
     encoded = [encode_for_model(tokenizer, text, model.cfg.n_ctx) for text in texts]
-    lengths = [len(enc) for enc, _, _ in encoded]
-    ids = torch.zeros(len(texts), max(lengths), dtype=torch.long)  # (B, T); the padding's id is never seen
-    real = torch.zeros(len(texts), max(lengths), dtype=torch.bool)  # (B, T)
-    for b, (enc, _, _) in enumerate(encoded):
-        ids[b, : lengths[b]] = torch.tensor(enc.ids)
-        real[b, : lengths[b]] = True
+    ids, real = pad_right([enc for enc, _, _ in encoded], pad=0)  # (B, T) each; the padding's id is never seen
     rec: dict[str, torch.Tensor] = {}
     with torch.inference_mode():
-        model(ids, attention_mask=real, interventions=interventions, rec=rec)
+        model(torch.from_numpy(ids), attention_mask=torch.from_numpy(real), interventions=interventions, rec=rec)
     traces = []
     for b, (enc, n_in, cut_chars) in enumerate(encoded):
-        T = lengths[b]
+        T = len(enc)
         cache = {}
         for name, t in rec.items():
             arr = (t[b, :, :T, :T] if name.endswith(PAIRWISE) else t[b, :T]).float().numpy()  # drop the padding
