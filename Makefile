@@ -47,6 +47,7 @@ bench: $(VENV)/.dev
 	$(PY) bench/bench_browser.py
 	$(PY) bench/load_students.py --students 50 --duration 100 --warmup 20 --think 3 10
 	$(PY) bench/load_students.py --students 50 --duration 100 --warmup 20 --think 1 3
+	ATLAS_CONCURRENT_RUNS=0 $(PY) bench/load_students.py --students 50 --duration 100 --warmup 20 --think 1 3
 	-$(PY) bench/load_students.py --students 50 --duration 100 --warmup 20 --think 1 3 --replicas 2
 
 screenshots: $(VENV)/.dev

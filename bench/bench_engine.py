@@ -1,4 +1,6 @@
-"""Engine speed on the bundled model: load time, forward-only and full-trace medians, trace size.
+"""Engine speed on the bundled model: load time, forward-only and full-trace medians, trace size, and the CPU
+a 16-token trace costs when several threads run traces at once (as Streamlit's script threads do), with and
+without one-at-a-time gating (ui/serving.py).
 
     .venv/bin/python bench/bench_engine.py [--model NAME_OR_DIR] [--repeats 50]
 
@@ -8,9 +10,11 @@ Prints a table; asserts nothing (the machine is shared, numbers vary with its lo
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import sys
+import threading
 import time
 from functools import partial
 from pathlib import Path
@@ -56,6 +60,24 @@ def text_of(tokenizer, n: int) -> str:
     return cut
 
 
+def cpu_per_trace_ms(lm, text: str, at_once: int, gated: bool, rounds: int = 12) -> float:
+    """Process CPU per run_trace when `at_once` fresh threads run one trace each, all started together."""
+    gate = threading.Lock() if gated else contextlib.nullcontext()
+
+    def one() -> None:
+        with gate:
+            run_trace(lm.model, lm.tokenizer, text)
+
+    t0 = time.process_time()
+    for _ in range(rounds):
+        threads = [threading.Thread(target=one) for _ in range(at_once)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    return 1000 * (time.process_time() - t0) / (rounds * at_once)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default="shakespeare-gpt")
@@ -87,6 +109,13 @@ def main() -> None:
             full = median_ms(partial(run_trace, lm.model, lm.tokenizer, text), a.repeats)
             print(f"{n:>6} {threads:>7} {fwd:>11.2f} {full:>13.2f} {size:>10.2f}")
     print(f"\nmedians of {a.repeats} runs after 5 warm-up runs; issue target: forward + full trace ≤ 5 ms at 64 tokens")
+
+    torch.set_num_threads(1)
+    text = text_of(lm.tokenizer, 16)
+    print("\nCPU per 16-token run_trace (ms) when N threads run one each at once; gated = one at a time, as ui/serving.py does")
+    print(f"{'N':>4} {'free':>7} {'gated':>7}")
+    for n in (1, 8, 25):
+        print(f"{n:>4} {cpu_per_trace_ms(lm, text, n, False):>7.2f} {cpu_per_trace_ms(lm, text, n, True):>7.2f}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,10 @@
 """Streamlit glue shared by the pages: sidebar state, cached models and traces, messages."""
 
+from . import serving
 from .models import get_model, get_trace, get_traces
 from .page import keep, keep_choice, lazy_tabs, show_figure, trace_or_stop
 from .state import PRESETS, State, sidebar
+
+serving.install()  # one script run at a time per process (ui/serving.py)
 
 __all__ = ["PRESETS", "State", "get_model", "get_trace", "get_traces", "keep", "keep_choice", "lazy_tabs", "show_figure", "sidebar", "trace_or_stop"]

@@ -1,0 +1,51 @@
+"""One script run at a time per server process.
+
+Streamlit runs every rerun in a thread of its own, and all of them share one GIL. A torch op lets go of
+the GIL and must take it back, so with many students at once a forward pass pays for hundreds of thread
+switches: a 16-token trace costs 4–5 ms of CPU alone, 10 ms with 8 traces at once and 13 ms with 25,
+against 5 ms each when they take turns (bench/bench_engine.py). Python code runs on one core at a time anyway, so letting runs take turns costs
+no throughput and saves the switching. Measured with 50 students (README, "Serving a classroom").
+
+Streamlit has no setting for this: `install` wraps ScriptRunner._run_script, the one place a rerun's
+script (and its fragments, and the reruns it restarts into) runs. A run that waits longer than
+WAIT_S goes ahead anyway: the gate only saves time, it must never hang a page.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+
+from streamlit.runtime.scriptrunner import script_runner
+
+RUNS_ENV = "ATLAS_CONCURRENT_RUNS"  # how many script runs at once; 0 = no limit (Streamlit's default)
+WAIT_S = 30.0
+
+
+def gate(run, runs: int):
+    """`run` (ScriptRunner._run_script) behind a semaphore of `runs` places."""
+    places = threading.BoundedSemaphore(runs)
+
+    @functools.wraps(run)
+    def gated(self, rerun_data):
+        got = places.acquire(timeout=WAIT_S)
+        try:
+            return run(self, rerun_data)
+        finally:
+            if got:
+                places.release()
+
+    gated.places = places  # for tests
+    return gated
+
+
+def install() -> None:
+    """Gate script runs to ATLAS_CONCURRENT_RUNS (default 1) at once; idempotent."""
+    raw = os.environ.get(RUNS_ENV, "1")
+    if not raw.isdigit():
+        raise ValueError(f"{RUNS_ENV} must be a whole number (0 = no limit), not {raw!r}")
+    runs = int(raw)
+    cls = script_runner.ScriptRunner
+    if runs > 0 and not hasattr(cls._run_script, "places"):
+        cls._run_script = gate(cls._run_script, runs)
