@@ -2,7 +2,7 @@
 
 Streamlit handles that message (BackMsg clear_cache) in AppSession._handle_clear_cache_request, which empties
 st.cache_data and st.cache_resource for the whole process. ui.models holds models in a module-level registry,
-so only the (cheap, bounded) trace cache is emptied. The tests send the real message through a real AppSession.
+and traces in ui.models.TRACES: neither is emptied. The tests send the real message through a real AppSession.
 """
 
 from __future__ import annotations
@@ -89,7 +89,8 @@ def test_a_model_held_only_in_cache_resource_would_be_reloaded(loads):
 
 
 def test_pages_render_after_clear_cache(loads, traces):
-    """The open session reruns and a new session opens after the clear: same numbers, traces recomputed, no model load."""
+    """The open session reruns and a new session opens after the clear: same numbers, no model load, and the traces
+    (ui.models.TRACES, not a Streamlit cache) are still there: one student cannot make everyone's pages recompute."""
     at = run_page("app.py")
     before = array(chart(at, "home_pattern")["data"][0]["z"])
     loads.clear()  # the process's first load, if it happened just now
@@ -98,7 +99,7 @@ def test_pages_render_after_clear_cache(loads, traces):
     at.run()
     assert_ok(at)
     np.testing.assert_array_equal(array(chart(at, "home_pattern")["data"][0]["z"]), before)
-    assert traces  # the trace cache really was emptied: the page ran the model again
+    assert traces == []
     fresh = run_page(page_path("3_One_head"))
     assert_ok(fresh)
     assert charts(fresh)
@@ -113,3 +114,29 @@ def test_one_trace_however_get_trace_is_called(traces):
     assert ui.get_trace(MODEL, text, 0.7, True, ()) is first
     assert ui.page.get_trace(MODEL, text, 0.7, True, (), ()) is first
     assert traces == [text]
+
+
+def test_trace_cache_keeps_the_most_recent_traces_within_its_byte_budget():
+    lm = ui.get_model(MODEL)
+    made = []
+
+    def maker(tau: float):
+        def make():
+            made.append(tau)
+            return ui.models.run_trace(lm.model, lm.tokenizer, "The same words, three temperatures.", ui.models.Interventions(temperature=tau))
+
+        return make
+
+    size = maker(1.0)().nbytes
+    made.clear()
+    cache = ui.models.TraceCache(budget=int(2.5 * size))  # room for two
+    first = cache.get(("a",), maker(0.5))
+    cache.get(("b",), maker(0.6))
+    assert cache.get(("a",), maker(0.5)) is first  # a hit, and "a" is now the most recent
+    cache.get(("c",), maker(0.7))  # over budget: the least recent ("b") goes
+    assert made == [0.5, 0.6, 0.7] and len(cache) == 2 and cache.nbytes == 2 * size
+    assert cache.get(("a",), maker(0.5)) is first and cache.get(("c",), maker(0.7)) is not None
+    cache.get(("b",), maker(0.6))
+    assert made == [0.5, 0.6, 0.7, 0.6]  # "b" had been evicted: made again
+    huge = ui.models.TraceCache(budget=size // 2)
+    assert huge.get(("x",), maker(0.8)) is huge.get(("x",), maker(0.8)) and len(huge) == 1  # one trace above the budget stays

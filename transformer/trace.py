@@ -83,6 +83,11 @@ class Trace:
     def truncated(self) -> bool:
         return self.cut_chars or self.n_tokens_in > len(self.encoding)
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the recorded arrays."""
+        return sum(arr.nbytes for arr in self.cache.values())
+
     def __getitem__(self, name: str) -> np.ndarray:
         return self.cache[name]
 

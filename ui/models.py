@@ -2,7 +2,7 @@
 
 A client's "clear cache" request empties Streamlit's caches, not this registry, so a bundled
 model is loaded once per process and never reloaded for everyone. Traces are cached per
-(model, text, interventions) with bounded size; their arrays are read-only.
+(model, text, interventions) in TRACES, bounded in bytes; their arrays are read-only.
 """
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ from __future__ import annotations
 import gc
 import os
 import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 
 import streamlit as st
@@ -44,20 +46,51 @@ def get_model(name: str) -> LoadedModel:
         return _MODELS[key]
 
 
+class TraceCache:
+    """The most recently used traces, up to `budget` bytes in all; shared by every session.
+
+    Bounded by bytes, not entries: a 16-token trace is ~1 MiB and a 256-token one ~29 MiB, so a count small enough
+    for long texts would keep too few short ones (with 50 students, 16 entries last about a second). Not a
+    Streamlit cache: a client's "clear cache" message leaves it alone.
+    """
+
+    def __init__(self, budget: int):
+        self.budget, self.nbytes = budget, 0
+        self._items: OrderedDict[tuple, tuple[Trace, int]] = OrderedDict()  # oldest first
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, key: tuple, make: Callable[[], Trace]) -> Trace:
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key][0]
+        trace = make()  # outside the lock: other sessions' look-ups go on meanwhile
+        with self._lock:
+            if key not in self._items:
+                self._items[key] = (trace, trace.nbytes)
+                self.nbytes += trace.nbytes
+                while self.nbytes > self.budget and len(self._items) > 1:
+                    _, (_, size) = self._items.popitem(last=False)
+                    self.nbytes -= size
+            return self._items[key][0]
+
+
+TRACES = TraceCache(budget=256 * 2**20)
+
+
 def get_trace(model_name: str, text: str, temperature: float = 1.0, causal: bool = True, ablate: tuple[tuple[int, int], ...] = (), head_temperature: tuple[tuple[int, int, float], ...] = ()) -> Trace:
-    """run_trace on a registry model, cached; the trace's arrays are read-only.
+    """run_trace on a registry model, cached in TRACES; the trace's arrays are read-only."""
+    key = (model_name, text, float(temperature), bool(causal), tuple(sorted(ablate)), tuple(head_temperature))
 
-    Streamlit keys a cache by the arguments as passed, defaults left out: every call goes through here with all of them,
-    so get_trace(m, s, τ) and get_trace(m, s, τ, causal=True) share one entry (one forward pass, not two)."""
-    # by keyword: Streamlit looks up the signature again for every positional argument
-    return _trace(model_name=model_name, text=text, temperature=float(temperature), causal=bool(causal), ablate=tuple(ablate), head_temperature=tuple(head_temperature))
+    def make() -> Trace:
+        lm = get_model(model_name)
+        iv = Interventions(temperature=key[2], causal=key[3], ablate=frozenset(key[4]), head_temperature=key[5])
+        return run_trace(lm.model, lm.tokenizer, text, iv)
 
-
-@st.cache_resource(max_entries=16, show_spinner=False)  # a 256-token trace is ~29 MiB
-def _trace(model_name: str, text: str, temperature: float, causal: bool, ablate: tuple[tuple[int, int], ...], head_temperature: tuple[tuple[int, int, float], ...]) -> Trace:
-    lm = get_model(model_name)
-    iv = Interventions(temperature=temperature, causal=causal, ablate=frozenset(ablate), head_temperature=head_temperature)
-    return run_trace(lm.model, lm.tokenizer, text, iv)
+    return TRACES.get(key, make)
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
