@@ -39,7 +39,7 @@ test-fast: $(VENV)/.dev
 fuzz: $(VENV)/.dev
 	ATLAS_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) nice $(PY) -m pytest -q -m fuzz --hypothesis-show-statistics tests/test_fuzz.py
 
-# Every timing figure (~15 min); run it on a quiet machine: the numbers move with the load.
+# Every timing figure (~19 min); run it on a quiet machine: the numbers move with the load.
 bench: $(VENV)/.dev
 	bash scripts/ensure_chromium.sh
 	$(PY) bench/bench_engine.py
@@ -47,7 +47,8 @@ bench: $(VENV)/.dev
 	$(PY) bench/bench_browser.py
 	$(PY) bench/load_students.py --students 50 --duration 100 --warmup 20 --think 3 10
 	$(PY) bench/load_students.py --students 50 --duration 100 --warmup 20 --think 1 3
-	ATLAS_CONCURRENT_RUNS=0 $(PY) bench/load_students.py --students 50 --duration 100 --warmup 20 --think 1 3
+	$(PY) bench/load_students.py --students 50 --duration 100 --warmup 20 --think 1 3 --busy 2
+	ATLAS_CONCURRENT_RUNS=0 $(PY) bench/load_students.py --students 50 --duration 100 --warmup 20 --think 1 3 --busy 2
 	-$(PY) bench/load_students.py --students 50 --duration 100 --warmup 20 --think 1 3 --replicas 2
 
 screenshots: $(VENV)/.dev

@@ -116,6 +116,17 @@ def haproxy(servers: list[str]):
         proc.wait(10)
 
 
+@contextlib.contextmanager
+def spinning():
+    """Another process busy on the CPU until the block ends."""
+    proc = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        yield
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def pid_listening_on(port: int) -> int | None:
     """PID of the process with a listening TCP socket on `port` (via /proc/net/tcp* and /proc/*/fd)."""
     inodes = set()
@@ -380,6 +391,7 @@ def main() -> None:
     ap.add_argument("--url", help="a running server (default: start one with scripts/browser.py serve_app)")
     ap.add_argument("--pid", type=int, help="server PID for RSS/CPU (default: the process listening on the URL's port)")
     ap.add_argument("--replicas", type=int, default=1, help="start this many servers behind HAProxy with deploy/haproxy.cfg (needs the haproxy binary)")
+    ap.add_argument("--busy", type=int, default=0, metavar="N", help="keep N other processes spinning on the CPU meanwhile (a busy machine)")
     ap.add_argument("--check", action="store_true", help="verify the protocol use on one session and exit")
     ap.add_argument("--json", help="append the result (and per-second samples) as one JSON line to this file")
     ap.add_argument("--json-records", action="store_true", help="also store every rerun record in --json")
@@ -401,7 +413,7 @@ def main() -> None:
             sys.exit(0 if all(results) else 1)
         pids = [p for p in pids if p]
         runs = os.environ.get("ATLAS_CONCURRENT_RUNS", "1")  # ui/serving.py; a server started here inherits it
-        print(f"server {base}, pids {pids}, script runs at once {runs if runs != '0' else 'unlimited'}, load average {Path('/proc/loadavg').read_text().split()[:3]}")
+        print(f"server {base}, pids {pids}, script runs at once {runs if runs != '0' else 'unlimited'}, {args.busy} spinning processes, load average {Path('/proc/loadavg').read_text().split()[:3]}")
         asyncio.run(load_test(args, base, pages, pids))
 
 
