@@ -412,6 +412,8 @@ def main() -> None:
             results = [asyncio.run(check(base, page)) for page in pages]
             sys.exit(0 if all(results) else 1)
         pids = [p for p in pids if p]
+        for _ in range(args.busy):
+            stack.enter_context(spinning())
         runs = os.environ.get("ATLAS_CONCURRENT_RUNS", "1")  # ui/serving.py; a server started here inherits it
         print(f"server {base}, pids {pids}, script runs at once {runs if runs != '0' else 'unlimited'}, {args.busy} spinning processes, load average {Path('/proc/loadavg').read_text().split()[:3]}")
         asyncio.run(load_test(args, base, pages, pids))

@@ -5,7 +5,7 @@ the GIL and must take it back, so with many students at once a forward pass pays
 switches: a 16-token trace costs 4–5 ms of CPU alone, 10 ms with 8 traces at once and 13 ms with 25,
 against 5 ms each when they take turns (bench/bench_engine.py). Python runs on one core at a time
 anyway, so taking turns costs no throughput and saves the switching: 50 students dragging sliders on a
-busy machine got p95 257 ms with the gate, 622 ms without (README, "Serving a classroom").
+busy machine got p95 257–327 ms with the gate, 499–622 ms without (README, "Serving a classroom").
 
 Streamlit has no setting for this: `install` wraps ScriptRunner._run_script, the one place a rerun's
 script (and its fragments, and the reruns it restarts into) runs. A run that waits longer than
