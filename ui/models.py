@@ -68,10 +68,11 @@ class TraceCache:
                 self._items.move_to_end(key)
                 return self._items[key][0]
         trace = make()  # outside the lock: other sessions' look-ups go on meanwhile
+        size = trace.nbytes
         with self._lock:
             if key not in self._items:
-                self._items[key] = (trace, trace.nbytes)
-                self.nbytes += trace.nbytes
+                self._items[key] = (trace, size)
+                self.nbytes += size
                 while self.nbytes > self.budget and len(self._items) > 1:
                     _, (_, size) = self._items.popitem(last=False)
                     self.nbytes -= size
@@ -83,14 +84,13 @@ TRACES = TraceCache(budget=256 * 2**20)
 
 def get_trace(model_name: str, text: str, temperature: float = 1.0, causal: bool = True, ablate: tuple[tuple[int, int], ...] = (), head_temperature: tuple[tuple[int, int, float], ...] = ()) -> Trace:
     """run_trace on a registry model, cached in TRACES; the trace's arrays are read-only."""
-    key = (model_name, text, float(temperature), bool(causal), tuple(sorted(ablate)), tuple(head_temperature))
+    iv = Interventions(temperature=float(temperature), causal=bool(causal), ablate=frozenset(ablate), head_temperature=tuple(head_temperature))
 
     def make() -> Trace:
         lm = get_model(model_name)
-        iv = Interventions(temperature=key[2], causal=key[3], ablate=frozenset(key[4]), head_temperature=key[5])
         return run_trace(lm.model, lm.tokenizer, text, iv)
 
-    return TRACES.get(key, make)
+    return TRACES.get((model_name, text, iv), make)
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
