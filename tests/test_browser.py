@@ -170,3 +170,39 @@ def test_figure_margins_hold_their_labels(base_url, tab):
     wait_rendered(tab)
     tab.add_script_tag(path=str(PLOTLY_JS))
     assert tab.evaluate(PLOT_MARGINS, [figures, [380, 1100]]) == []
+
+
+# Notes, for each chart div plotly draws into, its visibility and width when its first drawing is over.
+FIRST_DRAWS = """
+window.firstDraws = [];
+const watch = (div) => {
+  if (div.watched) return;
+  div.watched = true;
+  div.on('plotly_afterplot', () => div.firstDraw || window.firstDraws.push(div.firstDraw = {
+    visibility: getComputedStyle(div).visibility, width: div._fullLayout.width,
+    frame: div.closest('[data-testid="stFullScreenFrame"]').getBoundingClientRect().width}));
+};
+new MutationObserver(() => document.querySelectorAll('.js-plotly-plot').forEach((d) => typeof d.on === 'function' && watch(d)))
+  .observe(document, {subtree: true, childList: true, attributes: true, attributeFilter: ['class']});
+"""
+
+
+def test_a_redrawn_chart_is_shown_at_its_first_draw(base_url, tab):
+    """ui/widths.py: the browser reports each chart's width, so that the next run's figure has it. Without it,
+    Streamlit draws a new chart hidden, measures its column, draws it again and only then shows it. The report
+    itself must not rerun the page: the charts drawn before it stay in place."""
+    tab.add_init_script(FIRST_DRAWS)
+    tab.goto(page_url(base_url, ROOT / "pages" / "3_One_head.py"))
+    wait_rendered(tab)
+    open_tab(tab, "4 · Mask, then softmax")  # charts no run has measured yet: drawn hidden first
+    assert [d["visibility"] for d in tab.evaluate("window.firstDraws")][-2:] == ["hidden", "hidden"]
+    tab.evaluate("document.querySelectorAll('.js-plotly-plot').forEach((d) => { d.before = true; })")
+    tab.wait_for_timeout(1500)  # the widths report comes and goes
+    assert tab.evaluate("[...document.querySelectorAll('.js-plotly-plot')].map((d) => d.before === true)") == [True, True]
+    tab.evaluate("window.firstDraws = []")
+    tab.locator('[data-testid="stSidebar"] input[aria-label^="Attention temperature"]').press("ArrowRight")
+    wait_rendered(tab)
+    draws = tab.evaluate("window.firstDraws")
+    assert len(draws) == 2
+    assert all(d["visibility"] == "visible" and d["width"] == d["frame"] for d in draws), draws
+    assert tab.errors == []

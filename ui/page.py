@@ -7,8 +7,10 @@ from collections.abc import Callable, Sequence
 import plotly.graph_objects as go
 import streamlit as st
 
+from figures.common import Spec
 from transformer import Trace, TraceInputError
 
+from . import widths
 from .models import get_model, get_trace
 from .state import State
 
@@ -52,5 +54,10 @@ def lazy_tabs(parts: dict[str, Callable[[], None]], key: str) -> None:
                 show()
 
 
-def show_figure(fig: go.Figure, key: str | None = None) -> None:
+def show_figure(fig: go.Figure, key: str) -> None:
+    """Draw `fig` at the width its chart had in the browser last time, when known (see ui/widths.py)."""
+    width = widths.width_of(key)
+    if width is not None:
+        spec = fig.to_dict()
+        fig = Spec({**spec, "layout": {**spec["layout"], "width": width}})
     st.plotly_chart(fig, config=PLOTLY_CONFIG, key=key)

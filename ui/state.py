@@ -15,6 +15,7 @@ import streamlit as st
 from transformer.loading import MODEL_DIRS_ENV
 from transformer.trace import MAX_CHARS
 
+from . import widths
 from .models import get_model, model_choices
 
 PRESETS = {
@@ -119,6 +120,7 @@ def sidebar() -> State:
                 st.caption(f"{label} 0 (the model has only one)")
         tau_help = "Divides the scaled scores before softmax: τ < 1 sharpens, τ > 1 flattens. 1 = the model as trained."
         st.slider("Attention temperature τ", *TEMPERATURE_RANGE, step=0.05, help=tau_help, **_widget("temperature"))
+        widths.measure()
     state = current()
     st.query_params.from_dict({k: str(v) for k, v in vars(state).items()})
     return state

@@ -1,0 +1,73 @@
+"""Each chart's width in the browser, sent back so that the next run can draw the chart at that width.
+
+Streamlit's chart element draws a new figure that has no layout.width twice: once hidden, at plotly's default
+width, then again at its measured width, and only then shows it. A figure whose layout.width already equals its
+measured width is shown at the first draw and not drawn again. Every rerun mounts new charts (their id includes the
+figure), so this halves the drawing after each slider move. The first run of a page has no widths yet: it draws as
+before.
+
+A small component in the sidebar (Streamlit's components v2: plain JavaScript in the page, no iframe) measures
+every keyed chart and reports the widths when they change, from a fragment, so that reporting reruns nothing but
+itself.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import streamlit as st
+
+KEY = "atlas_chart_widths"
+CHART_KEY = re.compile(r"[A-Za-z0-9_-]{1,80}")  # our chart keys; Streamlit writes them into the class st-key-<key>
+MIN_W, MAX_W = 150.0, 8000.0  # Streamlit never draws a chart narrower than 150 px
+MAX_CHARTS = 200
+
+# Measures the frame Streamlit itself measures (stFullScreenFrame, getBoundingClientRect().width) for every chart in
+# an element container with a user key, skipping hidden tabs (width 0) and full-screen charts. Reports only changes.
+JS = """
+export default function ({ setStateValue }) {
+  const known = {};
+  let queued = 0;
+  const scan = () => {
+    queued = 0;
+    let changed = false;
+    for (const chart of document.querySelectorAll('[data-testid="stMain"] [data-testid="stPlotlyChart"]')) {
+      const frame = chart.closest('[data-testid="stFullScreenFrame"]');
+      const box = chart.closest('[data-testid="stElementContainer"]');
+      const cls = box && [...box.classList].find((c) => c.startsWith('st-key-'));
+      if (!frame || !cls || getComputedStyle(frame).position === 'fixed') continue;
+      const width = frame.getBoundingClientRect().width;
+      const key = cls.slice(7);
+      if (width > 0 && known[key] !== width) { known[key] = width; changed = true; }
+    }
+    if (changed) setStateValue('widths', { ...known });
+  };
+  const queue = () => { if (!queued) queued = requestAnimationFrame(scan); };
+  const watch = new MutationObserver(queue);
+  watch.observe(document.body, { childList: true, subtree: true });
+  window.addEventListener('resize', queue);
+  queue();
+  return () => { watch.disconnect(); window.removeEventListener('resize', queue); if (queued) cancelAnimationFrame(queued); };
+}
+"""
+
+_measure = st.components.v2.component("atlas_chart_widths", js=JS)
+
+
+@st.fragment
+def measure() -> None:
+    """Mount the measuring component (once per page run; its reports rerun only this fragment)."""
+    _measure(key=KEY, on_widths_change=lambda: None, height=0)
+
+
+def width_of(key: str) -> float | None:
+    """The width the browser last measured for the chart `key`, or None (not measured yet, or a bad report)."""
+    state = st.session_state.get(KEY)
+    widths = state.get("widths") if state is not None else None
+    if not isinstance(widths, dict) or len(widths) > MAX_CHARTS:
+        return None
+    w = widths.get(key)
+    if isinstance(w, int | float) and not isinstance(w, bool) and math.isfinite(w) and MIN_W <= w <= MAX_W:
+        return float(w)
+    return None
