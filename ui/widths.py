@@ -1,10 +1,10 @@
 """Each chart's width in the browser, sent back so that the next run can draw the chart at that width.
 
-Streamlit's chart element draws a new figure that has no layout.width twice: once hidden, at plotly's default
-width, then again at its measured width, and only then shows it. A figure whose layout.width already equals its
-measured width is shown at the first draw and not drawn again. Every rerun mounts new charts (their id includes the
-figure), so this halves the drawing after each slider move. The first run of a page has no widths yet: it draws as
-before.
+Streamlit's chart element keeps a new figure that has no layout.width hidden: it draws it, measures the chart's
+frame, and shows it only once it has drawn it again at that width, ~100 ms later. A figure whose layout.width
+already equals its frame's width is shown at its first draw. Every rerun mounts new charts (their id includes the
+figure), so this comes after every slider move. The first run of a page, or of a tab opened for the first time,
+has no widths yet: it draws as before.
 
 A small component in the sidebar (Streamlit's components v2: plain JavaScript in the page, no iframe) measures
 every keyed chart and reports the widths when they change, from a fragment, so that reporting reruns nothing but
@@ -14,12 +14,10 @@ itself.
 from __future__ import annotations
 
 import math
-import re
 
 import streamlit as st
 
 KEY = "atlas_chart_widths"
-CHART_KEY = re.compile(r"[A-Za-z0-9_-]{1,80}")  # our chart keys; Streamlit writes them into the class st-key-<key>
 MIN_W, MAX_W = 150.0, 8000.0  # Streamlit never draws a chart narrower than 150 px
 MAX_CHARTS = 200
 
