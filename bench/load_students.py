@@ -160,18 +160,26 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def sample(pids: list[int], t0: float, out: list[tuple[float, float, float, float]], stop: asyncio.Event) -> None:
-    """Every second: (t, server RSS MiB, server CPU % of one core, 1-min load average); several servers are summed."""
+def machine_jiffies() -> tuple[int, int]:
+    """(steal, total) CPU time of the whole machine since boot, /proc/stat; steal = time the hypervisor ran others on our CPUs."""
+    user, nice, system, idle, iowait, irq, softirq, steal = map(int, Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9])
+    return steal, user + nice + system + idle + iowait + irq + softirq + steal
+
+
+async def sample(pids: list[int], t0: float, out: list[tuple[float, float, float, float, float]], stop: asyncio.Event) -> None:
+    """Every second: (t, server RSS MiB, server CPU % of one core, 1-min load average, machine CPU steal %); several
+    servers are summed."""
     if not pids:
         return
-    last_t, last_cpu = time.perf_counter(), sum(map(cpu_seconds, pids))
+    last_t, last_cpu, last_jiffies = time.perf_counter(), sum(map(cpu_seconds, pids)), machine_jiffies()
     while not stop.is_set():
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), 1.0)
-        now, cpu = time.perf_counter(), sum(map(cpu_seconds, pids))
+        now, cpu, jiffies = time.perf_counter(), sum(map(cpu_seconds, pids)), machine_jiffies()
         load = float(Path("/proc/loadavg").read_text().split()[0])
-        out.append((now - t0, sum(map(rss_mib, pids)), 100 * (cpu - last_cpu) / (now - last_t), load))
-        last_t, last_cpu = now, cpu
+        steal = 100 * (jiffies[0] - last_jiffies[0]) / max(jiffies[1] - last_jiffies[1], 1)
+        out.append((now - t0, sum(map(rss_mib, pids)), 100 * (cpu - last_cpu) / (now - last_t), load, steal))
+        last_t, last_cpu, last_jiffies = now, cpu, jiffies
 
 
 # --------------------------------------------------------------------------- students
@@ -264,9 +272,10 @@ def report(args, records: list[Record], samples, rss_start: float, client_cpu: f
         if r.exceptions:
             key = f"exception element ({r.action})"
             errors[key] = errors.get(key, 0) + r.exceptions
-    after = [(t, rss) for t, rss, _, _ in samples if t >= args.warmup]
-    cpu = [c for t, _, c, _ in samples if t >= args.warmup]
-    loadavg = [la for *_, la in samples]
+    after = [(t, rss) for t, rss, *_ in samples if t >= args.warmup]
+    cpu = [c for t, _, c, *_ in samples if t >= args.warmup]
+    loadavg = [la for *_, la, _ in samples]
+    steal = [st for t, *_, st in samples if t >= args.warmup]
     res = {
         "students": args.students,
         "pages": args.page,
@@ -295,6 +304,8 @@ def report(args, records: list[Record], samples, rss_start: float, client_cpu: f
         "server_cpu_max_pct": round(max(cpu), 1) if cpu else float("nan"),
         "client_cpu_pct": round(100 * client_cpu / wall, 1),
         "loadavg_1m_max": max(loadavg, default=float("nan")),
+        "steal_mean_pct": round(statistics.fmean(steal), 1) if steal else float("nan"),
+        "steal_max_pct": round(max(steal), 1) if steal else float("nan"),
         "by_action_p50_ms": {a: round(pct([1000 * r.latency for r in ok if r.action == a], 50), 1) for a in ACTIONS if any(r.action == a for r in ok)},
     }
     print(f"\n=== {res['students']} students on {args.page}, moves {args.actions}, {res['duration_s']} s (warm-up {args.warmup} s excluded from latency, ramp {args.ramp} s)")
@@ -307,6 +318,16 @@ def report(args, records: list[Record], samples, rss_start: float, client_cpu: f
     print(f"bytes: {res['kib_per_rerun']} KiB per rerun (websocket payload, after the message cache)")
     print(f"server RSS: start {res['rss_start_mib']} MiB, after warm-up {res['rss_after_warmup_mib']} MiB, end {res['rss_end_mib']} MiB, slope after warm-up {res['rss_slope_mib_per_min']} MiB/min")
     print(f"server CPU: mean {res['server_cpu_mean_pct']}%, max {res['server_cpu_max_pct']}% of one core; load generator {res['client_cpu_pct']}%; 1-min load average max {res['loadavg_1m_max']}")
+    print(f"machine: CPU steal (time the hypervisor gave our CPUs to other machines) mean {res['steal_mean_pct']}%, max {res['steal_max_pct']}% over a second")
+    if wall >= 240:  # a long run: slow spells show minute by minute
+        for m in range(int(args.warmup // 60), int(wall // 60)):
+            lat_m = [1000 * r.latency for r in ok if m * 60 <= r.t < (m + 1) * 60]
+            sam = [x for x in samples if m * 60 <= x[0] < (m + 1) * 60]
+            if lat_m and sam:
+                print(
+                    f"  minute {m:2d}: p50 {pct(lat_m, 50):6.1f} ms, p95 {pct(lat_m, 95):7.1f} ms, server CPU {statistics.fmean(x[2] for x in sam):4.1f}%, "
+                    f"load {max(x[3] for x in sam):.2f}, steal {statistics.fmean(x[4] for x in sam):4.1f}%, RSS {sam[-1][1]:6.1f} MiB"
+                )
     return res
 
 
