@@ -74,8 +74,8 @@ class TraceCache:
                 self._items[key] = (trace, size)
                 self.nbytes += size
                 while self.nbytes > self.budget and len(self._items) > 1:
-                    _, (_, size) = self._items.popitem(last=False)
-                    self.nbytes -= size
+                    _, (_, dropped) = self._items.popitem(last=False)
+                    self.nbytes -= dropped
             return self._items[key][0]
 
 
