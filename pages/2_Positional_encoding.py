@@ -77,6 +77,15 @@ st.latex(r"PE_i \cdot PE_j = \sum_{k} \cos\!\big(\omega_k\,(i - j)\big), \qquad 
 ui.show_figure(sim_fig, key="positions_similarity")
 
 st.header("4. This model's position vectors, added to its token vectors")
+if lm.cfg.pos_encoding == "rotary":
+    st.markdown(
+        f"**{lm.name}** has no position vectors to add: it uses **rotary position embedding (RoPE)**. Inside every "
+        "attention head, each query and key is turned by an angle proportional to its position, so the score "
+        "between two tokens depends on how far apart they are. The token vectors enter the first block unchanged. "
+        "The page **RoPE and shared heads** (sidebar) shows the rotation with this model's own numbers; pick "
+        "**shakespeare-gpt** in the sidebar to see position vectors added here."
+    )
+    st.stop()
 tr = ui.trace_or_stop(state)
 labels = tr.encoding.labels
 T = len(labels)
@@ -86,6 +95,8 @@ if lm.cfg.pos_encoding == "sinusoidal":
     st.markdown(f"**{lm.name}** uses the fixed sinusoids (d = {lm.cfg.d_model}, up to {lm.cfg.n_ctx} positions): its position table W_pos equals the formula above (largest difference {diff:.1g}).")
 else:
     st.markdown(f"**{lm.name}** *learned* its {lm.cfg.n_ctx} position vectors W_pos during training, like GPT-2: they are not sinusoids, and the model cannot read more than {lm.cfg.n_ctx} tokens.")
+if lm.cfg.family == "bert":
+    st.markdown("BERT also adds a **token type** vector (sentence A or B) and then applies a LayerNorm: the right panel is that normalized sum.")
 st.markdown(
     f"Your sentence has {T} tokens, so it takes rows 0 … {T - 1} of W_pos (middle). The input to the first block "
     "is the sum, token by token and dimension by dimension: the same token at two positions now gets two "

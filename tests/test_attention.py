@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from tests.conftest import SENTENCES
-from transformer.model import Interventions, attention
+from transformer import Interventions, attention
 from transformer.trace import run_trace
 
 HEADS = [1, 2, 4, 8]

@@ -19,6 +19,7 @@ from streamlit.runtime.script_data import ScriptData
 from streamlit.runtime.scriptrunner.script_cache import ScriptCache
 
 import ui
+from transformer import loading
 
 from .apptest_utils import ROOT, array, assert_ok, chart, charts, page_path, run_page
 
@@ -40,14 +41,14 @@ def send_clear_cache() -> None:
 
 @pytest.fixture
 def loads(monkeypatch) -> list[str]:
-    """The names ui.models loads from disk during the test."""
-    calls, real = [], ui.models.load_model
+    """The names the shared registry (transformer.loading) loads from disk during the test."""
+    calls, real = [], loading.load_model
 
     def counting(name, *args, **kwargs):
         calls.append(str(name))
         return real(name, *args, **kwargs)
 
-    monkeypatch.setattr(ui.models, "load_model", counting)
+    monkeypatch.setattr(loading, "load_model", counting)
     return calls
 
 
@@ -82,7 +83,7 @@ def test_a_model_held_only_in_cache_resource_would_be_reloaded(loads):
 
     @st.cache_resource
     def plain_get_model(name: str):
-        return ui.models.load_model(name, restrict=True)
+        return loading.load_model(name, restrict=True)
 
     assert not survives_clear_cache(plain_get_model, loads)
     assert loads == [MODEL, MODEL]  # loaded, cleared, loaded again

@@ -26,14 +26,14 @@ RUN_PAGES = textwrap.dedent(
 
 
 def copied_paths() -> list[str]:
-    """The sources of the Dockerfile's COPY lines, except requirements.txt (installed, not run)."""
+    """The sources of the Dockerfile's COPY lines, except the requirements files (installed, not run)."""
     lines = [line.split() for line in (ROOT / "Dockerfile").read_text().splitlines() if line.startswith("COPY ")]
-    return [src for _, src, _ in lines if src != "requirements.txt"]
+    return [src for _, src, _ in lines if not src.startswith("requirements")]
 
 
 def test_the_image_files_alone_serve_every_page(tmp_path):
     for src in copied_paths():
         (shutil.copytree if (ROOT / src).is_dir() else shutil.copy)(ROOT / src, tmp_path / src)
-    assert {"app.py", "pages", "ui", "figures", "transformer", "assets", ".streamlit"} <= set(copied_paths())
+    assert {"app.py", "pages", "ui", "figures", "lessons", "transformer", "assets", ".streamlit"} <= set(copied_paths())
     done = subprocess.run([sys.executable, "-c", RUN_PAGES], cwd=tmp_path, capture_output=True, text=True, timeout=600, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]

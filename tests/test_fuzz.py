@@ -26,7 +26,8 @@ from hypothesis import HealthCheck, event, example, given, note, settings
 from hypothesis import strategies as st
 
 import ui
-from transformer import seq2seq as s2s
+from transformer import loading
+from transformer.families import seq2seq as s2s
 from transformer.trace import MAX_CHARS
 from ui.state import DEFAULT_SENTENCE, KEYS, PRESETS, TEMPERATURE_RANGE
 
@@ -291,19 +292,19 @@ def test_query_string(page, query):
                 del at.session_state["atlas_" + key]
         at.query_params.clear()
         at.query_params.update(query)
-        models_before = set(ui.models._MODELS)
+        models_before = set(loading._REGISTRY)
         at.run()
 
         sentence = str(last(query.get("sentence", DEFAULT_SENTENCE)))[:MAX_CHARS]
         check_sentence(at, page, sentence)
-        assert set(ui.models._MODELS) == models_before  # no name from the URL reaches the model loader
+        assert set(loading._REGISTRY) == models_before  # no name from the URL reaches the model loader
         assert at.selectbox(key="w_model").value == "shakespeare-gpt"
         assert at.text_area(key="w_sentence").value == sentence
         assert at.slider(key="w_layer").value == expected_index(last(query.get("layer")), TOP_LAYER)
         assert at.slider(key="w_head").value == expected_index(last(query.get("head")), TOP_HEAD)
         assert at.slider(key="w_temperature").value == expected_temperature(last(query.get("temperature", "1.0")))
         if page == CROSS_ATTENTION and "phrase" in query:
-            assert at.text_input(key="xattn_phrase").value == query["phrase"][: s2s.MAX_CHARS]
+            assert at.text_input(key="xattn_phrase").value == query["phrase"][: s2s.MAX_SOURCE_CHARS]
 
 
 SHARED_WORD = st.sampled_from(["bear", "bank", "flies", "the", "🐻", "<b>", "x" * 40])

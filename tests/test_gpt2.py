@@ -77,8 +77,8 @@ def edit_config(path, **changes):
 
 def test_unknown_model_type(hf_dir, tmp_path):
     path = copy_dir(hf_dir, tmp_path)
-    edit_config(path, model_type="llama")
-    with pytest.raises(ModelLoadError, match="model_type 'llama' is not supported"):
+    edit_config(path, model_type="mamba")
+    with pytest.raises(ModelLoadError, match="model_type 'mamba' is not supported"):
         load_model(path)
 
 

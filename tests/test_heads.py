@@ -8,8 +8,7 @@ import pytest
 import torch
 
 from tests.conftest import SENTENCES
-from transformer import heads
-from transformer.model import Interventions
+from transformer import Interventions, heads
 from transformer.trace import run_trace
 
 TEXT = SENTENCES[5]  # the longest sentence

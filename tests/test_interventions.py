@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from tests.conftest import SENTENCES
-from transformer.model import Interventions
+from transformer import Interventions
 from transformer.trace import run_trace
 
 TEXT = SENTENCES[5]  # the longest sentence: many rows to check

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from transformer import seq2seq as s2s
-from transformer import translate_data as td
+from transformer.data import phrases as td
+from transformer.families import seq2seq as s2s
+from transformer.loading import BUNDLED_TRANSLATOR, LoadedModel, get_translator
 
 from .apptest_utils import BAD_INPUTS, array, assert_ok, chart_titled, charts, page_path, run_page, texts
 from .apptest_utils import chart_z as z
@@ -17,12 +18,12 @@ REPEATED = "the cat sees the dog"  # "the" twice in the source; "le" twice in th
 
 
 @pytest.fixture(scope="module")
-def lt() -> s2s.LoadedTranslator:
-    return s2s.get_translator(s2s.BUNDLED_TRANSLATOR)
+def lt() -> LoadedModel:
+    return get_translator(BUNDLED_TRANSLATOR)
 
 
 def translate(lt, phrase=DEFAULT, **iv) -> s2s.TranslationTrace:
-    return s2s.translate(lt.model, lt.vocab, phrase.split(), s2s.Seq2SeqInterventions(**iv))
+    return s2s.translate(lt.model, lt.tokenizer, phrase.split(), s2s.Seq2SeqInterventions(**iv))
 
 
 def agreement(pattern: np.ndarray, gold, n: int) -> np.ndarray:

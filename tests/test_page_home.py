@@ -7,6 +7,7 @@ import pytest
 
 import ui
 from transformer import Interventions, run_trace
+from transformer.loading import real_models
 from ui.state import DEFAULT_SENTENCE, PRESETS
 
 from .apptest_utils import BAD_INPUTS, array, assert_ok, chart, run_page, texts
@@ -59,7 +60,7 @@ def test_bad_query_values_fall_back_to_valid_ones(query):
     at = run_page("app.py", **query)
     assert_ok(at)
     assert at.selectbox(key="w_model").value == "shakespeare-gpt"
-    assert at.selectbox(key="w_model").options == ["shakespeare-gpt"]  # the translator has its own page, not the GPT picker
+    assert at.selectbox(key="w_model").options == [*real_models(), "shakespeare-gpt"]  # the translator has its own page, not this picker
     assert 0 <= at.slider(key="w_layer").value <= 3 and 0 <= at.slider(key="w_head").value <= 3
     assert 0.05 <= at.slider(key="w_temperature").value <= 5.0
 

@@ -13,7 +13,7 @@ import streamlit as st
 import ui.models
 from tests.apptest_utils import BAD_INPUTS, array, assert_ok, chart, chart_keys, page_path, run_page, texts
 from tests.conftest import randomize
-from transformer import GPT, GPTConfig, sinusoidal_encoding
+from transformer import GPT, ModelConfig, loading, sinusoidal_encoding
 from transformer.loading import LoadedModel
 from transformer.trace import run_trace
 
@@ -144,14 +144,14 @@ def test_bundled_model_positions_equal_sinusoidal_encoding(lm):
 @pytest.fixture
 def learned_model(tokenizer, monkeypatch):
     """A random learned-position model served under the bundled name, then restored."""
-    cfg = GPTConfig(vocab_size=tokenizer.vocab_size, n_ctx=64, d_model=32, n_layer=2, n_head=2, d_mlp=64, pos_encoding="learned")  # 2 layers: the sidebar cannot show a 1-layer slider
+    cfg = ModelConfig(vocab_size=tokenizer.vocab_size, n_ctx=64, d_model=32, n_layer=2, n_head=2, d_mlp=64, pos_encoding="learned")  # 2 layers: the sidebar cannot show a 1-layer slider
     fake = LoadedModel("shakespeare-gpt", Path("learned-test"), randomize(GPT(cfg), seed=3), tokenizer, "")
     real = ui.models.get_model("shakespeare-gpt")
-    ui.models._MODELS["shakespeare-gpt"] = fake
+    loading._REGISTRY["shakespeare-gpt"] = fake
     st.cache_resource.clear()  # figures are cached by model name
     monkeypatch.setattr(ui.models, "TRACES", ui.models.TraceCache(budget=2**20))  # and traces
     yield fake
-    ui.models._MODELS["shakespeare-gpt"] = real
+    loading._REGISTRY["shakespeare-gpt"] = real
     st.cache_resource.clear()
 
 

@@ -13,11 +13,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from lessons import cross_attention as xa
 from tests.conftest import randomize
-from transformer import seq2seq as s2s
-from transformer import translate_data as td
-from transformer.model import attention
-from transformer.seq2seq_train import accuracy_text, build_vocab, exact_match, main, tensors
+from transformer import ModelLoadError, attention
+from transformer.data import phrases as td
+from transformer.families import seq2seq as s2s
+from transformer.loading import BUNDLED_TRANSLATOR, LoadedModel, get_translator, load_model, save_model
+from transformer.train_translator import accuracy_text, build_vocab, exact_match, main, tensors
 
 SOURCE = "the european economic area".split()
 TARGET = "la zone économique européenne".split()
@@ -38,11 +40,11 @@ def tiny(vocab) -> s2s.Seq2Seq:
 
 
 @pytest.fixture(scope="module")
-def bundled() -> s2s.LoadedTranslator:
-    return s2s.get_translator(s2s.BUNDLED_TRANSLATOR)
+def bundled() -> LoadedModel:
+    return get_translator(BUNDLED_TRANSLATOR)
 
 
-def record(model, vocab, src=SOURCE, tgt=TARGET, iv=s2s.NO_INTERVENTIONS) -> dict[str, np.ndarray]:
+def record(model, vocab, src=SOURCE, tgt=TARGET, iv=s2s.NO_SEQ2SEQ_INTERVENTIONS) -> dict[str, np.ndarray]:
     """One forward pass over a fixed source and decoder input [BOS] + tgt, every intermediate as numpy (no batch axis)."""
     rec: dict[str, torch.Tensor] = {}
     with torch.no_grad():
@@ -247,55 +249,55 @@ def test_alignment_agreement_counts_argmax_hits():
 def test_weights_helper_averages_heads_and_layers(tiny, vocab):
     tr = s2s.translate(tiny, vocab, SOURCE)
     stack = np.stack([tr[f"decoder.blocks.{layer}.cross_attn.hook_pattern"] for layer in range(2)])  # (L, nh, T, S)
-    np.testing.assert_array_equal(s2s.weights(tr, "cross", 1, 2), stack[1, 2])
-    np.testing.assert_allclose(s2s.weights(tr, "cross", 0, None), stack[0].mean(0), rtol=1e-6)
-    np.testing.assert_allclose(s2s.weights(tr, "cross", None, None), stack.mean((0, 1)), rtol=1e-6)
-    np.testing.assert_array_equal(s2s.weights(tr, "encoder", 0, 3), tr["encoder.blocks.0.attn.hook_pattern"][3])
+    np.testing.assert_array_equal(xa.weights(tr, "cross", 1, 2), stack[1, 2])
+    np.testing.assert_allclose(xa.weights(tr, "cross", 0, None), stack[0].mean(0), rtol=1e-6)
+    np.testing.assert_allclose(xa.weights(tr, "cross", None, None), stack.mean((0, 1)), rtol=1e-6)
+    np.testing.assert_array_equal(xa.weights(tr, "encoder", 0, 3), tr["encoder.blocks.0.attn.hook_pattern"][3])
 
 
 def test_save_and_load_round_trip(tiny, vocab, tmp_path):
-    s2s.save_translator(tmp_path / "t", tiny, vocab, {"data_seed": 0}, "# card\n")
-    lt = s2s.load_translator(tmp_path / "t")
-    assert lt.meta == {"data_seed": 0} and lt.card == "# card\n" and lt.vocab.words == vocab.words and lt.vocab.n_source == vocab.n_source
-    a, b = s2s.translate(tiny, vocab, SOURCE), s2s.translate(lt.model, lt.vocab, SOURCE)
+    save_model(tmp_path / "t", tiny, vocab, "# card\n", {"data_seed": 0})
+    lt = load_model(tmp_path / "t")
+    assert lt.meta == {"data_seed": 0} and lt.card == "# card\n" and lt.tokenizer.words == vocab.words and lt.tokenizer.n_source == vocab.n_source
+    a, b = s2s.translate(tiny, vocab, SOURCE), s2s.translate(lt.model, lt.tokenizer, SOURCE)
     assert a.output == b.output and np.array_equal(a["logits"], b["logits"])
-    assert s2s.get_translator(tmp_path / "t") is s2s.get_translator(str(tmp_path / "t"))  # loaded once
+    assert get_translator(tmp_path / "t") is get_translator(str(tmp_path / "t"))  # loaded once
     cfg = json.loads((tmp_path / "t" / "config.json").read_text())
-    (tmp_path / "t" / "config.json").write_text(json.dumps({**cfg, "model_type": "atlas-gpt"}))
-    with pytest.raises(s2s.TranslatorLoadError, match="model_type"):
-        s2s.load_translator(tmp_path / "t")
-    with pytest.raises(s2s.TranslatorLoadError):
-        s2s.load_translator(tmp_path / "missing")
+    (tmp_path / "t" / "config.json").write_text(json.dumps({**cfg, "model_type": "atlas-unknown"}))
+    with pytest.raises(ModelLoadError, match="model_type 'atlas-unknown' is not supported"):
+        load_model(tmp_path / "t")
+    with pytest.raises(ModelLoadError):
+        load_model(tmp_path / "missing")
 
 
 def test_training_command_writes_a_loadable_model(tmp_path):
     args = ["--out", str(tmp_path / "m"), "--steps", "4", "--n-train", "400", "--n-test", "20", "--eval-every", "2", "--d-model", "16", "--n-layer", "1", "--n-head", "2", "--d-mlp", "32"]
     with redirect_stdout(io.StringIO()):
         assert main(args) == 0
-    lt = s2s.load_translator(tmp_path / "m")
-    assert lt.cfg.n_layer == 1 and lt.meta["n_test"] == 20 and "python -m transformer.seq2seq_train --out" in lt.card
+    lt = load_model(tmp_path / "m")
+    assert lt.cfg.n_layer == 1 and lt.meta["n_test"] == 20 and "python -m transformer train-translator --out" in lt.card
     assert "--eval assets/models/m" in lt.card and "Held-out exact-match accuracy" in lt.card
 
 
 def test_bundled_translator_meets_its_card(bundled):
     """The held-out accuracy is ≥ 95%, as the card says; a fresh sample of held-out phrases reproduces it."""
-    cfg = json.loads((s2s.BUNDLED_TRANSLATOR / "config.json").read_text())
+    cfg = json.loads((BUNDLED_TRANSLATOR / "config.json").read_text())
     assert cfg["model_type"] == "atlas-seq2seq" and cfg["training"]["exact_match"] >= 0.95
     card = bundled.card
     n = cfg["training"]["n_test"]
-    assert f"**{accuracy_text(cfg['training']['exact_match'], n)}**" in card and "python -m transformer.seq2seq_train --eval assets/models/translator-en-fr" in card
-    acc, misses = exact_match(bundled.model, bundled.vocab, td.test_pairs(300, cfg["training"]["data_seed"]))
+    assert f"**{accuracy_text(cfg['training']['exact_match'], n)}**" in card and "python -m transformer train-translator --eval assets/models/translator-en-fr" in card
+    acc, misses = exact_match(bundled.model, bundled.tokenizer, td.test_pairs(300, cfg["training"]["data_seed"]))
     assert acc >= 0.95, misses[:5]
 
 
 def test_eval_command_reproduces_the_accuracy(bundled):
     out = io.StringIO()
     with redirect_stdout(out):
-        assert main(["--eval", str(s2s.BUNDLED_TRANSLATOR), "--n", "200"]) == 0
+        assert main(["--eval", str(BUNDLED_TRANSLATOR), "--n", "200"]) == 0
     acc = float(re.search(r"exact match ([\d.]+)% \([\d,]+ of 200 pairs\)", out.getvalue()).group(1))
     assert acc >= 95.0
 
 
 def test_bundled_translator_translates_the_classic_example(bundled):
-    tr = s2s.translate(bundled.model, bundled.vocab, SOURCE)
+    tr = s2s.translate(bundled.model, bundled.tokenizer, SOURCE)
     assert tr.output == tuple(TARGET) and tr.finished

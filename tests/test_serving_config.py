@@ -10,7 +10,7 @@ from streamlit import config
 from streamlit.testing.v1 import AppTest
 from streamlit.web.server.server_util import is_xsrf_enabled
 
-from transformer import seq2seq as s2s
+from transformer.families import seq2seq as s2s
 from transformer.trace import MAX_CHARS
 
 from .apptest_utils import PAGES, ROOT, TIMEOUT, assert_ok, run_page
@@ -116,8 +116,8 @@ def test_over_long_sentence_is_cut_with_a_notice(page, how):
 
 def test_over_long_phrase_is_cut():
     """Page 12's phrase box: capped at the translator's MAX_CHARS, in the box and from a link."""
-    long = ("the big red car " * 300)[: s2s.MAX_CHARS + 1000]
+    long = ("the big red car " * 300)[: s2s.MAX_SOURCE_CHARS + 1000]
     at = run_page("pages/12_Cross_attention.py", phrase=long)
     assert_ok(at)
     box = at.text_input(key="xattn_phrase")
-    assert box.max_chars == s2s.MAX_CHARS and box.value == long[: s2s.MAX_CHARS]
+    assert box.max_chars == s2s.MAX_SOURCE_CHARS and box.value == long[: s2s.MAX_SOURCE_CHARS]

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from tests.conftest import SENTENCES
+from transformer import Interventions, sinusoidal_encoding
 from transformer.loading import load_model
-from transformer.model import Interventions, sinusoidal_encoding
 from transformer.trace import MAX_CHARS, TraceInputError, run_trace, run_traces, trace_names
 
 
@@ -48,9 +48,9 @@ def test_names_and_shapes_match_the_documented_table(tiny_model, tokenizer, tiny
     tr = run_trace(tiny_model, tokenizer, SENTENCES[0])
     T = len(tr.encoding)
     shapes = expected_shapes(tiny_cfg, T)
-    assert set(trace_names(tiny_cfg.n_layer)) == set(tr.cache) == set(shapes)
-    assert len(trace_names(tiny_cfg.n_layer)) == len(set(trace_names(tiny_cfg.n_layer)))
-    for name, arr in tr.cache.items():
+    assert set(trace_names(tiny_cfg)) == set(tr.arrays()) == set(shapes)
+    assert len(trace_names(tiny_cfg)) == len(set(trace_names(tiny_cfg)))
+    for name, arr in tr.arrays().items():
         assert arr.shape == shapes[name], name
         assert arr.dtype == np.float32, name
         assert not arr.flags.writeable, name
@@ -157,7 +157,7 @@ def test_batched_traces_equal_one_text_at_a_time(tiny_model, tokenizer, causal):
         rec = {}
         with torch.inference_mode():
             tiny_model(torch.tensor([tr.encoding.ids]), interventions=iv, rec=rec)
-        assert tr.cache.keys() == rec.keys()
+        assert set(tr.names) == rec.keys()
         for name, t in rec.items():
             want = t[0].numpy()
             scale = np.abs(want[np.isfinite(want)]).max(initial=1.0)  # float rounding is relative to the largest values
@@ -193,8 +193,8 @@ def test_threads_get_exactly_the_sequential_results(tiny_model, tokenizer, one_t
             parallel = list(pool.map(lambda job: run_trace(tiny_model, tokenizer, *job), jobs))
             for seq, par in zip(sequential, parallel, strict=True):
                 assert par.encoding == seq.encoding
-                assert par.cache.keys() == seq.cache.keys()
-                for name in seq.cache:
+                assert par.names == seq.names
+                for name in seq.names:
                     assert np.array_equal(par[name], seq[name]), name
 
 
@@ -225,5 +225,22 @@ def test_bundled_model_in_threads(bundled, one_torch_thread):
     with ThreadPoolExecutor(max_workers=8) as pool:
         parallel = list(pool.map(lambda t: run_trace(bundled.model, bundled.tokenizer, t), texts))
     for seq, par in zip(sequential, parallel, strict=True):
-        for name in seq.cache:
+        for name in seq.names:
             assert np.array_equal(par[name], seq[name]), name
+
+
+def test_a_layer_opened_on_demand_equals_the_full_forward_pass(tiny_model, tokenizer):
+    """A trace keeps the residual stream and patterns of every layer; the rest of a layer, recomputed from the layer's
+    input when read, equals what one full forward pass records, to the bit."""
+    iv = Interventions(temperature=0.8, ablate=frozenset({(1, 0)}))
+    tr = run_trace(tiny_model, tokenizer, SENTENCES[1], iv)
+    assert "blocks.2.attn.hook_q" not in tr.cache and "blocks.2.attn.hook_pattern" in tr.cache
+    rec = {}
+    with torch.inference_mode():
+        tiny_model(torch.tensor([tr.encoding.ids]), interventions=iv, rec=rec)
+    for layer in (2, 1, 0, 2):  # opening a third layer closes the least recently read one
+        for name in (f"blocks.{layer}.attn.hook_q", f"blocks.{layer}.attn.hook_scores_raw", f"blocks.{layer}.mlp.hook_post", f"blocks.{layer}.attn.hook_z"):
+            assert np.array_equal(tr[name], rec[name][0].numpy()), name
+        assert len(tr._open) <= 2
+    with pytest.raises(KeyError):
+        tr["blocks.9.attn.hook_q"]

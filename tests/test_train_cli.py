@@ -12,10 +12,9 @@ import pytest
 import torch
 
 from tests.conftest import CORPUS, ROOT, SENTENCES
-from transformer import cli
-from transformer.config import GPTConfig
+from transformer import Interventions, cli
+from transformer.config import ModelConfig
 from transformer.loading import load_model
-from transformer.model import Interventions
 from transformer.trace import run_trace, trace_names
 from transformer.train import TrainConfig, train
 
@@ -62,7 +61,7 @@ def test_loss_goes_down(trained):
 
 def test_trained_directory_loads_and_traces(trained):
     lm = load_model(trained[0])
-    assert lm.cfg == GPTConfig(vocab_size=300, n_ctx=32, d_model=32, n_layer=2, n_head=4, d_mlp=64)
+    assert lm.cfg == ModelConfig(vocab_size=300, n_ctx=32, d_model=32, n_layer=2, n_head=4, d_mlp=64)
     assert lm.tokenizer.vocab_size == 300
     tr = run_trace(lm.model, lm.tokenizer, "ROMEO: But soft, what light")
     assert np.isfinite(tr["logits"]).all()
@@ -71,7 +70,7 @@ def test_trained_directory_loads_and_traces(trained):
 
 def test_training_is_reproducible(tmp_path):
     """Same seed, same corpus: byte-identical weights and tokenizer."""
-    cfg = GPTConfig(vocab_size=280, n_ctx=16, d_model=16, n_layer=1, n_head=2, d_mlp=32)
+    cfg = ModelConfig(vocab_size=280, n_ctx=16, d_model=16, n_layer=1, n_head=2, d_mlp=32)
     tc = TrainConfig(steps=4, batch_size=4, warmup=2, eval_every=2, eval_batches=1, max_chars=20_000, threads=1)
     threads = torch.get_num_threads()
     try:
@@ -100,11 +99,11 @@ def exported(tiny_dir, tmp_path_factory) -> dict[str, np.ndarray]:
 def test_export_holds_every_traced_tensor(exported, tiny_model, tokenizer, tiny_cfg):
     data = exported
     tr = run_trace(tiny_model, tokenizer, SENTENCES[2])
-    assert set(data) == {"tokens", "token_ids", "offsets", *trace_names(tiny_cfg.n_layer)}
+    assert set(data) == {"tokens", "token_ids", "offsets", *trace_names(tiny_cfg)}
     assert list(data["tokens"]) == list(tr.encoding.tokens)
     assert list(data["token_ids"]) == list(tr.encoding.ids)
     assert data["offsets"].shape == (len(tr.encoding), 2) and [tuple(o) for o in data["offsets"]] == list(tr.encoding.offsets)
-    for name in trace_names(tiny_cfg.n_layer):
+    for name in trace_names(tiny_cfg):
         assert data[name].dtype == np.float32 and np.array_equal(data[name], tr[name]), name
 
 

@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 
-from transformer import lexicon as lx
-from transformer import translate_data as td
+from transformer.data import lexicon as lx
+from transformer.data import phrases as td
 
 SAMPLE = td.make_pairs(3000, seed=7)
 

@@ -1,21 +1,31 @@
-"""Attention Atlas engine: an instrumented transformer (no streamlit, no plotly)."""
+"""Attention Atlas engine: instrumented transformers of several families (no streamlit, no plotly)."""
 
-from .config import GPTConfig
-from .model import GPT, Interventions, attention, sinusoidal_encoding
-from .tokenizer import Encoding, Tokenizer
-from .trace import Trace, TraceInputError, run_trace, run_traces, trace_names
+from .attention import NO_INTERVENTIONS, Interventions, attention, visible_mask
+from .config import ModelConfig
+from .errors import ModelLoadError, TraceInputError
+from .families.gpt import GPT
+from .layers import sinusoidal_encoding
+from .tokenizer import END_OF_TEXT, Encoding, Tokenizer
+from .trace import Trace, encode_for_model, forward_padded, pad_right, run_trace, run_traces, trace_names
 
 __all__ = [
+    "END_OF_TEXT",
     "GPT",
+    "NO_INTERVENTIONS",
     "Encoding",
-    "GPTConfig",
     "Interventions",
+    "ModelConfig",
+    "ModelLoadError",
     "Tokenizer",
     "Trace",
     "TraceInputError",
     "attention",
+    "encode_for_model",
+    "forward_padded",
+    "pad_right",
     "run_trace",
     "run_traces",
     "sinusoidal_encoding",
     "trace_names",
+    "visible_mask",
 ]

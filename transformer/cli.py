@@ -1,4 +1,4 @@
-"""Command line: `python -m transformer train | trace | eval`."""
+"""Command line: `python -m transformer train | train-translator | trace | eval`."""
 
 from __future__ import annotations
 
@@ -10,21 +10,24 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .config import GPTConfig
-from .loading import ModelLoadError, load_model
-from .model import Interventions
-from .trace import TraceInputError, run_trace
+from . import train_translator
+from .attention import Interventions
+from .config import ModelConfig
+from .errors import ModelLoadError, TraceInputError
+from .loading import load_model
+from .tokenizer import Tokenizer
+from .trace import run_trace
 from .train import TrainConfig, bigram_baseline, evaluate, split_corpus, train, windows
 
 
 def cmd_train(a: argparse.Namespace) -> None:
-    cfg = GPTConfig(
+    cfg = ModelConfig(
         vocab_size=a.vocab_size, n_ctx=a.n_ctx, d_model=a.d_model, n_layer=a.n_layer, n_head=a.n_head, d_mlp=a.d_mlp or 4 * a.d_model,
         pos_encoding=a.pos_encoding, dropout=a.dropout, tie_embeddings=not a.untied,
     )
     tc = TrainConfig(steps=a.steps, batch_size=a.batch_size, lr=a.lr, eval_every=a.eval_every, max_chars=a.max_chars, seed=a.seed, threads=a.threads)
     if a.short:  # a quick smoke run for tests
-        cfg = GPTConfig(vocab_size=300, n_ctx=32, d_model=32, n_layer=2, n_head=4, d_mlp=64)
+        cfg = ModelConfig(vocab_size=300, n_ctx=32, d_model=32, n_layer=2, n_head=4, d_mlp=64)
         tc = TrainConfig(steps=30, batch_size=8, lr=3e-3, warmup=5, eval_every=10, eval_batches=2, max_chars=60_000, seed=a.seed, threads=1)
     command = "python -m transformer " + " ".join(shlex.quote(x) for x in sys.argv[1:])
     n = train(Path(a.corpus), Path(a.out), cfg, tc, command)
@@ -41,14 +44,19 @@ def layer_head(spec: str) -> tuple[int, int]:
 
 def cmd_trace(a: argparse.Namespace) -> None:
     lm = load_model(a.model)
+    if not isinstance(lm.tokenizer, Tokenizer):
+        raise ValueError(f"{a.model} is a translator: its traces come from the Encoder–decoder page, not from `trace`.")
+    if a.text_pair is not None and lm.cfg.family != "bert":
+        raise ValueError("--text-pair needs an encoder (BERT): a decoder reads one text.")
     for layer, head in a.ablate:
         if layer >= lm.cfg.n_layer or head >= lm.cfg.n_head:
             raise ValueError(f"--ablate {layer}.{head}: this model has layers 0–{lm.cfg.n_layer - 1} and heads 0–{lm.cfg.n_head - 1}.")
     iv = Interventions(temperature=a.temperature, causal=not a.no_mask, ablate=frozenset(a.ablate))
-    tr = run_trace(lm.model, lm.tokenizer, a.text, iv)
-    np.savez_compressed(a.out, tokens=np.array(tr.encoding.tokens), token_ids=np.array(tr.encoding.ids), offsets=np.array(tr.encoding.offsets), **tr.cache)
+    tr = run_trace(lm.model, lm.tokenizer, a.text, iv, pair=a.text_pair)
+    types = {"token_type_ids": np.array(tr.encoding.type_ids)} if tr.encoding.type_ids else {}
+    np.savez_compressed(a.out, tokens=np.array(tr.encoding.tokens), token_ids=np.array(tr.encoding.ids), offsets=np.array(tr.encoding.offsets), **types, **tr.arrays())
     cut = f" (cut from {tr.n_tokens_in})" if tr.truncated else ""
-    print(f"{len(tr.encoding)} tokens{cut}, {len(tr.cache)} tensors → {a.out}")
+    print(f"{len(tr.encoding)} tokens{cut}, {len(tr.names)} tensors → {a.out}")
 
 
 def cmd_eval(a: argparse.Namespace) -> None:
@@ -65,8 +73,12 @@ def cmd_eval(a: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["train-translator"]:  # the translator's own options: python -m transformer train-translator --help
+        return train_translator.main(argv[1:])
     p = argparse.ArgumentParser(prog="python -m transformer", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("train-translator", help="train or measure the English → French translator (see its --help)")
     t = sub.add_parser("train", help="train a tokenizer and a model on a text file")
     t.add_argument("--corpus", required=True, help="plain-text training file")
     t.add_argument("--out", required=True, help="model directory to write")
@@ -89,8 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--short", action="store_true", help="a 30-step smoke run on a tiny model (for tests)")
     t.set_defaults(fn=cmd_train)
     r = sub.add_parser("trace", help="write every traced tensor of one text to an .npz file")
-    r.add_argument("--model", required=True, help="bundled model name or model directory")
+    r.add_argument("--model", required=True, help="a model name (smollm2-135m, minilm-l6, a bundled one), a model directory or a .gguf file")
     r.add_argument("--text", required=True)
+    r.add_argument("--text-pair", help="a second sentence, for an encoder: [CLS] text [SEP] pair [SEP]")
     r.add_argument("--out", required=True, help="output .npz path")
     r.add_argument("--temperature", type=float, default=1.0, help="attention temperature τ")
     r.add_argument("--no-mask", action="store_true", help="switch the causal mask off")

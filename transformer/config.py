@@ -1,46 +1,88 @@
-"""Model configuration: one frozen dataclass, saved as config.json beside the weights."""
+"""Model configuration: one frozen dataclass for every family, saved as config.json beside the weights.
+
+The defaults describe the bundled GPT. A family is a choice of parts:
+
+    family  norm       where  positions              MLP            attention
+    gpt     LayerNorm  pre    sinusoidal or learned  GELU           n_head heads, biases
+    bert    LayerNorm  post   learned + token types  GELU           n_head heads, biases, no causal mask
+    llama   RMSNorm    pre    rotary (RoPE)          SwiGLU (gated) n_head query heads share n_kv_head key/value heads
+"""
 
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass
-from pathlib import Path
+
+FAMILIES = ("gpt", "bert", "llama")
+POSITIONS = ("sinusoidal", "learned", "rotary")
+ACTIVATIONS = ("gelu_new", "gelu", "silu")
 
 
 @dataclass(frozen=True)
-class GPTConfig:
-    vocab_size: int = 1024  # tokens in the BPE vocabulary
+class ModelConfig:
+    vocab_size: int = 1024  # tokens in the vocabulary
     n_ctx: int = 256  # longest sequence the model reads (context length)
     d_model: int = 128  # width of the residual stream
     n_layer: int = 4  # transformer blocks
-    n_head: int = 4  # attention heads per block; d_head = d_model / n_head
+    n_head: int = 4  # (query) attention heads per block
     d_mlp: int = 512  # hidden width of the feed-forward network
-    pos_encoding: str = "sinusoidal"  # "sinusoidal" (fixed) or "learned" (GPT-2)
-    activation: str = "gelu_new"  # "gelu_new" (tanh approximation, GPT-2) or "gelu"
-    ln_eps: float = 1e-5  # LayerNorm epsilon
+    pos_encoding: str = "sinusoidal"  # "sinusoidal" (fixed), "learned" (GPT-2, BERT) or "rotary" (RoPE, Llama)
+    activation: str = "gelu_new"  # "gelu_new" (tanh approximation, GPT-2), "gelu" (exact, BERT) or "silu" (Llama)
+    ln_eps: float = 1e-5  # LayerNorm / RMSNorm epsilon
     dropout: float = 0.0  # used only while training
-    tie_embeddings: bool = True  # unembedding W_U = W_Eᵀ (GPT-2); False gives W_U its own weights
+    tie_embeddings: bool = True  # unembedding W_U = W_Eᵀ; False gives W_U its own weights
+    family: str = "gpt"  # "gpt", "bert" or "llama": which parts (table above)
+    n_kv_head: int = 0  # key/value heads, shared by n_head / n_kv_head query heads each (GQA); 0 = n_head
+    head_dim: int = 0  # width of one head; 0 = d_model / n_head
+    rope_theta: float = 10000.0  # RoPE base θ: pair i of a head turns by pos · θ^(−2i/d_head)
+    n_token_types: int = 0  # BERT's segment embeddings (sentence A / B); 0 = none
+    has_lm_head: bool = True  # False for an encoder read without a language-model head (no logits)
 
     def __post_init__(self):
-        if self.d_model % self.n_head:
+        for name, value, allowed in (("family", self.family, FAMILIES), ("pos_encoding", self.pos_encoding, POSITIONS), ("activation", self.activation, ACTIVATIONS)):
+            if value not in allowed:
+                raise ValueError(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
+        if not self.head_dim and self.d_model % self.n_head:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_head={self.n_head}")
-        if self.pos_encoding not in ("sinusoidal", "learned"):
-            raise ValueError(f"pos_encoding must be 'sinusoidal' or 'learned', not {self.pos_encoding!r}")
-        if self.activation not in ("gelu_new", "gelu"):
-            raise ValueError(f"activation must be 'gelu_new' or 'gelu', not {self.activation!r}")
+        if self.n_head % self.n_kv_heads:
+            raise ValueError(f"n_head={self.n_head} is not a multiple of n_kv_head={self.n_kv_heads}")
         if self.pos_encoding == "sinusoidal" and self.d_model % 2:
             raise ValueError("sinusoidal positions need an even d_model")
+        if self.pos_encoding == "rotary" and self.d_head % 2:
+            raise ValueError("rotary positions need an even head width")
 
     @property
     def d_head(self) -> int:
-        return self.d_model // self.n_head
+        return self.head_dim or self.d_model // self.n_head
 
-    def to_json(self, path: Path) -> None:
-        data = {"model_type": "atlas-gpt", **dataclasses.asdict(self)}
-        Path(path).write_text(json.dumps(data, indent=2) + "\n")
+    @property
+    def n_kv_heads(self) -> int:
+        """Key/value heads per block (= n_head unless grouped-query attention)."""
+        return self.n_kv_head or self.n_head
+
+    @property
+    def causal(self) -> bool:
+        """A decoder reads earlier tokens only; an encoder (BERT) reads both directions."""
+        return self.family != "bert"
+
+    @property
+    def norm(self) -> str:
+        return "rmsnorm" if self.family == "llama" else "layernorm"
+
+    @property
+    def post_norm(self) -> bool:
+        """BERT normalizes after adding to the residual stream; GPT and Llama normalize each sublayer's input."""
+        return self.family == "bert"
+
+    def kv_head(self, head: int) -> int:
+        """The key/value head that query head `head` reads: heads g·n/n_kv … (g+1)·n/n_kv − 1 share head g."""
+        return head // (self.n_head // self.n_kv_heads)
+
+    def to_dict(self) -> dict:
+        """config.json's contents."""
+        return {"model_type": "atlas-gpt", **dataclasses.asdict(self)}
 
     @classmethod
-    def from_dict(cls, data: dict) -> GPTConfig:
+    def from_dict(cls, data: dict) -> ModelConfig:
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})

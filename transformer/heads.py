@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .model import GPT
+from . import GPT
 from .predict import softmax_weights
 from .trace import Trace
 

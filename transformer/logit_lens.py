@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .model import GPT
+from . import GPT
 from .trace import Trace
 
 

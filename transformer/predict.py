@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .model import GPT, NO_INTERVENTIONS, Interventions
+from . import GPT, NO_INTERVENTIONS, Interventions
 from .tokenizer import END_OF_TEXT, Encoding, Tokenizer
 from .trace import Trace, encode_for_model, pad_right
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .model import GPT, NO_INTERVENTIONS, Interventions
+from . import GPT, NO_INTERVENTIONS, Interventions
 from .tokenizer import Tokenizer
 from .trace import encode_for_model
 

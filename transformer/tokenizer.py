@@ -57,18 +57,30 @@ class Encoding:
     text: str
     ids: tuple[int, ...]
     tokens: tuple[str, ...]  # the vocabulary's own strings (byte-level: "Ġ" marks a leading space)
-    offsets: tuple[tuple[int, int], ...]
+    offsets: tuple[tuple[int, int], ...]  # special tokens ([CLS], [SEP]) have (0, 0)
     labels: tuple[str, ...]  # readable: "␣bear"; a token holding part of a character shows its bytes
+    type_ids: tuple[int, ...] = ()  # BERT's sentence of each token: 0 = A, 1 = B (empty: all 0)
+
+    def cut(self, n: int) -> Encoding:
+        """The first n tokens (the text up to the end of the last one kept)."""
+        ends = [end for _, end in self.offsets[:n]]
+        return Encoding(self.text[: max(ends, default=0)], self.ids[:n], self.tokens[:n], self.offsets[:n], self.labels[:n], self.type_ids[:n])
 
     def __len__(self) -> int:
         return len(self.ids)
 
 
 class Tokenizer:
-    """Wraps a Hugging Face byte-level BPE tokenizer."""
+    """Wraps a Hugging Face tokenizer: byte-level BPE (GPT-2, Llama) or WordPiece (BERT).
 
-    def __init__(self, hf: HFTokenizer):
+    add_special_tokens: let the tokenizer's post-processor add its special tokens ([CLS] … [SEP] for BERT);
+    off for decoders, which Hugging Face runs with no BOS here.
+    """
+
+    def __init__(self, hf: HFTokenizer, add_special_tokens: bool = False):
         self.hf = hf
+        self.add_special_tokens = add_special_tokens
+        self.byte_level = type(hf.decoder).__name__ == "ByteLevel"
         self.vocab_size = hf.get_vocab_size()
         self._labels: list[str] | None = None
 
@@ -97,9 +109,11 @@ class Tokenizer:
     def label(self, token: str) -> str:
         """Readable label of one vocabulary string: its bytes as text, whitespace made visible,
         each byte that is only part of a multi-byte character as <XX> (" 🐻"'s first three bytes: "␣<F0><9F>")."""
+        if not self.byte_level:  # WordPiece: the token's own text ("##ing" continues a word)
+            return visible(token)
         try:
             raw = bytes(BYTE_DECODER[c] for c in token)
-        except KeyError:  # not a byte-level token (a special token, another scheme)
+        except KeyError:  # not a byte-level string (a special token)
             return visible(token)
         text = raw.decode("utf-8", errors="surrogateescape")  # a stray byte b becomes U+DC00 + b
         return "".join(f"<{ord(ch) - 0xDC00:02X}>" if 0xDC80 <= ord(ch) <= 0xDCFF else visible(ch) for ch in text)
@@ -110,14 +124,16 @@ class Tokenizer:
             self._labels = [self.label(self.hf.id_to_token(i) or "") for i in range(self.vocab_size)]
         return self._labels
 
-    def encode(self, text: str) -> Encoding:
-        enc = self.hf.encode(text, add_special_tokens=False)
+    def encode(self, text: str, pair: str | None = None) -> Encoding:
+        """Tokenize `text` (and a second sentence `pair`, for an encoder: [CLS] A [SEP] B [SEP])."""
+        enc = self.hf.encode(text, pair, add_special_tokens=self.add_special_tokens)
         return Encoding(
-            text=text,
+            text=text if pair is None else f"{text}\n{pair}",
             ids=tuple(enc.ids),
             tokens=tuple(enc.tokens),
             offsets=tuple(tuple(o) for o in enc.offsets),
             labels=tuple(self.label(t) for t in enc.tokens),
+            type_ids=tuple(enc.type_ids) if pair is not None or self.add_special_tokens else (),
         )
 
     def decode(self, ids: Iterable[int]) -> str:

@@ -12,9 +12,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .config import GPTConfig
+from .config import ModelConfig
+from .families.gpt import GPT
 from .loading import save_model
-from .model import GPT
 from .tokenizer import Tokenizer
 
 
@@ -89,7 +89,7 @@ def progress(step: int, steps: int, msg: str, t0: float) -> None:
     sys.stderr.flush()
 
 
-def train(corpus: Path, out: Path, model_cfg: GPTConfig, tc: TrainConfig, command: str = "") -> dict:
+def train(corpus: Path, out: Path, model_cfg: ModelConfig, tc: TrainConfig, command: str = "") -> dict:
     """Train tokenizer + model on `corpus`; write the model directory to `out`. Returns the card's numbers."""
     torch.manual_seed(tc.seed)
     torch.set_num_threads(tc.threads)
@@ -161,7 +161,7 @@ def generate_sample(model: GPT, tok: Tokenizer, prompt: str, n: int, seed: int) 
     return tok.decode(ids)
 
 
-def model_card(name: str, corpus: Path, cfg: GPTConfig, tc: TrainConfig, n: dict, sample: str, command: str) -> str:
+def model_card(name: str, corpus: Path, cfg: ModelConfig, tc: TrainConfig, n: dict, sample: str, command: str) -> str:
     rows = "\n".join(f"| {h['step']} | {h['train_loss']:.3f} | {h['val_loss']:.3f} |" for h in n["history"])
     cfg_rows = "\n".join(f"| {k} | {v} |" for k, v in asdict(cfg).items())
     return f"""# {name}

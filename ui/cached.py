@@ -24,11 +24,12 @@ from figures.prediction import lens_heatmap
 from transformer import Interventions, Trace, predict, sinusoidal_encoding
 from transformer import block_stats as bs
 from transformer import context as cx
-from transformer import seq2seq as s2s
 from transformer import softmax_lab as lab
-from transformer import translate_data as td
+from transformer.data import phrases as td
 from transformer.embedding_space import PCA, binary_bits, cosine_matrix, frequent_ids, pca, unit_rows
+from transformer.families import seq2seq as s2s
 from transformer.lecture import lecture_example
+from transformer.loading import get_translator
 from transformer.logit_lens import logit_lens, stage_names
 
 from .models import get_model, get_trace
@@ -216,8 +217,8 @@ def adds_figures(model_name: str, sentence: str, tau: float, layer: int, _tr: Tr
 @st.cache_resource(max_entries=64, show_spinner=False)
 def translation(words: tuple[str, ...], temperature: float, causal: bool, ablate: tuple[tuple[str, int, int], ...]) -> s2s.TranslationTrace:
     """Greedy translation and its trace, cached; the arrays are read-only."""
-    t = s2s.get_translator()
-    return s2s.translate(t.model, t.vocab, words, s2s.Seq2SeqInterventions(temperature, causal, frozenset(ablate)))
+    t = get_translator()
+    return s2s.translate(t.model, t.tokenizer, words, s2s.Seq2SeqInterventions(temperature, causal, frozenset(ablate)))
 
 
 @st.cache_resource(max_entries=1, show_spinner=False)
@@ -228,7 +229,7 @@ def held_out_phrases(n: int, seed: int) -> list[td.Pair]:
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def read_phrase(phrase: str) -> s2s.SourceText:
-    return s2s.read_source(s2s.get_translator().vocab, phrase, s2s.get_translator().cfg.n_ctx)
+    return s2s.read_source(get_translator().tokenizer, phrase, get_translator().cfg.n_ctx)
 
 
 # --- Softmax & temperature ---

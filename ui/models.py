@@ -12,38 +12,33 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from pathlib import Path
 
 import streamlit as st
 import torch
 
 from transformer import Interventions, Trace, run_trace, run_traces
-from transformer.loading import LoadedModel, bundled_models, load_model, local_models
+from transformer.loading import LoadedModel, bundled_models, local_models, real_models, shared_model
 
-_MODELS: dict[str, LoadedModel] = {}
-_LOCK = threading.Lock()
+_FROZEN: set[int] = set()  # ids of the models already moved out of the garbage collector's sight
 # Many sessions share 2 cores: one torch thread each beats several fighting over the cores.
 torch.set_num_threads(int(os.environ.get("ATLAS_TORCH_THREADS", "1")))
 
 
 @st.cache_data(ttl=10, show_spinner=False)  # the folders are read again at most every 10 s, not on every rerun
 def model_choices() -> list[str]:
-    """What the model picker offers: bundled names, then model directories in the allowed folders."""
-    return bundled_models() + local_models()
+    """What the model picker offers: the installed real models, the bundled ones, then models in the allowed folders."""
+    return real_models() + bundled_models() + local_models()
 
 
 def get_model(name: str) -> LoadedModel:
     """A bundled model by name, or a model directory in an allowed folder; loaded at most once per process."""
-    if name in _MODELS:  # the common case, without looking at the disk
-        return _MODELS[name]
-    key = name if name in bundled_models() else str(Path(name).expanduser().resolve())
-    with _LOCK:
-        if key not in _MODELS:
-            _MODELS[key] = load_model(key, restrict=True)
-            # Move the long-lived objects out of the collector's sight: every later collection is cheap.
-            gc.collect()
-            gc.freeze()
-        return _MODELS[key]
+    loaded = shared_model(name, restrict=True)
+    if id(loaded) not in _FROZEN:
+        # Move the long-lived objects out of the collector's sight: every later collection is cheap.
+        _FROZEN.add(id(loaded))
+        gc.collect()
+        gc.freeze()
+    return loaded
 
 
 class TraceCache:

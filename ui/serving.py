@@ -9,19 +9,23 @@ busy machine got p95 257–327 ms with the gate, 499–622 ms without (README, "
 
 Streamlit has no setting for this: `install` wraps ScriptRunner._run_script, the one place a rerun's
 script (and its fragments, and the reruns it restarts into) runs. A run that waits longer than
-WAIT_S goes ahead anyway: the gate only saves time, it must never hang a page.
+WAIT_S goes ahead anyway: the gate only saves time, it must never hang a page. _run_script is private:
+if a Streamlit release moves or renames it, `install` logs one warning and leaves script runs ungated.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
+import logging
 import os
 import threading
 
-from streamlit.runtime.scriptrunner import script_runner
-
 RUNS_ENV = "ATLAS_CONCURRENT_RUNS"  # how many script runs at once; 0 = no limit (Streamlit's default)
 WAIT_S = 30.0
+TARGET = ("streamlit.runtime.scriptrunner.script_runner", "ScriptRunner", "_run_script")  # module, class, method
+
+log = logging.getLogger("atlas.serving")
 
 
 def gate(run, runs: int):
@@ -29,10 +33,10 @@ def gate(run, runs: int):
     places = threading.BoundedSemaphore(runs)
 
     @functools.wraps(run)
-    def gated(self, rerun_data):
+    def gated(*args, **kwargs):  # passes on whatever Streamlit passes, so a new parameter cannot break a run
         got = places.acquire(timeout=WAIT_S)
         try:
-            return run(self, rerun_data)
+            return run(*args, **kwargs)
         finally:
             if got:
                 places.release()
@@ -41,12 +45,25 @@ def gate(run, runs: int):
     return gated
 
 
+def runner_class() -> type | None:
+    """Streamlit's ScriptRunner if it still has a callable _run_script to wrap; else None, after one warning."""
+    module, cls_name, method = TARGET
+    try:
+        cls = getattr(importlib.import_module(module), cls_name, None)
+    except ImportError:
+        cls = None
+    if isinstance(cls, type) and callable(getattr(cls, method, None)):
+        return cls
+    log.warning("%s.%s.%s not found or not callable: script runs are not gated (Streamlit's default behaviour)", *TARGET)
+    return None
+
+
 def install() -> None:
-    """Gate script runs to ATLAS_CONCURRENT_RUNS (default 1) at once; idempotent."""
+    """Gate script runs to ATLAS_CONCURRENT_RUNS (default 1) at once; idempotent; a no-op if Streamlit lacks the hook."""
     raw = os.environ.get(RUNS_ENV, "1")
     if not raw.isdigit():
         raise ValueError(f"{RUNS_ENV} must be a whole number (0 = no limit), not {raw!r}")
     runs = int(raw)
-    cls = script_runner.ScriptRunner
-    if runs > 0 and not hasattr(cls._run_script, "places"):
+    cls = runner_class() if runs > 0 else None
+    if cls is not None and not hasattr(cls._run_script, "places"):
         cls._run_script = gate(cls._run_script, runs)

@@ -8,6 +8,7 @@ Widgets use their own keys ("w_…") and copy into the plain keys when they chan
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 
 import streamlit as st
@@ -45,9 +46,16 @@ class State:
     temperature: float
 
 
+DEFAULT_MODEL_ENV = "ATLAS_DEFAULT_MODEL"  # the model a new session opens (default: the real decoder when installed)
+DEFAULT_MODELS = ("smollm2-135m", "shakespeare-gpt")  # the first one installed is the default
+
+
 def _default_model() -> str:
-    names = model_choices()  # bundled models first
-    return "shakespeare-gpt" if "shakespeare-gpt" in names else names[0]
+    names = model_choices()
+    for name in (os.environ.get(DEFAULT_MODEL_ENV), *DEFAULT_MODELS):
+        if name in names:
+            return name
+    return names[0]
 
 
 def _clean(raw: dict) -> dict:

@@ -8,21 +8,27 @@ has no widths yet: it draws as before.
 
 A small component in the sidebar (Streamlit's components v2: plain JavaScript in the page, no iframe) measures
 every keyed chart and reports the widths when they change, from a fragment, so that reporting reruns nothing but
-itself.
+itself. Without components v2 (a Streamlit that lacks it) the component is skipped after one warning
+and every chart draws at Streamlit's default width; a page without the test ids the JavaScript looks for gets no
+reports, and so the same default.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 
 import streamlit as st
+
+log = logging.getLogger("atlas.widths")
 
 KEY = "atlas_chart_widths"
 MIN_W, MAX_W = 150.0, 8000.0  # Streamlit never draws a chart narrower than 150 px
 MAX_CHARTS = 200
 
 # Measures the frame Streamlit itself measures (stFullScreenFrame, getBoundingClientRect().width) for every chart in
-# an element container with a user key, skipping hidden tabs (width 0) and full-screen charts. Reports only changes.
+# an element container with a user key, skipping hidden tabs (width 0) and full-screen charts. Reports only changes,
+# so a chart whose frame, container or key class is not found (test ids renamed) is skipped and nothing is reported.
 JS = """
 export default function ({ setStateValue }) {
   const known = {};
@@ -50,18 +56,30 @@ export default function ({ setStateValue }) {
 }
 """
 
-_measure = st.components.v2.component("atlas_chart_widths", js=JS)
+
+def measurer():
+    """The measuring component, or None (after one warning) when Streamlit has no st.components.v2.component."""
+    v2 = getattr(getattr(st, "components", None), "v2", None)
+    make = getattr(v2, "component", None)
+    if not callable(make):
+        log.warning("st.components.v2.component not found: chart widths are not measured (Streamlit's default widths)")
+        return None
+    return make("atlas_chart_widths", js=JS)
+
+
+_measure = measurer()
 
 
 @st.fragment
 def measure() -> None:
-    """Mount the measuring component (once per page run; its reports rerun only this fragment)."""
-    _measure(key=KEY, on_widths_change=lambda: None, height=0)
+    """Mount the measuring component (once per page run; its reports rerun only this fragment); nothing without it."""
+    if _measure is not None:
+        _measure(key=KEY, on_widths_change=lambda: None, height=0)
 
 
 def width_of(key: str) -> float | None:
-    """The width the browser last measured for the chart `key`, or None (not measured yet, or a bad report)."""
-    state = st.session_state.get(KEY)
+    """The width the browser last measured for the chart `key`, or None (not measured yet, a bad report, no component)."""
+    state = st.session_state.get(KEY) if _measure is not None else None
     widths = state.get("widths") if state is not None else None
     if not isinstance(widths, dict) or len(widths) > MAX_CHARTS:
         return None

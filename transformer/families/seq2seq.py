@@ -76,27 +76,22 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import json
 import math
-import os
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn as nn
-from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
 from tokenizers import Tokenizer as HFTokenizer
 from tokenizers import models, normalizers, pre_tokenizers
 
-from .model import MLP, Attention, Block, Interventions, LayerNorm, Record, sinusoidal_encoding
-from .trace import BLOCK_NAMES
+from ..attention import Interventions, Record, visible_mask
+from ..config import ModelConfig
+from ..layers import MLP, Attention, Block, LayerNorm, init_normal, prefixed, sinusoidal_encoding
+from ..trace import BLOCK_NAMES
 
 MODEL_TYPE = "atlas-seq2seq"
-TRANSLATOR_ENV = "ATLAS_TRANSLATOR"  # a translator directory to use instead of the bundled one
-BUNDLED_TRANSLATOR = Path(__file__).resolve().parent.parent / "assets" / "models" / "translator-en-fr"
 SPECIALS = ("[PAD]", "[UNK]", "[BOS]", "[EOS]")
 PAD, UNK, BOS, EOS = range(4)
 PARTS = ("encoder", "decoder", "cross")
@@ -122,6 +117,11 @@ class Seq2SeqConfig:
     @property
     def d_head(self) -> int:
         return self.d_model // self.n_head
+
+    @property
+    def parts(self) -> ModelConfig:
+        """The configuration of the encoder's and decoder's blocks (pre-LayerNorm, GELU, sinusoidal positions)."""
+        return ModelConfig(self.vocab_size, self.n_ctx, self.d_model, self.n_layer, self.n_head, self.d_mlp, "sinusoidal", self.activation, self.ln_eps, self.dropout)
 
     def to_dict(self) -> dict:
         return {"model_type": MODEL_TYPE, **dataclasses.asdict(self)}
@@ -150,27 +150,13 @@ class Seq2SeqInterventions:
         return Interventions(temperature=self.temperature, causal=self.causal, ablate=frozenset((lay, h) for p, lay, h in self.ablate if p == part))
 
 
-NO_INTERVENTIONS = Seq2SeqInterventions()
-
-
-class Prefixed:
-    """A record that writes every name under a prefix: lets model.py's Block record as "encoder.blocks.…"."""
-
-    def __init__(self, rec: dict, prefix: str):
-        self.rec, self.prefix = rec, prefix
-
-    def __setitem__(self, name: str, value: torch.Tensor) -> None:
-        self.rec[self.prefix + name] = value
-
-
-def prefixed(rec: Record, prefix: str):
-    return None if rec is None else Prefixed(rec, prefix)
+NO_SEQ2SEQ_INTERVENTIONS = Seq2SeqInterventions()
 
 
 class DecoderBlock(nn.Module):
     """x + SelfAttn(LN1(x)) [causal], + CrossAttn(LN_cross(·), memory), + MLP(LN2(·))."""
 
-    def __init__(self, cfg: Seq2SeqConfig, layer: int):
+    def __init__(self, cfg: ModelConfig, layer: int):
         super().__init__()
         self.layer = layer
         self.ln1 = LayerNorm(cfg)
@@ -202,25 +188,22 @@ class Seq2Seq(nn.Module):
     def __init__(self, cfg: Seq2SeqConfig):
         super().__init__()
         self.cfg = cfg
+        parts = cfg.parts
         self.W_E = nn.Parameter(torch.empty(cfg.vocab_size, cfg.d_model))
         self.register_buffer("W_pos", sinusoidal_encoding(cfg.n_ctx, cfg.d_model), persistent=False)
         self.drop = nn.Dropout(cfg.dropout)
         self.encoder = nn.Module()
-        self.encoder.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layer))
-        self.encoder.ln_final = LayerNorm(cfg)
+        self.encoder.blocks = nn.ModuleList(Block(parts, i) for i in range(cfg.n_layer))
+        self.encoder.ln_final = LayerNorm(parts)
         self.decoder = nn.Module()
-        self.decoder.blocks = nn.ModuleList(DecoderBlock(cfg, i) for i in range(cfg.n_layer))
-        self.decoder.ln_final = LayerNorm(cfg)
+        self.decoder.blocks = nn.ModuleList(DecoderBlock(parts, i) for i in range(cfg.n_layer))
+        self.decoder.ln_final = LayerNorm(parts)
         self._init_weights()
 
     def _init_weights(self):
         """N(0, 0.02) (W_E: N(0, 1/d), since it is scaled by √d), residual-stream outputs scaled by 1/√(3·n_layer)."""
-        for name, p in self.named_parameters():
-            if name == "W_E":
-                nn.init.normal_(p, std=self.cfg.d_model**-0.5)
-            elif p.dim() >= 2:
-                std = 0.02 / math.sqrt(3 * self.cfg.n_layer) if name.endswith(("W_O", "W_out")) else 0.02
-                nn.init.normal_(p, std=std)
+        init_normal(self, self.cfg.n_layer, residual_scale=3)
+        nn.init.normal_(self.W_E, std=self.cfg.d_model**-0.5)
 
     def embed(self, ids, rec=None):
         """input = W_E[id]·√d + positional encoding."""
@@ -233,7 +216,7 @@ class Seq2Seq(nn.Module):
             rec["hook_embed"], rec["hook_pos_embed"] = embed, pos_embed
         return self.drop(embed + pos_embed)
 
-    def encode(self, src, src_keys, iv: Seq2SeqInterventions = NO_INTERVENTIONS, rec: Record = None):
+    def encode(self, src, src_keys, iv: Seq2SeqInterventions = NO_SEQ2SEQ_INTERVENTIONS, rec: Record = None):
         """src: (B, S) ids; src_keys: (B, 1, 1, S) bool, False = padding. Returns the memory (B, S, d)."""
         erec = prefixed(rec, "encoder.")
         x = self.embed(src, erec)
@@ -241,16 +224,13 @@ class Seq2Seq(nn.Module):
             x = block(x, src_keys, iv.part("encoder"), erec)  # every word sees every (real) word
         return self.encoder.ln_final(x, erec, "ln_final.")
 
-    def decode(self, tgt, memory, src_keys, tgt_keys=None, iv: Seq2SeqInterventions = NO_INTERVENTIONS, rec: Record = None):
+    def decode(self, tgt, memory, src_keys, tgt_keys=None, iv: Seq2SeqInterventions = NO_SEQ2SEQ_INTERVENTIONS, rec: Record = None):
         """tgt: (B, T) decoder input ids, starting with [BOS]. Returns logits (B, T, V)."""
         drec = prefixed(rec, "decoder.")
         T = tgt.size(1)
         x = self.embed(tgt, drec)
         # mask[b, 0, i, j]: may position i look at position j (j ≤ i unless the mask is switched off)
-        self_mask = torch.ones(T, T, dtype=torch.bool, device=tgt.device)
-        self_mask = (self_mask.tril() if iv.causal else self_mask)[None, None]  # (1, 1, T, T)
-        if tgt_keys is not None:
-            self_mask = self_mask & tgt_keys  # (B, 1, T, T)
+        self_mask = visible_mask(T, iv.causal, tgt_keys)  # (1 or B, 1, T, T)
         for block in self.decoder.blocks:
             x = block(x, memory, self_mask, src_keys, iv, drec)
         final = self.decoder.ln_final(x, drec, "ln_final.")
@@ -260,18 +240,22 @@ class Seq2Seq(nn.Module):
             rec["logits"] = logits
         return logits
 
-    def forward(self, src, tgt, src_pad=None, tgt_pad=None, interventions: Seq2SeqInterventions = NO_INTERVENTIONS, rec: Record = None):
+    def forward(self, src, tgt, src_pad=None, tgt_pad=None, interventions: Seq2SeqInterventions = NO_SEQ2SEQ_INTERVENTIONS, rec: Record = None):
         """src (B, S), tgt (B, T) ids; *_pad: (B, ·) bool, True = real word (None: all real). Returns logits (B, T, V)."""
         src_keys = key_mask(src if src_pad is None else src_pad)
-        tgt_keys = None if tgt_pad is None else key_mask(tgt_pad)
+        tgt_keys = None if tgt_pad is None else real_words(tgt_pad)
         memory = self.encode(src, src_keys, interventions, rec)
         return self.decode(tgt, memory, src_keys, tgt_keys, interventions, rec)
 
 
+def real_words(x: torch.Tensor) -> torch.Tensor:
+    """(B, S) ids or bool → (B, S) bool: which positions hold a word (ids: not [PAD])."""
+    return x if x.dtype == torch.bool else x != PAD
+
+
 def key_mask(x: torch.Tensor) -> torch.Tensor:
-    """(B, S) ids or bool → (B, 1, 1, S) bool: which keys are real (ids: not [PAD])."""
-    real = x if x.dtype == torch.bool else x != PAD
-    return real[:, None, None, :]
+    """(B, S) ids or bool → (B, 1, 1, S) bool: which keys every query may see (no causal mask: cross-attention, encoder)."""
+    return visible_mask(1, False, real_words(x))
 
 
 # --- the word-level vocabulary ------------------------------------------------------------------------
@@ -345,7 +329,7 @@ class SourceText:
         return self.n_known > len(self.words)
 
 
-MAX_CHARS = 2_000  # longer text is cut before it is split
+MAX_SOURCE_CHARS = 2_000  # longer text is cut before it is split
 MAX_UNKNOWN = 20  # unknown words listed (with suggestions)
 
 
@@ -354,7 +338,7 @@ def read_source(vocab: Vocab, text: str, n_ctx: int) -> SourceText:
     if not isinstance(text, str) or not text.strip():
         raise SourceInputError("The phrase is empty: type a few English words.")
     known, suggested, unknown, n_ignored = [], [], {}, 0
-    for w in vocab.split(text[:MAX_CHARS]):
+    for w in vocab.split(text[:MAX_SOURCE_CHARS]):
         if vocab.is_source(w):
             known.append(w)
             suggested.append(w)
@@ -371,7 +355,7 @@ def read_source(vocab: Vocab, text: str, n_ctx: int) -> SourceText:
 
 
 @torch.inference_mode()
-def greedy_decode(model: Seq2Seq, src: torch.Tensor, max_len: int, iv: Seq2SeqInterventions = NO_INTERVENTIONS) -> tuple[torch.Tensor, torch.Tensor]:
+def greedy_decode(model: Seq2Seq, src: torch.Tensor, max_len: int, iv: Seq2SeqInterventions = NO_SEQ2SEQ_INTERVENTIONS) -> tuple[torch.Tensor, torch.Tensor]:
     """Greedy decoding of a padded batch src (B, S): at each step, the most likely next word.
 
     Returns the written ids (B, n) — [PAD] after a row's [EOS] — and each step's probabilities (B, n, V).
@@ -394,7 +378,7 @@ def greedy_decode(model: Seq2Seq, src: torch.Tensor, max_len: int, iv: Seq2SeqIn
 
 
 @dataclass(frozen=True)
-class Step:
+class DecodeStep:
     """One step of greedy decoding: having read `read`, the model wrote `word`."""
 
     read: str
@@ -407,7 +391,7 @@ class TranslationTrace:
     source: tuple[str, ...]  # the source words (S)
     output: tuple[str, ...]  # the French words written, without [EOS]
     finished: bool  # True when the model wrote [EOS]; False when it ran out of room
-    steps: tuple[Step, ...]  # greedy decoding, step by step (each step sees only what was written before it)
+    steps: tuple[DecodeStep, ...]  # greedy decoding, step by step (each step sees only what was written before it)
     cache: dict[str, np.ndarray]  # one forward pass over [BOS] + output: names and shapes in the module docstring
     interventions: Seq2SeqInterventions
 
@@ -429,7 +413,7 @@ class TranslationTrace:
         return self.cache[name]
 
 
-def translate(model: Seq2Seq, vocab: Vocab, words, iv: Seq2SeqInterventions = NO_INTERVENTIONS, top_k: int = 5) -> TranslationTrace:
+def translate(model: Seq2Seq, vocab: Vocab, words, iv: Seq2SeqInterventions = NO_SEQ2SEQ_INTERVENTIONS, top_k: int = 5) -> TranslationTrace:
     """Translate `words` greedily, then record every intermediate of one pass over what was written."""
     src = torch.tensor([vocab.encode(words)])  # (1, S)
     ids, probs = greedy_decode(model, src, model.cfg.n_ctx - 1, iv)
@@ -440,7 +424,7 @@ def translate(model: Seq2Seq, vocab: Vocab, words, iv: Seq2SeqInterventions = NO
     steps = []
     for i, p in enumerate(probs):
         top = torch.topk(p, top_k)
-        steps.append(Step(read[i], vocab.words[ids[i]], tuple((vocab.words[j], float(v)) for v, j in zip(top.values, top.indices, strict=True))))
+        steps.append(DecodeStep(read[i], vocab.words[ids[i]], tuple((vocab.words[j], float(v)) for v, j in zip(top.values, top.indices, strict=True))))
     rec: dict[str, torch.Tensor] = {}
     with torch.inference_mode():
         model(src, torch.tensor([[BOS, *out]]), interventions=iv, rec=rec)
@@ -478,84 +462,3 @@ def alignment_agreement(pattern: np.ndarray, gold, n_rows: int) -> np.ndarray:
     best = pattern[:, rows, :].argmax(-1)  # (nh, n_linked)
     hits = np.array([[b in links[r] for b, r in zip(head, rows, strict=True)] for head in best])  # (nh, n_linked)
     return hits.mean(axis=1).astype(np.float32)
-
-
-def weights(tr: TranslationTrace, part: str, layer: int | None, head: int | None) -> np.ndarray:
-    """Attention weights of a part ("encoder", "decoder" or "cross"), (rows, cols): one head of a layer,
-    the mean of the layer's heads (head None), or the mean over every layer too (layer None)."""
-    name = {"encoder": "encoder.blocks.{}.attn", "decoder": "decoder.blocks.{}.attn", "cross": "decoder.blocks.{}.cross_attn"}[part]
-    layers = range(tr.n_layer) if layer is None else [layer]
-    stack = np.stack([tr[name.format(lay) + ".hook_pattern"] for lay in layers])  # (layers, nh, rows, cols)
-    return (stack.mean(axis=(0, 1)) if head is None else stack[:, head].mean(axis=0)).astype(np.float32)
-
-
-# --- model directories ---------------------------------------------------------------------------------
-
-
-class TranslatorLoadError(ValueError):
-    """A translator directory cannot be loaded; the message says why."""
-
-
-@dataclass(frozen=True)
-class LoadedTranslator:
-    name: str
-    path: Path
-    model: Seq2Seq  # eval mode; never modified after loading
-    vocab: Vocab
-    card: str  # the README.md model card
-    meta: dict  # config.json's "training" section: data seed, sizes, held-out accuracy
-
-    @property
-    def cfg(self) -> Seq2SeqConfig:
-        return self.model.cfg
-
-
-def save_translator(out: str | Path, model: Seq2Seq, vocab: Vocab, meta: dict, card: str = "") -> Path:
-    """config.json (model_type atlas-seq2seq, plus a "training" section), model.safetensors, tokenizer.json, README.md."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps({**model.cfg.to_dict(), "training": meta}, indent=2, ensure_ascii=False) + "\n")
-    save_file({k: v.detach().contiguous() for k, v in model.state_dict().items()}, str(out / "model.safetensors"), metadata={"format": MODEL_TYPE})
-    vocab.save(out / "tokenizer.json")
-    if card:
-        (out / "README.md").write_text(card)
-    return out
-
-
-def default_translator() -> Path:
-    """$ATLAS_TRANSLATOR if set, else the bundled assets/models/translator-en-fr."""
-    return Path(os.environ.get(TRANSLATOR_ENV) or BUNDLED_TRANSLATOR)
-
-
-def load_translator(path: str | Path) -> LoadedTranslator:
-    path = Path(path)
-    try:
-        raw = json.loads((path / "config.json").read_text())
-        if raw.get("model_type") != MODEL_TYPE:
-            raise TranslatorLoadError(f"{path}: model_type {raw.get('model_type')!r} is not {MODEL_TYPE!r}.")
-        cfg = Seq2SeqConfig.from_dict(raw)
-        model = Seq2Seq(cfg)
-        model.load_state_dict(load_file(str(path / "model.safetensors")))
-        vocab = Vocab.from_file(path / "tokenizer.json", cfg.n_source)
-    except TranslatorLoadError:
-        raise
-    except (OSError, ValueError, RuntimeError, KeyError, SafetensorError) as err:
-        raise TranslatorLoadError(f"Could not load the translator in {path}: {err}") from err
-    if len(vocab) != cfg.vocab_size:
-        raise TranslatorLoadError(f"{path}: tokenizer.json has {len(vocab)} words, the config says {cfg.vocab_size}.")
-    model.eval().requires_grad_(False)
-    card = (path / "README.md").read_text() if (path / "README.md").is_file() else ""
-    return LoadedTranslator(path.name, path, model, vocab, card, raw.get("training", {}))
-
-
-_TRANSLATORS: dict[str, LoadedTranslator] = {}
-_LOCK = threading.Lock()
-
-
-def get_translator(path: str | Path | None = None) -> LoadedTranslator:
-    """A translator directory (default: default_translator()), loaded at most once per process: a registry the app's sessions share."""
-    key = str(Path(path or default_translator()).resolve())
-    with _LOCK:
-        if key not in _TRANSLATORS:
-            _TRANSLATORS[key] = load_translator(key)
-        return _TRANSLATORS[key]

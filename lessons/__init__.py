@@ -1,0 +1,1 @@
+"""The computations behind the lessons, one module per thing computed (imports the engine; never streamlit or plotly)."""

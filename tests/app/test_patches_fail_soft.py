@@ -1,0 +1,162 @@
+"""Streamlit internals the app leans on fail soft: when one is missing, one warning and Streamlit's default behaviour.
+
+ui/serving.py wraps the private ScriptRunner._run_script; ui/widths.py mounts a components-v2 component whose
+JavaScript reads Streamlit's DOM test ids. Each test removes one of them and checks the app goes on without it,
+and one test per patch checks that with everything present the patch is in place.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import subprocess
+import sys
+
+import pytest
+import streamlit as st
+from streamlit.runtime.scriptrunner import script_runner
+from streamlit.testing.v1 import AppTest
+
+from ui import serving, widths
+
+from ..apptest_utils import TIMEOUT, assert_ok, charts_by_key, page_path
+
+PAGE = page_path("4_Masking")  # first part: two charts, masking_mask and masking_row
+REPORT = {"widths": {"masking_mask": 412.5}}  # as the browser would send it
+
+
+def warnings_from(caplog, name: str) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == name and r.levelno == logging.WARNING]
+
+
+def fake_runner(monkeypatch) -> type:
+    """A new class in ScriptRunner's place, so a test can patch it without touching the real one."""
+
+    class Runner:
+        def _run_script(self, rerun_data):
+            return rerun_data
+
+    monkeypatch.setattr(script_runner, "ScriptRunner", Runner)
+    return Runner
+
+
+def hooked(module):
+    """What ScriptRunner._run_script is now in `module` (None if missing)."""
+    return getattr(getattr(module, "ScriptRunner", None), "_run_script", None)
+
+
+def no_module(monkeypatch):
+    monkeypatch.setitem(sys.modules, serving.TARGET[0], None)  # importing it raises ImportError
+
+
+def no_class(monkeypatch):
+    monkeypatch.delattr(script_runner, "ScriptRunner")
+
+
+def no_method(monkeypatch):
+    del fake_runner(monkeypatch)._run_script
+
+
+def not_callable(monkeypatch):
+    fake_runner(monkeypatch)._run_script = 42
+
+
+@pytest.mark.parametrize("remove", [no_module, no_class, no_method, not_callable])
+def test_serving_without_its_hook_warns_once_and_patches_nothing(monkeypatch, caplog, remove):
+    monkeypatch.delenv(serving.RUNS_ENV, raising=False)
+    real = script_runner.ScriptRunner.__dict__["_run_script"]
+    remove(monkeypatch)
+    before = hooked(script_runner)
+    with caplog.at_level(logging.WARNING, logger="atlas.serving"):
+        serving.install()  # must not raise
+    [message] = warnings_from(caplog, "atlas.serving")
+    assert "_run_script" in message and "default" in message
+    assert hooked(script_runner) is before  # nothing patched
+    monkeypatch.undo()
+    assert script_runner.ScriptRunner.__dict__["_run_script"] is real  # the real runner was never touched
+
+
+def test_serving_with_its_hook_patches_without_warning(monkeypatch, caplog):
+    Runner = fake_runner(monkeypatch)
+    monkeypatch.delenv(serving.RUNS_ENV, raising=False)
+    with caplog.at_level(logging.WARNING, logger="atlas.serving"):
+        serving.install()
+    assert not warnings_from(caplog, "atlas.serving")
+    assert hasattr(Runner._run_script, "places") and Runner()._run_script("data") == "data"
+
+
+def run_masking() -> AppTest:
+    """The masking page with a width report for masking_mask, as if the browser had sent it."""
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    at.session_state[widths.KEY] = REPORT
+    return at.run()
+
+
+def drawn_widths(at: AppTest) -> dict:
+    return {key: spec["layout"].get("width") for key, spec in charts_by_key(at).items()}
+
+
+@pytest.mark.parametrize("missing", ["v2", "component"])
+def test_widths_without_components_v2_warn_once_and_draw_default_widths(monkeypatch, caplog, missing):
+    owner = st.components if missing == "v2" else st.components.v2
+    monkeypatch.delattr(owner, missing)
+    with caplog.at_level(logging.WARNING, logger="atlas.widths"):
+        monkeypatch.setattr(widths, "_measure", widths.measurer())  # what `import ui` does, on this Streamlit
+    [message] = warnings_from(caplog, "atlas.widths")
+    assert "components.v2" in message and "default" in message
+    assert widths._measure is None
+    at = run_masking()
+    assert_ok(at)
+    assert not at.get("bidi_component")  # no measurer in the sidebar
+    assert drawn_widths(at) == {"masking_mask": None, "masking_row": None}  # the report is not used
+
+
+def test_widths_with_components_v2_measure_and_draw_measured_widths(caplog):
+    with caplog.at_level(logging.WARNING, logger="atlas.widths"):
+        assert callable(widths.measurer())
+    assert not warnings_from(caplog, "atlas.widths")
+    at = run_masking()
+    assert_ok(at)
+    assert len(at.sidebar.get("bidi_component")) == 1
+    assert drawn_widths(at) == {"masking_mask": 412.5, "masking_row": None}
+
+
+# The measuring JavaScript in a stub page: the charts found, each with its frame, container and key class or
+# without (a renamed test id). Prints what the script reported.
+JS_STUB = """
+const charts = JSON.parse(process.argv[1]).map(({ frame, box, cls }) => ({
+  closest: (sel) => (sel.includes('stFullScreenFrame') && frame ? { getBoundingClientRect: () => ({ width: 400 }) }
+    : sel.includes('stElementContainer') && box ? { classList: ['stElementContainer', ...(cls ? ['st-key-chart'] : [])] } : null),
+}));
+const frames = [];
+Object.assign(globalThis, {
+  document: { body: {}, querySelectorAll: () => charts },
+  window: { addEventListener() {}, removeEventListener() {} },
+  MutationObserver: class { observe() {} disconnect() {} },
+  requestAnimationFrame: (cb) => frames.push(cb),
+  cancelAnimationFrame: () => {},
+  getComputedStyle: () => ({ position: 'static' }),
+});
+const sent = [];
+const { default: measure } = await import('data:text/javascript,' + encodeURIComponent(process.argv[2]));
+measure({ setStateValue: (name, value) => sent.push([name, value]) });
+while (frames.length) frames.shift()();
+console.log(JSON.stringify(sent));
+"""
+
+PAGES = {
+    "no_charts": [],  # stMain or stPlotlyChart renamed: nothing matches
+    "no_frame": [{"frame": False, "box": True, "cls": True}],
+    "no_container": [{"frame": True, "box": False, "cls": True}],
+    "no_key_class": [{"frame": True, "box": True, "cls": False}],
+    "all_present": [{"frame": True, "box": True, "cls": True}],
+}
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
+@pytest.mark.parametrize("page", PAGES.values(), ids=PAGES.keys())
+def test_the_javascript_reports_nothing_when_a_test_id_is_missing(page):
+    out = subprocess.run(["node", "--input-type=module", "-e", JS_STUB, json.dumps(page), widths.JS], capture_output=True, text=True, timeout=30, check=True)
+    sent = json.loads(out.stdout)
+    assert sent == ([["widths", {"chart": 400}]] if page == PAGES["all_present"] else [])
