@@ -43,7 +43,7 @@ def matrix(
 
 
 def lecture_figures(m: dict[str, np.ndarray], words: Sequence[str], dims: Sequence[str]) -> dict[str, go.Figure]:
-    """Every matrix of the lecture's worked example (transformer.lecture.STEPS), with its title and axes."""
+    """Every matrix of the lecture's worked example (lessons.lecture.STEPS), with its title and axes."""
     words_dims = (words, dims, "", "")
     shapes = {  # name → (title, rows, cols, row title, col title)
         "X": (f"X ({len(words)} words × {len(dims)} dims)", *words_dims),

@@ -7,7 +7,7 @@ import numpy as np
 import streamlit as st
 
 import ui
-from transformer import context as cx
+from lessons import context as cx
 from ui import cached
 
 st.set_page_config(page_title="Context changes meaning · Attention Atlas", page_icon="🐻", layout="wide")

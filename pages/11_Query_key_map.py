@@ -4,7 +4,7 @@ import streamlit as st
 
 import ui
 from figures import qk_map as fq
-from transformer import heads
+from lessons import heads, qk_map
 
 st.set_page_config(page_title="Query–key map", page_icon="🗺️", layout="wide")
 state = ui.sidebar()
@@ -32,10 +32,10 @@ tr = ui.trace_or_stop(state)
 labels = tr.encoding.labels
 T = len(labels)
 a = f"blocks.{L}.attn."
-q, k = tr[a + "hook_q"][:, H], tr[a + "hook_k"][:, H]  # (T, hs) each
+q, k, _ = tr.head_qkv(L, H)  # (T, hs) each: the query and key whose dot product is the score
 w = tr[a + "hook_pattern"][H]  # (T, T)
 vis = heads.visible_keys(tr, L)[H]  # (T, T)
-m = heads.qk_map(q, k)
+m = qk_map.qk_map(q, k)
 
 c1, c2, c3 = st.columns(3)
 top_k = c1.slider("Strongest keys per query", 1, 5, 1, key="qkmap_topk", help="Draw a line from each query to this many of its highest-weight keys.")
@@ -64,14 +64,14 @@ st.markdown(
 )
 
 st.header("Does the picture predict the weights?")
-meas = heads.map_measures(m)
+meas = qk_map.map_measures(m)
 rows = {
     "q·k / (√d_k τ): the real score": tr[a + "hook_scores_scaled"][H],
-    f"distance ‖q − k‖ in all {q.shape[1]} dimensions": heads.distances(q, k),
+    f"distance ‖q − k‖ in all {q.shape[1]} dimensions": qk_map.distances(q, k),
     "distance in the 2-D picture": meas["distance"],
     "dot product in the 2-D picture (from the centre of the points)": meas["dot"],
 }
-rho = heads.row_rank_correlations(rows, w, vis, MIN_KEYS)
+rho = qk_map.row_rank_correlations(rows, w, vis, MIN_KEYS)
 n_rows = int((vis.sum(axis=1) >= MIN_KEYS).sum())
 st.markdown(
     "For each query, rank its keys by a measure and by their weight, and compare the two orders (Spearman's ρ); the table gives the "

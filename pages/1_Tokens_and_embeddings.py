@@ -4,7 +4,7 @@ import streamlit as st
 
 import ui
 from figures.embeddings import neighbour_bars, shown_chars
-from transformer.embedding_space import NotOneToken, analogy, merged_ids, nearest, single_token_id
+from lessons.embedding_space import NotOneToken, analogy, merged_ids, nearest, single_token_id
 from ui import cached
 
 st.set_page_config(page_title="Tokens & embeddings · Attention Atlas", page_icon="🧭", layout="wide")

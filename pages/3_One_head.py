@@ -5,7 +5,8 @@ import streamlit as st
 
 import ui
 from figures import attention as fa
-from transformer import predict
+from lessons import one_head
+from lessons.probability import entropy_bits
 
 st.set_page_config(page_title="One head, step by step", page_icon="🔍", layout="wide")
 state = ui.sidebar()
@@ -25,7 +26,7 @@ scale_on = c1.toggle("Divide by √d_k", value=True, key="onehead_scale", help="
 mask_on = c2.toggle("Causal mask", value=True, key="onehead_mask", help="Off: run the whole model again without the causal mask, so every token may look at later tokens too.")
 run = tr if mask_on else ui.get_trace(state.model, state.sentence, state.temperature, causal=False)
 
-s = predict.head_steps(run, L, H, scale=scale_on)  # what this page shows
+s = one_head.head_steps(run, L, H, scale=scale_on)  # what this page shows
 labels = tr.encoding.labels
 T, hs = len(labels), s.q.shape[1]
 d_k = f"\\sqrt{{{hs}}}"
@@ -34,8 +35,8 @@ d_k = f"\\sqrt{{{hs}}}"
 ui.keep_choice("onehead_query", range(T), T - 1)
 
 if not scale_on:
-    ref = predict.head_steps(run, L, H)  # the same head with the scaling
-    h0, h1 = predict.entropy(ref.weights).mean(), predict.entropy(s.weights).mean()
+    ref = one_head.head_steps(run, L, H)  # the same head with the scaling
+    h0, h1 = entropy_bits(ref.weights).mean(), entropy_bits(s.weights).mean()
     st.info(
         f"**Scaling off.** The scores are now {np.sqrt(hs):.2f}× larger (no ÷√{hs}). Softmax of larger numbers is closer to one-hot: "
         f"the average largest weight of a row went from {ref.weights.max(axis=1).mean():.3f} to {s.weights.max(axis=1).mean():.3f}, "
@@ -107,12 +108,12 @@ def step_query() -> None:
     st.latex(r"z_i = \sum_j \alpha_{ij}\, v_j")
     i = st.selectbox("Query token i", range(T), format_func=lambda j: f"{j}: {labels[j]}", key="onehead_query", help="Which token's row to follow: its weights, and the value vectors they mix.")
     st.markdown("The output for token i is a mix of the value vectors, each multiplied by how much i attends to it.")
-    terms = predict.weighted_values(s.weights[i], s.v)  # (T, hs) rows α_ij·v_j
+    terms = one_head.weighted_values(s.weights[i], s.v)  # (T, hs) rows α_ij·v_j
     total = terms.sum(axis=0)  # (hs,)
     col1, col2 = st.columns(2)
     with col1:
         ui.show_figure(fa.weight_bars(s.weights[i], labels, f"Weights of query {i}"), key="onehead_bars")
-        st.caption(f"Largest weight {s.weights[i].max():.3f} on position {int(s.weights[i].argmax())}; entropy {predict.entropy(s.weights[i]):.3f} nats; the row sums to {s.weights[i].sum():.4f}.")
+        st.caption(f"Largest weight {s.weights[i].max():.3f} on position {int(s.weights[i].argmax())}; entropy {entropy_bits(s.weights[i]):.3f} bits; the row sums to {s.weights[i].sum():.4f}.")
     with col2:
         ui.show_figure(fa.weighted_sum_heatmap(terms, total, labels, s.visible[i], f"α_ij·v_j for query {i}, and their sum"), key="onehead_terms")
         st.caption(f"The sum row equals the head's output z_{i} (step 6): largest difference {np.abs(total - s.z[i]).max():.1e}.")

@@ -5,7 +5,9 @@ import streamlit as st
 
 import ui
 from figures import attention as fa
-from transformer import TraceInputError, predict
+from lessons import one_head
+from lessons.next_token import next_token_probs, top_tokens
+from transformer import TraceInputError
 from ui import cached
 
 st.set_page_config(page_title="Masking", page_icon="🎭", layout="wide")
@@ -24,7 +26,7 @@ st.markdown(
 st.latex(r"\alpha = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}\,\tau} + M\right),\qquad M_{ij} = \begin{cases} 0 & \text{may look} \\ -\infty & \text{may not} \end{cases}")
 
 tr = ui.trace_or_stop(state)
-s = predict.head_steps(tr, L, H)
+s = one_head.head_steps(tr, L, H)
 labels = tr.encoding.labels
 T = len(labels)
 # The parts' own controls keep their values while their tab is closed.
@@ -85,12 +87,12 @@ def future() -> None:
     open_tr = ui.get_trace(state.model, state.sentence, state.temperature, causal=False)
     vocab = ui.get_model(state.model).tokenizer.vocab_labels()
     n_rows = min(T, st.slider("Positions in the table", 1, 32, key="masking_rows", help="How many of the first positions to compare (at most the sentence's length)."))
-    p_next = {m: predict.next_token_probs(t["logits"][: n_rows + 1], tr.encoding.ids[: n_rows + 1]) for m, t in (("with", tr), ("without", open_tr))}
+    p_next = {m: next_token_probs(t["logits"][: n_rows + 1], tr.encoding.ids[: n_rows + 1]) for m, t in (("with", tr), ("without", open_tr))}
     rows = []
     for i in range(n_rows):
         row = {"position": i, "token": labels[i], "actual next token": labels[i + 1] if i + 1 < T else "(end)"}
         for m, t in (("with", tr), ("without", open_tr)):
-            row[f"top-{TOP_K} {m} mask"] = " · ".join(f"{vocab[j]} {100 * p:.3g}%" for j, p in predict.top_tokens(t["logits"][i], TOP_K))
+            row[f"top-{TOP_K} {m} mask"] = " · ".join(f"{vocab[j]} {100 * p:.3g}%" for j, p in top_tokens(t["logits"][i], TOP_K))
         for m in ("with", "without"):
             row[f"p(actual) {m} mask"] = float(p_next[m][i]) if i + 1 < T else None
         rows.append(row)

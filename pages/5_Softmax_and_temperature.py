@@ -7,7 +7,7 @@ import streamlit as st
 import ui
 from figures.common import grouped_bars
 from figures.softmax import dk_lines, temperature_curves
-from transformer import softmax_lab as lab
+from lessons import softmax_lab as lab
 from ui import cached
 
 st.set_page_config(page_title="Softmax & temperature", page_icon="🌡️", layout="wide")
@@ -55,7 +55,7 @@ def scores_section(s: np.ndarray) -> None:
     with right:
         m1, m2 = st.columns(2)
         m1.metric("Top probability", f"{p.max():.3f}", help=f"The largest weight at {now}.")
-        m2.metric("Entropy", f"{lab.entropy(p):.3f} bits", help=f"0 bits = all weight on one score; {np.log2(len(s)):.3f} bits = equal weights.")
+        m2.metric("Entropy", f"{lab.entropy_bits(p):.3f} bits", help=f"0 bits = all weight on one score; {np.log2(len(s)):.3f} bits = equal weights.")
         w = lab.worked_softmax(scale * s / tau)
         shift = w["shift"]
         exp_name = "e^z" if shift == 0 else "e^(z − max z)"
@@ -70,7 +70,7 @@ def scores_section(s: np.ndarray) -> None:
 
     st.markdown("**Entropy and top probability as τ changes.** Low τ: one score takes everything (entropy → 0, top probability → 1). High τ: the weights approach equal (entropy → log₂ n).")
     entropy, top = lab.temperature_sweep(s, TAUS, scale)
-    ui.show_figure(temperature_curves(TAUS, entropy, top, tau, float(lab.entropy(p)), float(p.max()), float(np.log2(len(s)))), key="softmax_curves")
+    ui.show_figure(temperature_curves(TAUS, entropy, top, tau, float(lab.entropy_bits(p)), float(p.max()), float(np.log2(len(s)))), key="softmax_curves")
 
 
 def dk_section() -> None:
@@ -133,7 +133,7 @@ def real_row_section() -> None:
     with right:
         ui.show_figure(grouped_bars(weights, key_labels, title=f"Weights of query {q} over the keys", y_title="weight", y_range=(0, 1)), key="softmax_real_weights")
     p1 = lab.softmax(row[keys])
-    st.caption(f"Top weight {p.max():.3f} and entropy {lab.entropy(p):.3f} bits at τ = {tau:g}; at τ = 1 (as trained): {p1.max():.3f} and {lab.entropy(p1):.3f} bits.")
+    st.caption(f"Top weight {p.max():.3f} and entropy {lab.entropy_bits(p):.3f} bits at τ = {tau:g}; at τ = 1 (as trained): {p1.max():.3f} and {lab.entropy_bits(p1):.3f} bits.")
 
 
 try:

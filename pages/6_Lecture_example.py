@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from transformer.lecture import LECTURE_SEED, LECTURE_WORDS, LECTURE_X
+from lessons.lecture import LECTURE_SEED, LECTURE_WORDS, LECTURE_X
 from ui import cached
 
 st.set_page_config(page_title="Lecture example", page_icon="🎓", layout="wide")

@@ -5,7 +5,7 @@ import streamlit as st
 
 import ui
 from figures import multihead as fm
-from transformer import heads
+from lessons import heads
 
 st.set_page_config(page_title="Multi-head attention", page_icon="🐙", layout="wide")
 state = ui.sidebar()

@@ -4,7 +4,7 @@ import numpy as np
 import streamlit as st
 
 import ui
-from transformer import block_stats as bs
+from lessons import block_stats as bs
 from ui import cached
 
 st.set_page_config(page_title="Inside a block · Attention Atlas", page_icon="🧱", layout="wide")

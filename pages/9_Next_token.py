@@ -6,8 +6,9 @@ import streamlit as st
 
 import ui
 from figures.prediction import probability_bars
-from transformer import predict, sampling
-from transformer.logit_lens import stage_names
+from lessons import sampling
+from lessons.logit_lens import stage_names
+from lessons.next_token import top_tokens
 from transformer.trace import MAX_CHARS
 from ui import cached
 
@@ -187,5 +188,5 @@ if len(window) < T:
 stages = stage_names(lm.cfg.n_layer)
 st.markdown(f"**Position {pos}, every stage:** the most probable next tokens and their probabilities.")
 n_lens = st.slider("Tokens per stage", 1, 10, 5, key="next_lens_k", help="How many of the most probable tokens to list for each stage.")
-lens_rows = {stage: [f"{vocab[i]}  {p:.3f}" for i, p in predict.top_tokens(lens_logits[s], n_lens)] for s, stage in enumerate(stages)}
+lens_rows = {stage: [f"{vocab[i]}  {p:.3f}" for i, p in top_tokens(lens_logits[s], n_lens)] for s, stage in enumerate(stages)}
 st.dataframe(pd.DataFrame.from_dict(lens_rows, orient="index", columns=[f"#{r + 1}" for r in range(n_lens)]), key="next_lens_table")

@@ -10,8 +10,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from lessons import block_stats as bs
 from transformer import GPT, run_trace
-from transformer import block_stats as bs
 
 from .conftest import SENTENCES, randomize
 

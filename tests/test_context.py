@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from transformer import context as cx
+from lessons import context as cx
 from transformer import run_trace
 from ui import PRESETS
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from transformer.embedding_space import NotOneToken, analogy, binary_bits, cosine_matrix, frequent_ids, merged_ids, nearest, pca, single_token_id, unit_rows
+from lessons.embedding_space import NotOneToken, analogy, binary_bits, cosine_matrix, frequent_ids, merged_ids, nearest, single_token_id, unit_rows
+from lessons.pca import pca
 from transformer.loading import load_model
 from transformer.tokenizer import BYTE_DECODER
 

@@ -1,4 +1,4 @@
-"""transformer.heads: names, averages, pooling, line pairs, W_O, ablation, the query–key map — each against an independent computation."""
+"""lessons.heads: names, averages, pooling, line pairs, W_O, ablation, the query–key map — each against an independent computation."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import pandas as pd
 import pytest
 import torch
 
+from lessons import heads, qk_map
 from tests.conftest import SENTENCES
-from transformer import Interventions, heads
+from transformer import Interventions
 from transformer.trace import run_trace
 
 TEXT = SENTENCES[5]  # the longest sentence
@@ -134,7 +135,7 @@ def test_next_token_change_equals_the_engine_ablation(tiny_model, tokenizer, tr)
 
 def test_qk_map_equals_numpy_svd(tr):
     q, k = tr["blocks.2.attn.hook_q"][:, 0], tr["blocks.2.attn.hook_k"][:, 0]
-    m = heads.qk_map(q, k)
+    m = qk_map.qk_map(q, k)
     stacked = np.vstack([q, k]).astype(np.float64)
     centred = stacked - stacked.mean(axis=0)
     # independent: the eigenvectors of the covariance matrix
@@ -152,15 +153,15 @@ def test_qk_map_equals_numpy_svd(tr):
 
 
 def test_qk_map_of_one_token():
-    m = heads.qk_map(np.array([[1.0, 2.0, 0.0]]), np.array([[0.0, 0.0, 1.0]]))
+    m = qk_map.qk_map(np.array([[1.0, 2.0, 0.0]]), np.array([[0.0, 0.0, 1.0]]))
     assert m.q2.shape == m.k2.shape == (1, 2)
     np.testing.assert_allclose(m.explained, [1, 0], atol=1e-12)
 
 
 def test_map_measures(tr):
-    m = heads.qk_map(tr["blocks.0.attn.hook_q"][:, 2], tr["blocks.0.attn.hook_k"][:, 2])
-    meas = heads.map_measures(m)
-    np.testing.assert_allclose(meas["distance"][3, 1], np.linalg.norm(m.q2[3] - m.k2[1]), rtol=1e-9)
+    m = qk_map.qk_map(tr["blocks.0.attn.hook_q"][:, 2], tr["blocks.0.attn.hook_k"][:, 2])
+    meas = qk_map.map_measures(m)
+    np.testing.assert_allclose(meas["distance"][3, 1], np.linalg.norm(m.q2[3] - m.k2[1]), rtol=1e-6)  # the map points are float32
     np.testing.assert_allclose(meas["dot"][3, 1], m.q2[3] @ m.k2[1], rtol=1e-9)
 
 
@@ -170,18 +171,18 @@ def test_row_rank_correlations(tr):
     vis = heads.visible_keys(tr, 1)[0]
     noise = np.random.default_rng(2).random(w.shape)
     noise[5, :3] = 0.25  # ties
-    rho = heads.row_rank_correlations({"score": scores, "minus": -scores, "noise": noise}, w, vis)
+    rho = qk_map.row_rank_correlations({"score": scores, "minus": -scores, "noise": noise}, w, vis)
     assert rho["score"] == pytest.approx(1.0) and rho["minus"] == pytest.approx(-1.0)  # softmax keeps the order of the scores
     want = np.mean([spearman(noise[i, : i + 1], w[i, : i + 1]) for i in range(2, len(w))])
     assert rho["noise"] == pytest.approx(want, abs=1e-9)
-    short = heads.row_rank_correlations({"score": scores[:2, :2]}, w[:2, :2], vis[:2, :2])
+    short = qk_map.row_rank_correlations({"score": scores[:2, :2]}, w[:2, :2], vis[:2, :2])
     assert np.isnan(short["score"])  # no query sees 3 keys
 
 
 def test_row_ranks_average_ties():
     x = np.array([[3.0, 1.0, 3.0, 2.0, 9.0], [5.0, 5.0, 5.0, 0.0, 0.0]])
     keep = np.array([[True, True, True, True, False], [True, True, True, False, False]])
-    got = heads.row_ranks(x, keep)
+    got = qk_map.row_ranks(x, keep)
     np.testing.assert_array_equal(got[0, :4], [2.5, 0, 2.5, 1])
     np.testing.assert_array_equal(got[1, :3], [1, 1, 1])
     assert np.isnan(got[0, 4]) and np.isnan(got[1, 3:]).all()

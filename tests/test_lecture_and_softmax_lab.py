@@ -8,9 +8,9 @@ import pytest
 from figures.common import grouped_bars
 from figures.matrices import matrix
 from figures.softmax import dk_lines, temperature_curves
+from lessons import softmax_lab as lab
+from lessons.lecture import LECTURE_X, STEPS, lecture_example, lecture_weights
 from tests.apptest_utils import array
-from transformer import softmax_lab as lab
-from transformer.lecture import LECTURE_X, STEPS, lecture_example, lecture_weights
 
 X_LECTURE = np.array([[1, 0, 0], [0, 1, 0], [1, 1, 0], [0, 0, 1]])
 
@@ -103,8 +103,8 @@ def test_temperature_and_scale():
 
 
 def test_entropy_and_sweep():
-    assert lab.entropy(np.full(8, 1 / 8)) == pytest.approx(3.0)
-    assert lab.entropy(np.array([0.0, 1.0, 0.0])) == 0
+    assert lab.entropy_bits(np.full(8, 1 / 8)) == pytest.approx(3.0)
+    assert lab.entropy_bits(np.array([0.0, 1.0, 0.0])) == 0
     s, taus = np.array([2.0, 4.0, 5.0]), np.geomspace(0.05, 5, 30)
     h, top = lab.temperature_sweep(s, taus, scale=3)
     for i, t in enumerate(taus):

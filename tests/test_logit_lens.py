@@ -1,13 +1,13 @@
-"""transformer.logit_lens: the final LayerNorm and W_U applied to every stage's residual stream."""
+"""lessons.logit_lens: the final LayerNorm and W_U applied to every stage's residual stream."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from lessons.logit_lens import logit_lens, residual_streams, stage_names
 from transformer import Interventions, run_trace
 from transformer.loading import load_model
-from transformer.logit_lens import logit_lens, residual_streams, stage_names
 
 from .conftest import SENTENCES
 

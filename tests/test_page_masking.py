@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
+from lessons.next_token import top_tokens
 from transformer import Interventions, run_trace
-from transformer.predict import top_tokens
 from ui.state import DEFAULT_SENTENCE, PRESETS
 
 from .apptest_utils import BAD_INPUTS, array, assert_ok, chart_titled, charts, each_tab, open_tab, page_path, run_page, run_typed, texts

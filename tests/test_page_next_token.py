@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 import ui
-from transformer import Interventions, run_trace, sampling
-from transformer.logit_lens import logit_lens
+from lessons import sampling
+from lessons.logit_lens import logit_lens
+from transformer import Interventions, run_trace
 
 from .apptest_utils import BAD_INPUTS, ROOT, array, assert_ok, charts_by_key, page_path, run_page, texts
 

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import ui
+from lessons import softmax_lab as lab
 from tests.apptest_utils import BAD_INPUTS, array, assert_ok, charts_by_key, page_path, run_page, texts
 from transformer import Interventions, run_trace
-from transformer import softmax_lab as lab
 
 PAGE = page_path("5_Softmax_and_temperature")
 TOY = ("softmax_bars", "softmax_curves")  # need a valid score vector

@@ -1,4 +1,4 @@
-"""transformer.predict: masks, masked softmax, one head's steps, next-token tops, padded batches."""
+"""lessons.one_head, probability, next_token and padding: masks, masked softmax, one head's steps, next-token tops, padded batches."""
 
 from __future__ import annotations
 
@@ -6,8 +6,11 @@ import numpy as np
 import pytest
 import torch
 
+from lessons.next_token import next_token_probs, top_tokens
+from lessons.one_head import causal_mask, head_steps, weighted_values
+from lessons.padding import pad_id, padded_forward
+from lessons.probability import entropy_bits, masked_softmax
 from transformer import Interventions, TraceInputError, run_trace
-from transformer.predict import causal_mask, entropy, head_steps, next_token_probs, pad_id, padded_forward, softmax_weights, top_tokens, weighted_values
 
 from .conftest import SENTENCES
 
@@ -31,26 +34,26 @@ def test_top_tokens_is_softmax_over_the_full_vocabulary():
     assert len(top_tokens(logits[:3], 10)) == 3
 
 
-def test_softmax_weights_matches_a_masked_reference():
+def test_masked_softmax_matches_a_masked_reference():
     rng = np.random.default_rng(1)
     scores = rng.normal(scale=4, size=(7, 7)).astype(np.float32)
     mask = causal_mask(7)
     want = np_softmax(np.where(mask, scores, -np.inf))
-    got = softmax_weights(scores, mask)
+    got = masked_softmax(scores, mask)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
     assert (got[~mask] == 0).all()
     np.testing.assert_allclose(got.sum(axis=-1), 1, rtol=1e-6)
-    np.testing.assert_allclose(softmax_weights(scores, mask, temperature=2.0), np_softmax(np.where(mask, scores / 2, -np.inf)), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(masked_softmax(scores, mask, temperature=2.0), np_softmax(np.where(mask, scores / 2, -np.inf)), rtol=1e-6, atol=1e-7)
     # huge scores do not overflow; a row that sees nothing attends to nothing (as the model does)
-    assert np.isfinite(softmax_weights(scores * 1e4, mask)).all()
+    assert np.isfinite(masked_softmax(scores * 1e4, mask)).all()
     none = np.zeros((2, 3), dtype=bool)
     none[0] = True
-    np.testing.assert_array_equal(softmax_weights(np.ones((2, 3)), none)[1], 0)
+    np.testing.assert_array_equal(masked_softmax(np.ones((2, 3)), none)[1], 0)
 
 
 def test_entropy_and_causal_mask():
-    np.testing.assert_allclose(entropy(np.full(8, 1 / 8)), np.log(8))
-    assert entropy(np.eye(4)).tolist() == [0, 0, 0, 0]
+    np.testing.assert_allclose(entropy_bits(np.full(8, 1 / 8)), 3.0)  # log2 8
+    assert entropy_bits(np.eye(4)).tolist() == [0, 0, 0, 0]
     np.testing.assert_array_equal(causal_mask(4), np.array([[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 1]], dtype=bool))
 
 

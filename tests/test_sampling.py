@@ -1,4 +1,4 @@
-"""transformer.sampling: temperature, top-k / top-p over the full vocabulary, inverse-CDF draws, seeded generation."""
+"""lessons.sampling: temperature, top-k / top-p over the full vocabulary, inverse-CDF draws, seeded generation."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
+from lessons.sampling import GREEDY_BELOW, distribution, draw, generate, probabilities, sample_next, step_generator
 from transformer import Interventions, TraceInputError, run_trace
-from transformer.sampling import GREEDY_BELOW, distribution, draw, generate, probabilities, sample_next, step_generator
 
 from .conftest import CORPUS
 

@@ -139,6 +139,7 @@ class Trace:
     interventions: Interventions
     n_tokens_in: int  # tokens in the text as given; > len(encoding) when it was cut
     cut_chars: bool  # the text was longer than MAX_CHARS characters
+    cfg: ModelConfig | None = None  # the traced model's configuration (which family: which names, which parts)
     names: tuple[str, ...] = ()  # every name the trace answers
     open_layer: Callable[[int], dict[str, np.ndarray]] | None = field(default=None, repr=False, compare=False)
     layer_nbytes: int = 0  # bytes of one layer's full internals
@@ -172,6 +173,17 @@ class Trace:
                 while len(self._open) > OPEN_LAYERS:
                     self._open.popitem(last=False)
             return self._open[layer][name]
+
+    def attention_input(self, layer: int) -> np.ndarray:
+        """(T, d) what the layer's attention reads: the normalized stream (pre-norm), or the stream itself (BERT)."""
+        return self[f"blocks.{layer}.hook_resid_pre" if self.cfg.post_norm else f"blocks.{layer}.ln1.hook_normalized"]
+
+    def head_qkv(self, layer: int, head: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(q, k, v), each (T, hs), of query head `head`: the query and key whose dot products are the raw scores
+        (after RoPE for a rotary model) and the value, from the key/value head this query head reads."""
+        a, g = f"blocks.{layer}.attn.", self.cfg.kv_head(head)
+        rot = "rot_" if self.cfg.pos_encoding == "rotary" else ""
+        return self[f"{a}hook_{rot}q"][:, head], self[f"{a}hook_{rot}k"][:, g], self[f"{a}hook_v"][:, g]
 
     def arrays(self) -> dict[str, np.ndarray]:
         """Every array, by name (opens every layer in turn: for saving a whole trace)."""
@@ -248,7 +260,8 @@ def run_traces(model: GPT, tokenizer: Tokenizer, texts: Sequence[str], intervent
         layer0 = {name: arr for name, arr in arrays.items() if not is_kept(name)}
         kept = {name: arr for name, arr in arrays.items() if is_kept(name)}
         opener = layer_opener(model, kept, T, interventions)
-        traces.append(Trace(enc, kept, interventions, n_in, cut_chars, names, opener, sum(a.nbytes for a in layer0.values()), OrderedDict({0: layer0})))
+        layer_nbytes = sum(a.nbytes for a in layer0.values())
+        traces.append(Trace(enc, kept, interventions, n_in, cut_chars, model.cfg, names, opener, layer_nbytes, OrderedDict({0: layer0})))
     return traces
 
 

@@ -21,16 +21,18 @@ from figures.embeddings import cosine_heatmap, pca_map, sentence_rows_heatmap, t
 from figures.matrices import lecture_figures as lecture_matrices
 from figures.positions import bits_heatmap, encoding_heatmap, similarity_heatmap
 from figures.prediction import lens_heatmap
-from transformer import Interventions, Trace, predict, sinusoidal_encoding
-from transformer import block_stats as bs
-from transformer import context as cx
-from transformer import softmax_lab as lab
+from lessons import block_stats as bs
+from lessons import context as cx
+from lessons import padding
+from lessons import softmax_lab as lab
+from lessons.embedding_space import binary_bits, cosine_matrix, frequent_ids, unit_rows
+from lessons.lecture import lecture_example
+from lessons.logit_lens import logit_lens, stage_names
+from lessons.pca import PCA, pca
+from transformer import Interventions, Trace, sinusoidal_encoding
 from transformer.data import phrases as td
-from transformer.embedding_space import PCA, binary_bits, cosine_matrix, frequent_ids, pca, unit_rows
 from transformer.families import seq2seq as s2s
-from transformer.lecture import lecture_example
 from transformer.loading import get_translator
-from transformer.logit_lens import logit_lens, stage_names
 
 from .models import get_model, get_trace
 
@@ -57,11 +59,11 @@ def lens(model_name: str, text: str, tau: float, pos: int) -> tuple[go.Figure, r
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def padded_batch(model_name: str, texts: tuple[str, ...], temperature: float, causal: bool, use_padding_mask: bool) -> predict.PaddedBatch:
+def padded_batch(model_name: str, texts: tuple[str, ...], temperature: float, causal: bool, use_padding_mask: bool) -> padding.PaddedBatch:
     """The texts as one right-padded batch (logits and masked scores only), cached."""
     lm = get_model(model_name)
     keep = ["logits", *(f"blocks.{layer}.attn.hook_scores_masked" for layer in range(lm.cfg.n_layer))]
-    return predict.padded_forward(lm.model, lm.tokenizer, texts, Interventions(temperature=temperature, causal=causal), use_padding_mask, keep)
+    return padding.padded_forward(lm.model, lm.tokenizer, texts, Interventions(temperature=temperature, causal=causal), use_padding_mask, keep)
 
 
 # Context: (model, sentences, word, forms, τ) fix the traces and the word's vectors, passed unhashed (_vectors, _numbers).

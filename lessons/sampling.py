@@ -15,9 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from . import GPT, NO_INTERVENTIONS, Interventions
-from .tokenizer import Tokenizer
-from .trace import encode_for_model
+from transformer import GPT, NO_INTERVENTIONS, Interventions, Tokenizer, encode_for_model
+
+from .probability import softmax
 
 GREEDY_BELOW = 1e-3  # a temperature below this means greedy: always the most probable token
 N_CANDIDATES = 5  # top tokens recorded for each generated step
@@ -31,9 +31,8 @@ def probabilities(logits_row: np.ndarray, temperature: float) -> np.ndarray:
         p = np.zeros_like(z)
         p[np.argmax(z)] = 1.0
         return p
-    # p_i = exp(z_i/T) / Σ_j exp(z_j/T), shifted by the maximum so exp never overflows
-    e = np.exp((z - z.max()) / temperature)  # (V,)
-    return e / e.sum()
+    # p_i = exp(z_i/T) / Σ_j exp(z_j/T)
+    return softmax(z / temperature)
 
 
 def n_kept(sorted_probs: np.ndarray, top_k: int = 0, top_p: float = 1.0) -> int:
@@ -105,7 +104,7 @@ class Candidate:
 
 
 @dataclass(frozen=True)
-class Step:
+class GenerationStep:
     """One generated token."""
 
     id: int
@@ -122,7 +121,7 @@ class Step:
 class Generation:
     prompt: str  # the starting text (cut to the context if it was longer)
     prompt_ids: tuple[int, ...]
-    steps: tuple[Step, ...]
+    steps: tuple[GenerationStep, ...]
     n_ctx: int  # the model's context length
 
     @property
@@ -152,10 +151,10 @@ def generate(
     top_k: int = 0,
     top_p: float = 1.0,
     seed: int = 0,
-    on_step: Callable[[int, int, Step], None] | None = None,
+    on_step: Callable[[int, int, GenerationStep], None] | None = None,
     *,
     greedy: bool = False,
-    previous: Sequence[Step] = (),
+    previous: Sequence[GenerationStep] = (),
     interventions: Interventions = NO_INTERVENTIONS,
 ) -> Generation:
     """Append up to n_tokens tokens to `text` (after the already generated `previous` steps), one forward pass each.
@@ -175,7 +174,7 @@ def generate(
         token, dist, u = sample_next(logits, temperature, top_k, top_p, step_generator(seed, len(ids)), greedy)
         top = tuple(Candidate(int(i), labels[i], float(dist.probs[i]), float(dist.filtered[i])) for i in dist.order[:N_CANDIDATES])
         new_ids = [s.id for s in steps] + [token]
-        step = Step(token, labels[token], len(ids), float(dist.probs[token]), float(dist.filtered[token]), u, top, enc.text + tokenizer.decode(new_ids))
+        step = GenerationStep(token, labels[token], len(ids), float(dist.probs[token]), float(dist.filtered[token]), u, top, enc.text + tokenizer.decode(new_ids))
         steps.append(step)
         ids.append(token)
         if on_step is not None:

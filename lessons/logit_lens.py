@@ -13,8 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from . import GPT
-from .trace import Trace
+from transformer import GPT, Trace
 
 
 def stage_names(n_layer: int) -> list[str]:

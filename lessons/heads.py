@@ -1,4 +1,4 @@
-"""Many heads at once: names, averages, thumbnails, the W_O projection, head ablation, the query–key map.
+"""Many heads at once: names, averages, thumbnails, the W_O projection, head ablation.
 
 Everything works on a trace's numpy arrays (or reads the model's weights); nothing draws.
 """
@@ -9,9 +9,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import GPT
-from .predict import softmax_weights
-from .trace import Trace
+from transformer import GPT, Trace
+
+from .probability import softmax
 
 
 def head_name(layer: int, head: int) -> str:
@@ -122,81 +122,8 @@ class NextTokenChange:
 
 def next_token_change(before_logits: np.ndarray, after_logits: np.ndarray, k: int) -> NextTokenChange:
     """Compare softmax(logits) over the full vocabulary before and after; list the top k of each."""
-    p = softmax_weights(before_logits).astype(np.float64)  # (V,)
-    q = softmax_weights(after_logits).astype(np.float64)  # (V,)
+    p = softmax(before_logits)  # (V,)
+    q = softmax(after_logits)  # (V,)
     top_p, top_q = np.argsort(-p, kind="stable")[:k], np.argsort(-q, kind="stable")[:k]
     ids = np.concatenate([top_p, top_q[~np.isin(top_q, top_p)]])  # (≤ 2k,)
     return NextTokenChange(ids, p[ids], q[ids], float(0.5 * np.abs(p - q).sum()))
-
-
-@dataclass(frozen=True)
-class QKMap:
-    """One head's queries and keys projected together onto their first two principal axes."""
-
-    q2: np.ndarray  # (T, 2) the queries in the map
-    k2: np.ndarray  # (T, 2) the keys in the map
-    axes: np.ndarray  # (2, hs) the two directions (unit vectors); a point is (x − mean of the 2T points)·axesᵀ
-    explained: np.ndarray  # (2,) share of the points' variance each axis keeps
-
-
-def qk_map(q: np.ndarray, k: np.ndarray) -> QKMap:
-    """PCA of the stacked [Q; K] (2T, hs): centre the points, keep the two directions of largest spread."""
-    T = q.shape[0]
-    m = np.concatenate([q, k]).astype(np.float64)  # (2T, hs)
-    c = m - m.mean(axis=0)  # (2T, hs)
-    # (M − μ)ᵀ(M − μ) = V S² Vᵀ: its eigenvectors are the principal axes, S² the spread along each.
-    # (the SVD of this small hs × hs matrix is fast; that of the tall 2T × hs one can stall on busy threads)
-    _, var, vt = np.linalg.svd(c.T @ c)
-    axes = vt[:2]  # (2, hs)
-    points = c @ axes.T  # (2T, 2)
-    explained = var[:2] / var.sum() if var.sum() > 0 else np.zeros(2)
-    return QKMap(points[:T], points[T:], axes, explained)
-
-
-def row_ranks(x: np.ndarray, keep: np.ndarray) -> np.ndarray:
-    """Ranks 0, 1, … of the kept cells of each row of x (R, n); tied values share their average rank; NaN elsewhere."""
-    v = np.where(keep, x, np.inf).astype(np.float64)  # (R, n) cells not kept sort last
-    order = np.argsort(v, axis=1, kind="stable")
-    s = np.take_along_axis(v, order, axis=1)  # each row sorted
-    new = np.ones(s.shape, dtype=bool)
-    new[:, 1:] = s[:, 1:] != s[:, :-1]  # a run of equal values starts here
-    group = np.cumsum(new) - 1  # (R·n,) run ids, row after row
-    pos = np.broadcast_to(np.arange(s.shape[1]), s.shape).reshape(-1)  # place within the row
-    mean_pos = (np.bincount(group, weights=pos) / np.bincount(group))[group]  # ties share their average place
-    out = np.empty(s.shape)
-    np.put_along_axis(out, order, mean_pos.reshape(s.shape), axis=1)
-    return np.where(keep, out, np.nan)
-
-
-def row_corr(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Pearson's correlation of each row of a and b (R, n) over the cells that are not NaN; NaN for a constant row."""
-    a, b = a - np.nanmean(a, axis=1, keepdims=True), b - np.nanmean(b, axis=1, keepdims=True)
-    # r = Σ a·b / √(Σ a² · Σ b²)
-    den = np.sqrt(np.nansum(a * a, axis=1) * np.nansum(b * b, axis=1))
-    return np.divide(np.nansum(a * b, axis=1), den, out=np.full(len(a), np.nan), where=den > 0)
-
-
-def row_rank_correlations(measures: dict[str, np.ndarray], weights: np.ndarray, visible: np.ndarray, min_keys: int = 3) -> dict[str, float]:
-    """For each (T, T) measure: ρ(measure_ij, α_ij) over the keys of each query that sees at least `min_keys` keys, averaged over those queries (NaN if none)."""
-    rows = visible.sum(axis=1) >= min_keys
-    if not rows.any():
-        return {name: float("nan") for name in measures}
-    keep = visible[rows]
-    by_weight = row_ranks(weights[rows], keep)
-    out = {}
-    for name, m in measures.items():
-        rho = row_corr(row_ranks(m[rows], keep), by_weight)  # (rows,)
-        out[name] = float(np.nanmean(rho)) if np.isfinite(rho).any() else float("nan")
-    return out
-
-
-def distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """‖a_i − b_j‖ for every pair, (n, m), from ‖a‖² + ‖b‖² − 2 a·b."""
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    sq = (a * a).sum(axis=1)[:, None] + (b * b).sum(axis=1)[None, :] - 2 * a @ b.T  # (n, m)
-    return np.sqrt(np.clip(sq, 0, None))
-
-
-def map_measures(m: QKMap) -> dict[str, np.ndarray]:
-    """Query × key measures read off the 2-D map, each (T, T): distance and dot product of the points."""
-    return {"distance": distances(m.q2, m.k2), "dot": m.q2 @ m.k2.T}

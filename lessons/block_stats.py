@@ -14,7 +14,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .trace import Trace
+from transformer import Trace
 
 LN_INPUTS = {"ln1": "hook_resid_pre", "ln2": "hook_resid_mid"}  # which stream each LayerNorm of a block reads
 

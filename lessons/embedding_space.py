@@ -6,12 +6,11 @@ Plain numpy on rows of W_E (vocab, d). Also the binary counter that sinusoidal p
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
-from .tokenizer import BYTE_DECODER, Tokenizer
+from transformer.tokenizer import BYTE_DECODER, Tokenizer
 
 
 @lru_cache(maxsize=8)
@@ -35,36 +34,6 @@ def merged_ids(tokenizer: Tokenizer) -> np.ndarray:
 def frequent_ids(tokenizer: Tokenizer, n: int) -> np.ndarray:
     """The first n merged tokens (see `merged_ids`): a cheap stand-in for the n most frequent tokens."""
     return merged_ids(tokenizer)[:n]
-
-
-@dataclass(frozen=True)
-class PCA:
-    mean: np.ndarray  # (d,)
-    components: np.ndarray  # (k, d) orthonormal rows, largest variance first
-    explained: np.ndarray  # (k,) fraction of the total variance along each component
-
-    def project(self, x: np.ndarray) -> np.ndarray:
-        """Coordinates of the rows of x along the components, (n, k)."""
-        return ((x - self.mean) @ self.components.T).astype(np.float32)
-
-
-def pca(x: np.ndarray, k: int) -> PCA:
-    """Principal components of the rows of x (n, d): eigenvectors of their covariance matrix.
-
-    (eigh of the d×d covariance is far faster here than an SVD of the n×d data.) Each component's sign is
-    fixed so that its largest-magnitude entry is positive, so the map does not flip between runs.
-    """
-    x = np.asarray(x, dtype=np.float64)
-    mean = x.mean(axis=0)  # (d,)
-    xc = x - mean  # (n, d)
-    # C = (X − mean)ᵀ(X − mean) / (n − 1); its eigenvectors are the directions of largest variance
-    cov = xc.T @ xc / max(len(x) - 1, 1)  # (d, d)
-    var, vec = np.linalg.eigh(cov)  # ascending
-    var, vt = np.clip(var[::-1], 0, None), vec[:, ::-1].T  # (d,), (d, d): largest first, one component per row
-    vt = vt[:k]
-    sign = np.sign(vt[np.arange(len(vt)), np.abs(vt).argmax(axis=1)])  # (k,)
-    explained = var[:k] / var.sum() if var.sum() > 0 else np.zeros(len(vt))
-    return PCA(mean, vt * sign[:, None], explained)
 
 
 def unit_rows(x: np.ndarray) -> np.ndarray:

@@ -12,10 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from transformer import Encoding, Trace
+
 from .block_stats import n_layers
 from .embedding_space import unit_rows
-from .tokenizer import Encoding
-from .trace import Trace
+from .pca import pca
 
 
 class WordNotFound(ValueError):
@@ -81,12 +82,5 @@ def trajectories(vectors: np.ndarray, unit: bool) -> tuple[np.ndarray, np.ndarra
     flat = np.asarray(vectors, dtype=np.float64).reshape(n * stages, d)  # (n·stages, d)
     if unit:
         flat = unit_rows(flat).astype(np.float64)
-    xc = flat - flat.mean(axis=0)  # (n·stages, d)
-    # A few points in many dimensions: an SVD of the data itself is much cheaper than the d×d covariance that
-    # embedding_space.pca diagonalizes. Rows of vt are the principal directions, largest variance first.
-    _, s, vt = np.linalg.svd(xc, full_matrices=False)
-    top = np.abs(vt[:2]).argmax(axis=1)  # (2,) each direction's largest entry is made positive, as in embedding_space.pca
-    vt = vt[:2] * np.sign(vt[[0, 1], top])[:, None]  # (2, d)
-    var = s**2
-    explained = var[:2] / var.sum() if var.sum() > 0 else np.zeros(2)
-    return (xc @ vt.T).astype(np.float32).reshape(n, stages, 2), explained
+    fit = pca(flat, 2)
+    return fit.project(flat).reshape(n, stages, 2), fit.explained

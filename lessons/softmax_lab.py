@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .probability import entropy_bits, softmax
+
 MAX_SCORES = 64  # longest score vector the lab accepts
 MAX_ABS_SCORE = 1e6  # larger scores only overflow, they teach nothing more
 D_KS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)  # key sizes of the √d_k experiment
@@ -38,28 +40,15 @@ def parse_scores(text: str) -> np.ndarray:
     return np.array(values)
 
 
-def softmax(z: np.ndarray, axis: int = -1) -> np.ndarray:
-    """softmax(z)_i = exp(z_i) / Σ_j exp(z_j), computed as exp(z_i − max z) so that nothing overflows; −∞ gets weight 0."""
-    z = np.asarray(z, dtype=np.float64)
-    e = np.exp(z - z.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
-
-
 def softmax_t(scores: np.ndarray, temperature: float = 1.0, scale: float = 1.0) -> np.ndarray:
     """softmax(scale · s / τ): τ < 1 sharpens, τ > 1 flattens."""
     return softmax(scale * np.asarray(scores, dtype=np.float64) / temperature)
 
 
-def entropy(p: np.ndarray, axis: int = -1) -> np.ndarray:
-    """H(p) = −Σ p_i log₂ p_i in bits (0·log 0 = 0): 0 for one-hot, log₂ n for uniform."""
-    p = np.asarray(p, dtype=np.float64)
-    return -np.sum(p * np.log2(np.where(p > 0, p, 1.0)), axis=axis)
-
-
 def temperature_sweep(scores: np.ndarray, taus: np.ndarray, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """Entropy (bits) and top probability of softmax(scale · s / τ) for every τ in `taus`."""
     p = softmax(scale * np.asarray(scores, dtype=np.float64)[None, :] / np.asarray(taus, dtype=np.float64)[:, None])  # (n_tau, n)
-    return entropy(p), p.max(axis=-1)
+    return entropy_bits(p), p.max(axis=-1)
 
 
 def worked_softmax(z: np.ndarray) -> dict[str, np.ndarray | float]:

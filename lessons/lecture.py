@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from .softmax_lab import softmax
+from .probability import softmax
 
 LECTURE_WORDS = ("word_1", "word_2", "word_3", "word_4")
 LECTURE_X = np.array([[1, 0, 0], [0, 1, 0], [1, 1, 0], [0, 0, 1]], dtype=np.float64)  # (4, 3)
