@@ -39,7 +39,7 @@ test-fast: $(VENV)/.dev
 
 # Random fuzzing of every page: 54 tests × FUZZ_EXAMPLES (50 → 2,700 examples, ~5 min on 2 cores).
 fuzz: $(VENV)/.dev
-	ATLAS_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) nice $(PY) -m pytest -q -m fuzz --hypothesis-show-statistics tests/test_fuzz.py
+	ATLAS_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) nice $(PY) -m pytest -q -m fuzz --hypothesis-show-statistics tests/app/test_fuzz.py
 
 # Every timing figure (~19 min); run it on a quiet machine: the numbers move with the load.
 bench: $(VENV)/.dev

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from transformer import END_OF_TEXT, GPT, NO_INTERVENTIONS, Encoding, Interventions, Tokenizer, encode_for_model, forward_padded, pad_right
-from transformer.trace import read_only
+from transformer.trace import read_only, token_limit
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ def padded_forward(
 
     keep: the recorded names to return (None = all). Raises TraceInputError for an empty or whitespace-only text.
     """
-    encs, pid = tuple(encode_for_model(tokenizer, t, model.cfg.n_ctx)[0] for t in texts), pad_id(tokenizer)
+    encs, pid = tuple(encode_for_model(tokenizer, t, token_limit(model.cfg))[0] for t in texts), pad_id(tokenizer)
     ids, real = pad_right(encs, pid)  # (B, T) each
     rec = forward_padded(model, encs, pid, interventions, use_padding_mask, None if keep is None else (lambda name: name in keep))
     return PaddedBatch(encs, ids, real, pid, {name: read_only(t) for name, t in rec.items()})

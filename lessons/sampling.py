@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from transformer import GPT, NO_INTERVENTIONS, Interventions, Tokenizer, encode_for_model
+from transformer.trace import token_limit
 
 from .probability import softmax
 
@@ -162,7 +163,7 @@ def generate(
     Stops early when the sequence fills the model's context. on_step(done, total, step) is called after each token.
     Raises TraceInputError for an empty or whitespace-only text.
     """
-    n_ctx = model.cfg.n_ctx
+    n_ctx = token_limit(model.cfg)
     enc = encode_for_model(tokenizer, text, n_ctx)[0]
     labels = tokenizer.vocab_labels()
     steps = list(previous)

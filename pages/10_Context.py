@@ -8,6 +8,7 @@ import streamlit as st
 
 import ui
 from lessons import context as cx
+from transformer.trace import token_limit
 from ui import cached
 
 st.set_page_config(page_title="Context changes meaning · Attention Atlas", page_icon="🐻", layout="wide")
@@ -94,7 +95,7 @@ if not word.strip():
 traces = ui.get_traces(state.model, tuple(sentences), state.temperature)  # one batched pass
 found, rows = {}, []  # sentence number → (trace, match); one table row per sentence
 for n, (s, tr) in enumerate(zip(sentences, traces, strict=True), start=1):
-    cut = f" (in its first {cfg.n_ctx} tokens, all the model reads)" if tr.truncated else ""
+    cut = f" (in its first {token_limit(cfg)} tokens, all this app reads)" if tr.truncated else ""
     if tr.truncated:
         st.caption(f"Sentence {n} is {tr.n_tokens_in:,} tokens long; the model reads only its first {len(tr.encoding)}.")
     try:

@@ -9,14 +9,14 @@ from figures.prediction import probability_bars
 from lessons import sampling
 from lessons.logit_lens import stage_names
 from lessons.next_token import top_tokens
-from transformer.trace import MAX_CHARS
+from transformer.trace import MAX_CHARS, token_limit
 from ui import cached
 
 st.set_page_config(page_title="Next-token prediction", page_icon="🎲", layout="wide")
 state = ui.sidebar()
 lm = ui.get_model(state.model)
 vocab = lm.tokenizer.vocab_labels()
-V, n_ctx = lm.cfg.vocab_size, lm.cfg.n_ctx
+V, n_ctx = lm.cfg.vocab_size, token_limit(lm.cfg)
 TIMELINE = "next_timeline"  # session_state: (model, sentence, τ) → the Generation grown from it
 
 

@@ -49,6 +49,12 @@ from .families.gpt import GPT
 from .tokenizer import Encoding, Tokenizer
 
 MAX_CHARS = 20_000  # longer input is cut before tokenizing
+MAX_TOKENS = 256  # a trace reads at most this many tokens, whatever the model's context: 30 layers of T×T patterns grow fast
+
+
+def token_limit(cfg: ModelConfig) -> int:
+    """How many tokens a trace of this model reads: its context, at most MAX_TOKENS."""
+    return min(cfg.n_ctx, MAX_TOKENS)
 
 BLOCK_NAMES = (
     "hook_resid_pre",
@@ -249,7 +255,7 @@ def run_traces(model: GPT, tokenizer: Tokenizer, texts: Sequence[str], intervent
     if not texts:
         return []
     pairs = [None] * len(texts) if pairs is None else pairs
-    encoded = [encode_for_model(tokenizer, text, model.cfg.n_ctx, pair) for text, pair in zip(texts, pairs, strict=True)]
+    encoded = [encode_for_model(tokenizer, text, token_limit(model.cfg), pair) for text, pair in zip(texts, pairs, strict=True)]
     # keep what every trace keeps, and all of layer 0 (most pages open it first; it also gives a layer's size)
     rec = forward_padded(model, [enc for enc, _, _ in encoded], pad=0, interventions=interventions, keep=lambda n: is_kept(n) or layer_of(n) == 0)
     names = tuple(trace_names(model.cfg))

@@ -9,6 +9,7 @@ import streamlit as st
 
 from figures.common import Spec
 from transformer import Trace, TraceInputError
+from transformer.trace import token_limit
 
 from . import widths
 from .models import get_model, get_trace
@@ -26,8 +27,8 @@ def trace_or_stop(state: State, temperature: float | None = None, causal: bool =
         st.info(f"{err} Pick a preset in the sidebar, or type your own.")
         st.stop()
     if tr.truncated:
-        n_ctx = get_model(state.model).cfg.n_ctx
-        st.warning(f"The text is {tr.n_tokens_in:,} tokens long; the model reads at most {n_ctx}, so this page shows the first {len(tr.encoding)}.")
+        limit = token_limit(get_model(state.model).cfg)
+        st.warning(f"The text is {tr.n_tokens_in:,} tokens long; this app reads at most {limit} tokens of it, so this page shows the first {len(tr.encoding)}.")
     return tr
 
 

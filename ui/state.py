@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from transformer.loading import MODEL_DIRS_ENV
-from transformer.trace import MAX_CHARS
+from transformer.trace import MAX_CHARS, token_limit
 
 from . import widths
 from .models import get_model, model_choices
@@ -119,7 +119,7 @@ def sidebar() -> State:
             st.session_state["atlas_" + k] = fixed[k]
         cfg = get_model(fixed["model"]).cfg
         st.selectbox("Preset sentences", ["(choose a preset)", *PRESETS], key="w_preset", on_change=_apply_preset, help="Sentences from the lecture: try the four 'bear' ones.")
-        st.text_area("Sentence", max_chars=MAX_CHARS, height=90, help=f"Any text; the model reads the first {cfg.n_ctx} tokens.", **_widget("sentence"))
+        st.text_area("Sentence", max_chars=MAX_CHARS, height=90, help=f"Any text; the model reads the first {token_limit(cfg)} tokens.", **_widget("sentence"))
         pickers = (("layer", cfg.n_layer - 1, "Layer", "Which transformer block to look at (0 = the first)."), ("head", cfg.n_head - 1, "Head", "Which attention head of that layer."))
         for key, top, label, text in pickers:
             if top > 0:

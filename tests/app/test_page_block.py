@@ -10,9 +10,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from tests.apptest_utils import BAD_INPUTS, array, assert_ok, chart, charts, page_path, run_page, run_typed, texts
 from transformer import Interventions, run_trace
-
-from .apptest_utils import BAD_INPUTS, array, assert_ok, chart, charts, page_path, run_page, run_typed, texts
 
 PAGE = page_path("8_Inside_a_block")
 REPEATED = "the cat and the dog and the bird"  # "␣the" and "␣and" twice

@@ -7,9 +7,8 @@ import pytest
 import torch
 
 from lessons.sampling import GREEDY_BELOW, distribution, draw, generate, probabilities, sample_next, step_generator
+from tests.conftest import CORPUS
 from transformer import Interventions, TraceInputError, run_trace
-
-from .conftest import CORPUS
 
 
 def reference(logits: np.ndarray, T: float, k: int, p: float) -> tuple[np.ndarray, np.ndarray]:

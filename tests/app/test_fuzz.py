@@ -26,12 +26,11 @@ from hypothesis import HealthCheck, event, example, given, note, settings
 from hypothesis import strategies as st
 
 import ui
+from tests.apptest_utils import PAGES, ROOT, assert_ok, each_tab, run_page
 from transformer import loading
 from transformer.families import seq2seq as s2s
 from transformer.trace import MAX_CHARS
 from ui.state import DEFAULT_SENTENCE, KEYS, PRESETS, TEMPERATURE_RANGE
-
-from .apptest_utils import PAGES, ROOT, assert_ok, each_tab, run_page
 
 pytestmark = pytest.mark.fuzz
 

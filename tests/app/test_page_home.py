@@ -6,11 +6,10 @@ import numpy as np
 import pytest
 
 import ui
+from tests.apptest_utils import BAD_INPUTS, array, assert_ok, chart, run_page, texts
 from transformer import Interventions, run_trace
 from transformer.loading import real_models
 from ui.state import DEFAULT_SENTENCE, PRESETS
-
-from .apptest_utils import BAD_INPUTS, array, assert_ok, chart, run_page, texts
 
 
 def pattern(sentence: str, layer: int, head: int, tau: float = 1.0) -> np.ndarray:

@@ -6,10 +6,9 @@ import numpy as np
 import pytest
 
 from lessons.logit_lens import logit_lens, residual_streams, stage_names
+from tests.conftest import SENTENCES
 from transformer import Interventions, run_trace
 from transformer.loading import load_model
-
-from .conftest import SENTENCES
 
 
 def np_softmax(z: np.ndarray) -> np.ndarray:

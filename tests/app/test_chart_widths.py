@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.apptest_utils import TIMEOUT, assert_ok, charts_by_key, page_path
 from ui import widths
-
-from .apptest_utils import TIMEOUT, assert_ok, charts_by_key, page_path
 
 PAGE = page_path("4_Masking")  # first part: two charts, masking_mask and masking_row
 

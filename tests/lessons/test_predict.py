@@ -10,9 +10,8 @@ from lessons.next_token import next_token_probs, top_tokens
 from lessons.one_head import causal_mask, head_steps, weighted_values
 from lessons.padding import pad_id, padded_forward
 from lessons.probability import entropy_bits, masked_softmax
+from tests.conftest import SENTENCES
 from transformer import Interventions, TraceInputError, run_trace
-
-from .conftest import SENTENCES
 
 
 def np_softmax(x: np.ndarray) -> np.ndarray:

@@ -11,9 +11,8 @@ import torch
 import torch.nn.functional as F
 
 from lessons import block_stats as bs
+from tests.conftest import SENTENCES, randomize
 from transformer import GPT, run_trace
-
-from .conftest import SENTENCES, randomize
 
 TEXT = SENTENCES[0]
 

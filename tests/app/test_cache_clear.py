@@ -19,9 +19,8 @@ from streamlit.runtime.script_data import ScriptData
 from streamlit.runtime.scriptrunner.script_cache import ScriptCache
 
 import ui
+from tests.apptest_utils import ROOT, array, assert_ok, chart, charts, page_path, run_page
 from transformer import loading
-
-from .apptest_utils import ROOT, array, assert_ok, chart, charts, page_path, run_page
 
 MODEL = "shakespeare-gpt"
 

@@ -9,10 +9,9 @@ from itertools import combinations
 import numpy as np
 import pytest
 
+from tests.apptest_utils import BAD_INPUTS, array, assert_ok, chart, chart_keys, charts, page_path, run_page, texts
 from transformer import Interventions, run_trace
 from ui import PRESETS
-
-from .apptest_utils import BAD_INPUTS, array, assert_ok, chart, chart_keys, charts, page_path, run_page, texts
 
 PAGE = page_path("10_Context")
 BEARS = [PRESETS[k] for k in ("I love bears", "She bears the pain", "Bears won the game", "Bear country")]

@@ -10,10 +10,9 @@ import torch
 
 from figures.common import tick_labels
 from figures.multihead import OPACITY_STEP, mosaic_slices
+from tests.apptest_utils import BAD_INPUTS, array, assert_ok, chart_titled, charts, each_tab, open_tab, page_path, run_page, run_typed, texts
+from tests.apptest_utils import chart_z as z
 from transformer import Interventions, run_trace
-
-from .apptest_utils import BAD_INPUTS, array, assert_ok, chart_titled, charts, each_tab, open_tab, page_path, run_page, run_typed, texts
-from .apptest_utils import chart_z as z
 
 PAGE = page_path("7_Multi_head")
 REPEATED = "the cat and the dog and the bird"  # "␣the" and "␣and" twice

@@ -6,9 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.apptest_utils import BAD_INPUTS, array, assert_ok, charts, page_path, run_page, run_typed, texts
 from transformer import Interventions, run_trace
-
-from .apptest_utils import BAD_INPUTS, array, assert_ok, charts, page_path, run_page, run_typed, texts
 
 PAGE = page_path("11_Query_key_map")
 REPEATED = "the cat and the dog and the bird"  # "␣the" and "␣and" twice

@@ -5,12 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.apptest_utils import BAD_INPUTS, array, assert_ok, chart_titled, charts, page_path, run_page, texts
+from tests.apptest_utils import chart_z as z
 from transformer.data import phrases as td
 from transformer.families import seq2seq as s2s
 from transformer.loading import BUNDLED_TRANSLATOR, LoadedModel, get_translator
-
-from .apptest_utils import BAD_INPUTS, array, assert_ok, chart_titled, charts, page_path, run_page, texts
-from .apptest_utils import chart_z as z
 
 PAGE = page_path("12_Cross_attention")
 DEFAULT = "the european economic area"

@@ -10,10 +10,9 @@ from streamlit import config
 from streamlit.testing.v1 import AppTest
 from streamlit.web.server.server_util import is_xsrf_enabled
 
+from tests.apptest_utils import PAGES, ROOT, TIMEOUT, assert_ok, run_page
 from transformer.families import seq2seq as s2s
 from transformer.trace import MAX_CHARS
-
-from .apptest_utils import PAGES, ROOT, TIMEOUT, assert_ok, run_page
 
 CONFIG = ROOT / ".streamlit" / "config.toml"
 # What a classroom server needs, option by option.

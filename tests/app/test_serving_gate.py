@@ -8,9 +8,8 @@ import time
 import pytest
 from streamlit.runtime.scriptrunner import script_runner
 
+from tests.apptest_utils import page_path, run_page
 from ui import serving
-
-from .apptest_utils import page_path, run_page
 
 
 def most_at_once(runs: int, threads: int = 6, hold_s: float = 0.02) -> int:

@@ -13,9 +13,8 @@ import pytest
 import ui
 from lessons import sampling
 from lessons.logit_lens import logit_lens
+from tests.apptest_utils import BAD_INPUTS, ROOT, array, assert_ok, charts_by_key, page_path, run_page, texts
 from transformer import Interventions, run_trace
-
-from .apptest_utils import BAD_INPUTS, ROOT, array, assert_ok, charts_by_key, page_path, run_page, texts
 
 PAGE = page_path("9_Next_token")
 MODEL = "shakespeare-gpt"

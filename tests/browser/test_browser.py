@@ -118,7 +118,7 @@ TABBED = [p for p in PAGES if p and "ui.lazy_tabs(" in p.read_text(encoding="utf
 
 
 def test_the_pages_with_lazy_tabs_are_found():
-    assert [p.stem for p in TABBED] == ["3_One_head", "4_Masking", "7_Multi_head"]
+    assert [p.stem for p in TABBED] == ["13_RoPE_and_shared_heads", "14_Encoder_vs_decoder", "3_One_head", "4_Masking", "7_Multi_head"]
 
 
 @pytest.mark.parametrize("page_file", TABBED, ids=lambda p: p.stem)

@@ -5,11 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.apptest_utils import BAD_INPUTS, array, assert_ok, chart_titled, charts, each_tab, open_tab, page_path, run_page, run_typed, texts
+from tests.apptest_utils import chart_z as z
 from transformer import Interventions, run_trace
 from ui.state import DEFAULT_SENTENCE, PRESETS
-
-from .apptest_utils import BAD_INPUTS, array, assert_ok, chart_titled, charts, each_tab, open_tab, page_path, run_page, run_typed, texts
-from .apptest_utils import chart_z as z
 
 PAGE = page_path("3_One_head")
 REPEATED = "the cat and the dog and the bird"  # "␣the" and "␣and" twice
