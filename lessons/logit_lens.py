@@ -15,6 +15,8 @@ import torch
 
 from transformer import GPT, Trace
 
+from .probability import softmax
+
 
 def stage_names(n_layer: int) -> list[str]:
     """One name per stream the lens reads: the embedding, then the output of each block."""
@@ -41,6 +43,7 @@ def logit_lens(model: GPT, tr: Trace, positions: Sequence[int]) -> LogitLens:
     x = torch.from_numpy(residual_streams(tr, positions))  # (L+1, P, d)
     with torch.inference_mode():
         # logits = LN_final(x)·W_U
-        logits = model.ln_final(x) @ model.W_U  # (L+1, P, V)
-        top_probs, top_ids = torch.softmax(logits, dim=-1).max(dim=-1)  # (L+1, P) each
-    return LogitLens(tuple(int(p) for p in positions), logits.numpy(), top_ids.numpy(), top_probs.numpy())
+        logits = (model.ln_final(x) @ model.W_U).numpy()  # (L+1, P, V)
+    top_ids = logits.argmax(axis=-1)  # (L+1, P): softmax keeps the order of the logits
+    top_probs = np.stack([softmax(stage).max(axis=-1) for stage in logits]).astype(np.float32)  # (L+1, P), one stage's (P, V) at a time
+    return LogitLens(tuple(int(p) for p in positions), logits, top_ids, top_probs)

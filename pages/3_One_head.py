@@ -40,7 +40,7 @@ if not scale_on:
     st.info(
         f"**Scaling off.** The scores are now {np.sqrt(hs):.2f}× larger (no ÷√{hs}). Softmax of larger numbers is closer to one-hot: "
         f"the average largest weight of a row went from {ref.weights.max(axis=1).mean():.3f} to {s.weights.max(axis=1).mean():.3f}, "
-        f"the average entropy from {h0:.3f} to {h1:.3f} nats (0 = all weight on one token). Only this head is recomputed; the rest of the model is unchanged."
+        f"the average entropy from {h0:.3f} to {h1:.3f} bits (0 = all weight on one token). Only this head is recomputed; the rest of the model is unchanged."
     )
 if not mask_on:
     future = np.triu(s.weights, k=1).sum(axis=1)  # weight each query puts on later tokens

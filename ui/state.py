@@ -13,11 +13,12 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from transformer.loading import MODEL_DIRS_ENV
+from transformer import ModelLoadError
+from transformer.loading import MODEL_DIRS_ENV, REAL_MODELS
 from transformer.trace import MAX_CHARS, token_limit
 
 from . import widths
-from .models import get_model, model_choices
+from .models import get_model, missing_models, model_choices
 
 PRESETS = {
     "Bear country": "The hiking trail led us through bear country.",
@@ -47,7 +48,8 @@ class State:
 
 
 DEFAULT_MODEL_ENV = "ATLAS_DEFAULT_MODEL"  # the model a new session opens (default: the real decoder when installed)
-DEFAULT_MODELS = ("smollm2-135m", "shakespeare-gpt")  # the first one installed is the default
+BUNDLED_MODEL = "shakespeare-gpt"
+DEFAULT_MODELS = ("smollm2-135m", BUNDLED_MODEL)  # the first one installed is the default
 
 
 def _default_model() -> str:
@@ -58,11 +60,22 @@ def _default_model() -> str:
     return names[0]
 
 
+def _loadable(name: str) -> str:
+    """`name` when it loads; otherwise the bundled model, with the reason shown (a damaged file must not stop the app)."""
+    try:
+        get_model(name)
+        return name
+    except ModelLoadError as err:
+        st.error(f"The model {name} could not be loaded, so the bundled model is shown instead. {err}")
+        return BUNDLED_MODEL
+
+
 def _clean(raw: dict) -> dict:
     """Validated values; anything missing or invalid falls back to its default."""
     out = {"model": _default_model(), "sentence": DEFAULT_SENTENCE, "layer": 0, "head": 0, "temperature": 1.0}
     if raw.get("model") in model_choices():
         out["model"] = raw["model"]
+    out["model"] = _loadable(out["model"])
     if isinstance(raw.get("sentence"), str):
         out["sentence"] = raw["sentence"][:MAX_CHARS]
     cfg = get_model(out["model"]).cfg
@@ -111,8 +124,12 @@ def sidebar() -> State:
     """Draw the shared controls in the sidebar and return the current state."""
     _init()
     with st.sidebar:
-        model_help = f"Bundled models, then model directories found in ./models or ${MODEL_DIRS_ENV} (GPT-2 format works too)."
+        model_help = f"Real pretrained models, the bundled ones, then models found in ./models or ${MODEL_DIRS_ENV}."
         st.selectbox("Model", model_choices(), help=model_help, **_widget("model"))
+        if st.session_state["atlas_model"] in REAL_MODELS:
+            st.caption(REAL_MODELS[st.session_state["atlas_model"]].title)
+        for hint in missing_models():
+            st.caption(f"A real model is not installed. To add it: `{hint}`")
         # The model may have changed: keep layer and head inside it.
         fixed = _clean({k: st.session_state["atlas_" + k] for k in KEYS})
         for k in ("layer", "head"):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -31,6 +33,11 @@ def every_step_chart(at) -> list[dict]:
 def shown(m: np.ndarray) -> np.ndarray:
     """A matrix as the heatmap draws it: −∞ cells blank (NaN)."""
     return np.where(np.isneginf(m), np.nan, m)
+
+
+def bits(weights) -> float:
+    """Entropy −Σ α log₂ α of one row of weights, term by term."""
+    return -sum(float(a) * math.log2(float(a)) for a in weights if a > 0)
 
 
 def assert_head(at, tr, layer, head, i):
@@ -130,6 +137,7 @@ def test_query_token_selects_the_row(lm):
     terms = z(at, f"α_ij·v_j for query {i}")  # assert_head leaves step 5 open
     assert np.isnan(terms[i + 1 : -1]).all() and not np.isnan(terms[: i + 1]).any()
     assert f"z_{i}" in texts(at)
+    assert f"entropy {bits(tr['blocks.0.attn.hook_pattern'][0, i]):.3f} bits" in texts(at)
     # a shorter sentence keeps the choice inside it (the last token)
     at.text_area(key="w_sentence").set_value("Hi there").run()
     assert_ok(at)
@@ -151,6 +159,8 @@ def test_no_scaling_equals_a_numpy_softmax_of_raw_scores(lm):
     np.testing.assert_allclose(np.nan_to_num(z(at, "Attention weights")), want, rtol=1e-5, atol=1e-7)
     assert not np.allclose(np.nan_to_num(scaled_weights), want, atol=1e-4)
     assert "Scaling off" in texts(at)
+    h0, h1 = (np.mean([bits(row) for row in np.nan_to_num(w)]) for w in (scaled_weights, z(at, "Attention weights")))
+    assert f"the average entropy from {h0:.3f} to {h1:.3f} bits" in texts(at)
     np.testing.assert_allclose(z(step(at, 3), "Unscaled scores"), raw, rtol=1e-6)
     assert r"\text{no }" in texts(at)
     np.testing.assert_allclose(z(step(at, 6), "Z = αV"), want @ tr["blocks.0.attn.hook_v"][:, 0], rtol=1e-4, atol=1e-6)

@@ -60,23 +60,10 @@ def bert_to_atlas(hf: dict, state: dict[str, torch.Tensor]) -> tuple[ModelConfig
         raise ModelLoadError(f"BERT activation {hf['hidden_act']!r} is not supported (gelu).")
     if hf.get("position_embedding_type", "absolute") != "absolute":
         raise ModelLoadError(f"BERT position embeddings {hf['position_embedding_type']!r} are not supported (absolute).")
-    d, nh = hf["hidden_size"], hf["num_attention_heads"]
-    cfg = ModelConfig(
-        vocab_size=hf["vocab_size"],
-        n_ctx=hf["max_position_embeddings"],
-        d_model=d,
-        n_layer=hf["num_hidden_layers"],
-        n_head=nh,
-        d_mlp=hf["intermediate_size"],
-        pos_encoding="learned",
-        activation="gelu",
-        ln_eps=hf.get("layer_norm_eps", 1e-12),
-        tie_embeddings=False,
-        family="bert",
-        n_token_types=hf.get("type_vocab_size", 2),
-        has_lm_head=False,
+    cfg = ModelConfig.from_hugging_face(
+        hf, pos_encoding="learned", activation="gelu", ln_eps=hf.get("layer_norm_eps", 1e-12), tie_embeddings=False, family="bert", n_token_types=hf.get("type_vocab_size", 2), has_lm_head=False
     )
-    hs = cfg.d_head
+    d, nh, hs = cfg.d_model, cfg.n_head, cfg.d_head
     sd = {k.removeprefix("bert."): v for k, v in state.items()}
     e = "embeddings."
     out = {

@@ -22,26 +22,19 @@ def llama_to_atlas(hf: dict, state: dict[str, torch.Tensor]) -> tuple[ModelConfi
     rope = {"rope_theta": hf.get("rope_theta", 10000.0), **(hf.get("rope_parameters") or {})}  # transformers ≥ 5 nests it
     if hf.get("rope_scaling") or rope.get("rope_type", "default") != "default":
         raise ModelLoadError(f"Llama RoPE scaling {hf.get('rope_scaling') or rope!r} is not supported (plain RoPE only).")
-    d, nh = hf["hidden_size"], hf["num_attention_heads"]
-    nkv = hf.get("num_key_value_heads") or nh
     tied = "lm_head.weight" not in state or hf.get("tie_word_embeddings", False)
-    cfg = ModelConfig(
-        vocab_size=hf["vocab_size"],
-        n_ctx=hf.get("max_position_embeddings", 2048),
-        d_model=d,
-        n_layer=hf["num_hidden_layers"],
-        n_head=nh,
-        d_mlp=hf["intermediate_size"],
+    cfg = ModelConfig.from_hugging_face(
+        hf,
         pos_encoding="rotary",
         activation="silu",
         ln_eps=hf.get("rms_norm_eps", 1e-5),
         tie_embeddings=tied,
         family="llama",
-        n_kv_head=nkv,
-        head_dim=hf.get("head_dim") or d // nh,
+        n_kv_head=hf.get("num_key_value_heads") or 0,
+        head_dim=hf.get("head_dim") or 0,
         rope_theta=float(rope["rope_theta"]),
     )
-    hs = cfg.d_head
+    d, nh, nkv, hs = cfg.d_model, cfg.n_head, cfg.n_kv_heads, cfg.d_head
     sd = {k.removeprefix("model."): v for k, v in state.items()}
     out = {"W_E": sd["embed_tokens.weight"], "ln_final.w": sd["norm.weight"]}
     if not tied:
