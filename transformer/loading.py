@@ -237,6 +237,11 @@ def registry_key(name_or_dir: str | Path) -> str:
     return name if name in REAL_MODELS or name in bundled_models() else str(Path(name).expanduser().resolve())
 
 
+def is_loaded(name: str) -> bool:
+    """Whether the registry already holds the model of this name (a page then needs no loading message)."""
+    return name in _REGISTRY
+
+
 def shared_model(name_or_dir: str | Path, restrict: bool = False) -> LoadedModel:
     """load_model, at most once per process: the registry every session shares (read-only models)."""
     name = str(name_or_dir)

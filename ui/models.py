@@ -17,7 +17,7 @@ import streamlit as st
 import torch
 
 from transformer import Interventions, Trace, run_trace, run_traces
-from transformer.loading import LoadedModel, bundled_models, local_models, missing_real_models, real_models, shared_model
+from transformer.loading import LoadedModel, bundled_models, is_loaded, local_models, missing_real_models, real_models, shared_model
 
 _FROZEN: set[int] = set()  # ids of the models already moved out of the garbage collector's sight
 # Many sessions share 2 cores: one torch thread each beats several fighting over the cores.
@@ -35,7 +35,11 @@ missing_models = st.cache_data(ttl=10, show_spinner=False)(missing_real_models) 
 
 def get_model(name: str) -> LoadedModel:
     """A bundled model by name, or a model directory in an allowed folder; loaded at most once per process."""
-    loaded = shared_model(name, restrict=True)
+    if is_loaded(name):
+        loaded = shared_model(name, restrict=True)
+    else:  # the first session to ask waits a few seconds (SmolLM2: ~4 s): say so
+        with st.spinner(f"Loading the model {name} (once for everyone on this server)…"):
+            loaded = shared_model(name, restrict=True)
     if id(loaded) not in _FROZEN:
         # Move the long-lived objects out of the collector's sight: every later collection is cheap.
         _FROZEN.add(id(loaded))
