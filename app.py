@@ -33,6 +33,9 @@ PIPELINE = [
     ("Context changes meaning", "10_Context", "The same word gets different vectors in different sentences."),
     ("Query–key map", "11_Query_key_map", "Queries and keys in one picture."),
     ("Encoder–decoder", "12_Cross_attention", "Cross-attention aligns a translation with its source."),
+    ("RoPE and shared heads", "13_RoPE_and_shared_heads", "Llama's rotated queries and keys; query heads sharing key/value heads."),
+    ("Encoder vs decoder", "14_Encoder_vs_decoder", "One sentence through BERT and a decoder, side by side."),
+    ("Heads forming", "15_Heads_forming", "A tiny model learns induction heads while it trains."),
 ]
 st.subheader("The pipeline at a glance")
 pages = Path(__file__).parent / "pages"
@@ -45,11 +48,12 @@ for i, (title, file, desc) in enumerate(shown):
 
 st.subheader("Attention, live")
 tr = ui.trace_or_stop(state)
-st.markdown(
-    f"**{len(tr.encoding)} tokens.** Layer {state.layer}, head {state.head}: each row is a token "
-    "(the query) and shows how much it looks at every earlier token (the keys). Rows sum to 1; "
-    "the grey triangle is the future, which a decoder may not see."
+looks = (
+    "every earlier token (the keys). Rows sum to 1; the grey triangle is the future, which a decoder may not see."
+    if lm.cfg.causal
+    else f"every token, before and after it (the keys). Rows sum to 1; {lm.name} is an encoder: no causal mask, so no grey triangle."
 )
+st.markdown(f"**{len(tr.encoding)} tokens.** Layer {state.layer}, head {state.head}: each row is a token (the query) and shows how much it looks at {looks}")
 st.latex(r"\alpha = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}\,\tau}+M\right)")
 ui.show_figure(pattern_heatmap(tr, state.layer, state.head), key="home_pattern")
 

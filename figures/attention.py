@@ -25,19 +25,37 @@ def pattern_heatmap(tr: Trace, layer: int, head: int, title: str = "") -> go.Fig
     return weights_heatmap(pattern_weights(tr, layer, head), tr.encoding.labels, masked, title or f"Attention weights, layer {layer}, head {head}")
 
 
+OUTLIER_RATIO = 3.0  # cap_outliers: cap the colours when the largest |value| is this many times the 99th percentile
+
+
 def vectors_heatmap(
-    z: np.ndarray, labels: Sequence[str], title: str, *, dim_title: str = "dimension", value_name: str = "value", blank: np.ndarray | None = None, shapes: Sequence[dict] = ()
+    z: np.ndarray,
+    labels: Sequence[str],
+    title: str,
+    *,
+    dim_title: str = "dimension",
+    value_name: str = "value",
+    blank: np.ndarray | None = None,
+    shapes: Sequence[dict] = (),
+    cap_outliers: bool = False,
 ) -> go.Figure:
     """One vector per row, (T, n): rows are tokens, columns dimensions; blue < 0 < red; `blank` rows left empty.
 
     The hover names the row's position (the axis names its token): per-cell hover text for T×n cells
-    would cost more bytes and time than the whole figure.
+    would cost more bytes and time than the whole figure. cap_outliers: when a few dimensions are far larger than the
+    rest (SmolLM2's and MiniLM's residual streams), the colours stop at the 99th percentile of |value| (said in the title)
+    so that the other dimensions do not all look white; the hover still gives every value.
     """
     z = np.asarray(z, dtype=np.float32)
     shown = z if blank is None else np.where(np.asarray(blank, dtype=bool)[:, None], np.nan, z).astype(np.float32)
     rows, cols = z.shape
     hover = f"row %{{y}}, dimension %{{x}}<br>{esc(value_name)} = %{{z:.4g}}<extra></extra>"
     hm = {"type": "heatmap", "z": shown, "x": np.arange(cols), "y": np.arange(rows), "colorscale": DIVERGING, "zmid": 0, "hoverongaps": False, "hovertemplate": hover, "colorbar": {"thickness": 12}}
+    if cap_outliers and z.size:
+        top, cap = float(np.abs(z).max()), float(np.percentile(np.abs(z), 99))
+        if cap > 0 and top > OUTLIER_RATIO * cap:
+            hm.update(zmid=None, zmin=-cap, zmax=cap)
+            title = f"{title} · colours capped at ±{cap:.2g}: a few dimensions reach {top:.2g}"
     axes = {"xaxis": {"title": title_dict(dim_title)}, "yaxis": {**token_axis(labels, "token"), "autorange": "reversed"}, "shapes": list(shapes) or None}
     return figure([hm], layout_dict(title, plot_bgcolor="#d9d9d9", **axes))
 

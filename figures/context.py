@@ -32,9 +32,15 @@ def cosine_lines(cos: np.ndarray, pair_names: Sequence[str], stage_labels: Seque
     return figure(lines, layout_dict(title, 380, xaxis=axis, yaxis=y_axis))
 
 
+LABELLED_POINTS = 13  # more stages than this: only every few points carries its label on the map (every one in its hover)
+
+
 def trajectories_figure(coords: np.ndarray, sentence_names: Sequence[str], point_labels: Sequence[str], explained: np.ndarray, title: str) -> go.Figure:
-    """One line per sentence through its vectors (coords (n_sentences, stages, 2)), each point labelled by its stage."""
-    text = [esc(s) for s in point_labels]
+    """One line per sentence through its vectors (coords (n_sentences, stages, 2)), each point labelled by its stage
+    (for many stages: the first, the last and every few between)."""
+    step = max(1, -(-len(point_labels) // LABELLED_POINTS))
+    names = [esc(s) for s in point_labels]
+    text = [s if k % step == 0 or k == len(names) - 1 else "" for k, s in enumerate(names)]
     paths = [
         {
             "type": "scatter",
@@ -46,7 +52,8 @@ def trajectories_figure(coords: np.ndarray, sentence_names: Sequence[str], point
             "textposition": "top center",
             "marker": {"size": 9, "color": COLORS[k % len(COLORS)]},
             "line": {"color": COLORS[k % len(COLORS)]},
-            "hovertemplate": f"{esc(name)}<br>%{{text}}: (%{{x:.3g}}, %{{y:.3g}})<extra></extra>",
+            "hovertext": names,
+            "hovertemplate": f"{esc(name)}<br>%{{hovertext}}: (%{{x:.3g}}, %{{y:.3g}})<extra></extra>",
         }
         for k, (name, xy) in enumerate(zip(sentence_names, np.asarray(coords, dtype=np.float32), strict=True))
     ]

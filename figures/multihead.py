@@ -10,20 +10,25 @@ import plotly.graph_objects as go
 from .common import DIVERGING, MASKED_NOTE, SEQUENTIAL, esc, figure, grouped_bars, heatmap, layout_dict, title_dict, token_axis
 
 SHOW_VALUES_MAX = 12  # write the weights into the cells only for sentences this short
-HIDDEN_NOTE = " (hidden on this page: first-token column; not renormalised)"
+SINK_NAME = "first-token"  # what a decoder's sink column is called; an encoder's: "[CLS]/[SEP]"
 OPACITY_STEP = 0.1  # line opacities are drawn in steps of this size (one plotly trace per step keeps the figure fast)
 QUERY_COLOR, KEY_COLOR, LINE_COLOR = "#1f77b4", "#ff7f0e", "#1f4e79"
 
 
-def weights_map(weights: np.ndarray, labels: Sequence[str], visible: np.ndarray, title: str, *, zmax: float = 1.0, hide_first: bool = False, height: int = 320) -> go.Figure:
-    """Attention weights (T, T) on the colour scale 0…zmax. Masked cells are blank; with hide_first the
-    first-token column is blank too (its hover still gives the real weight; the other weights are not rescaled)."""
+def hidden_note(sink_name: str = SINK_NAME) -> str:
+    return f" (hidden on this page: {sink_name} column; not renormalised)"
+
+
+def weights_map(
+    weights: np.ndarray, labels: Sequence[str], visible: np.ndarray, title: str, *, zmax: float = 1.0, hide: Sequence[int] = (), sink_name: str = SINK_NAME, height: int = 320
+) -> go.Figure:
+    """Attention weights (T, T) on the colour scale 0…zmax. Masked cells are blank; so are the columns `hide` (the
+    attention sinks; their hover still gives the real weight; the other weights are not rescaled)."""
     visible = np.asarray(visible, dtype=bool)
     hidden = ~visible  # (T, T) a new array
-    if hide_first:
-        hidden[:, 0] = True
+    hidden[:, list(hide)] = True
     show_values = len(labels) <= SHOW_VALUES_MAX and height >= 400
-    notes = np.where(~visible, MASKED_NOTE, np.where(hidden, HIDDEN_NOTE, ""))  # (T, T) the end of each cell's hover
+    notes = np.where(~visible, MASKED_NOTE, np.where(hidden, hidden_note(sink_name), ""))  # (T, T) the end of each cell's hover
     return heatmap(
         weights,
         labels,
@@ -41,30 +46,44 @@ def weights_map(weights: np.ndarray, labels: Sequence[str], visible: np.ndarray,
     )
 
 
-def weight_panels(
-    maps: np.ndarray, labels: Sequence[str], visible: np.ndarray, titles: Sequence[str], title: str, *, zmax: float = 1.0, hide_first: bool = False, value_name: str = "weight", height: int = 360
-) -> go.Figure:
-    """Several (T, T) weight maps, maps (n, T, T), side by side in one figure on ONE colour scale 0…zmax (a shared colour axis).
+PANELS_PER_ROW = 6  # more maps than this wrap into rows of equal length (SmolLM2 has 9 heads, MiniLM 12)
 
-    Masked cells, and the first-token column with hide_first, are blank; the weights shown are not rescaled.
+
+def weight_panels(
+    maps: np.ndarray, labels: Sequence[str], visible: np.ndarray, titles: Sequence[str], title: str, *, zmax: float = 1.0, hide: Sequence[int] = (), value_name: str = "weight", height: int = 360
+) -> go.Figure:
+    """Several (T, T) weight maps, maps (n, T, T), side by side in one figure on ONE colour scale 0…zmax (a shared colour axis);
+    more than PANELS_PER_ROW maps wrap into rows, each `height` high.
+
+    Masked cells, and the columns `hide` (attention sinks), are blank; the weights shown are not rescaled.
     The hover gives positions (the axes name the tokens): per-cell text for n maps would cost more than the maps.
     """
     n, T = len(maps), len(labels)
     shown = np.where(visible, maps, np.nan).astype(np.float32)  # (n, T, T)
-    if hide_first:
-        shown[..., 0] = np.nan
+    shown[..., list(hide)] = np.nan
     ticks = token_axis(labels)
-    gap = 0.03
-    width = (1 - gap * (n - 1)) / n
-    traces, lay = [], {"yaxis": {**ticks, "autorange": "reversed", "title": title_dict("query i (looking)")}, "annotations": []}
+    n_rows = -(-n // PANELS_PER_ROW)
+    per_row = -(-n // n_rows)
+    gap, vgap = 0.03, 160 / (height * n_rows)  # between maps; between rows, room for tick labels and the next row's titles
+    width, row_height = (1 - gap * (per_row - 1)) / per_row, (1 - vgap * (n_rows - 1)) / n_rows
+    traces, lay = [], {"annotations": []}
     lay["coloraxis"] = {"colorscale": SEQUENTIAL, "cmin": 0, "cmax": zmax, "colorbar": {"thickness": 12, "title": title_dict(value_name)}}
+    for r in range(n_rows):
+        top = 1 - r * (row_height + vgap)
+        y_axis = {**ticks, "autorange": "reversed", "title": title_dict("query i (looking)")}
+        domain = [round(max(0.0, top - row_height), 6), round(min(1.0, top), 6)]
+        lay["yaxis" + ("" if r == 0 else str(r + 1))] = y_axis if n_rows == 1 else {**y_axis, "domain": domain, "anchor": f"x{r * per_row + 1 if r else ''}"}
     for k in range(n):
-        ax = "" if k == 0 else str(k + 1)
+        r, c = divmod(k, per_row)
+        ax, ay = "" if k == 0 else str(k + 1), "" if r == 0 else str(r + 1)
         hover = f"{esc(titles[k])}<br>query %{{y}} → key %{{x}}<br>{esc(value_name)} = %{{z:.4f}}<extra></extra>"
-        traces.append({"type": "heatmap", "z": shown[k], "x": np.arange(T), "y": np.arange(T), "xaxis": "x" + ax, "yaxis": "y", "coloraxis": "coloraxis", "hoverongaps": False, "hovertemplate": hover})
-        lay["xaxis" + ax] = {**ticks, "domain": [k * (width + gap), k * (width + gap) + width], "anchor": "y", "title": title_dict("key j")}
-        lay["annotations"].append({"text": esc(titles[k]), "xref": f"x{ax} domain", "yref": "paper", "x": 0.5, "y": 1.0, "yanchor": "bottom", "showarrow": False})
-    return figure(traces, layout_dict(title, height, plot_bgcolor="#d9d9d9", **lay))
+        traces.append(
+            {"type": "heatmap", "z": shown[k], "x": np.arange(T), "y": np.arange(T), "xaxis": "x" + ax, "yaxis": "y" + ay, "coloraxis": "coloraxis", "hoverongaps": False, "hovertemplate": hover}
+        )
+        lay["xaxis" + ax] = {**ticks, "domain": [round(c * (width + gap), 6), round(min(1.0, c * (width + gap) + width), 6)], "anchor": "y" + ay, "title": title_dict("key j")}
+        top = 1.0 if n_rows == 1 else 1 - r * (row_height + vgap)
+        lay["annotations"].append({"text": esc(titles[k]), "xref": f"x{ax} domain", "yref": "paper", "x": 0.5, "y": top, "yanchor": "bottom", "showarrow": False})
+    return figure(traces, layout_dict(title, height * n_rows, plot_bgcolor="#d9d9d9", **lay))
 
 
 def mosaic_slices(n_layer: int, n_head: int, n: int) -> tuple[dict[tuple[int, int], tuple[slice, slice]], tuple[int, int]]:
@@ -92,7 +111,8 @@ def head_overview(thumbs: np.ndarray, selected: tuple[int, int], title: str, *, 
         "yaxis": {"tickmode": "array", "tickvals": centre, "ticktext": [f"layer {lay}" for lay in range(n_layer)], "range": [shape[0], -1], "showgrid": False, "zeroline": False, "scaleanchor": "x"},
         "shapes": [box],
     }
-    return figure([hm], layout_dict(title, 120 + 110 * n_layer, plot_bgcolor="white", **axes))
+    return figure([hm], layout_dict(title, 120 + int(np.clip(1800 // n_layer, 40, 110)) * n_layer, plot_bgcolor="white", **axes))
+
 
 
 def pair_markers(x: np.ndarray, y: np.ndarray, i: np.ndarray, j: np.ndarray, w: np.ndarray, labels: Sequence[str], name: str, **marker) -> dict:
@@ -173,3 +193,9 @@ def vector_rows(z: np.ndarray, title: str, *, row_blocks: Sequence[str], col_blo
 def ablation_bars(labels: Sequence[str], before: np.ndarray, after: np.ndarray, title: str) -> go.Figure:
     """Next-token probabilities with every head on, and with the chosen heads switched off, side by side."""
     return grouped_bars({"all heads on": before, "heads switched off": after}, labels, title=title, x_title="next token", y_title="probability", height=340)
+
+
+def output_change_bars(cosine: np.ndarray, relative: np.ndarray, labels: Sequence[str], title: str) -> go.Figure:
+    """An encoder's final vector of every token with heads switched off against with every head on: cos and relative change."""
+    series = {"cos(before, after): 1 = same direction": cosine, "‖after − before‖ / ‖before‖": relative}
+    return grouped_bars(series, labels, title=title, x_title="token", y_title="value", height=340)

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 from .common import BAR_COLORS, esc, figure, layout_dict, title_dict
 
 TAU_TICKS = [0.05, 0.1, 0.2, 0.5, 1, 2, 5]
-LEGEND = {"orientation": "h", "y": -0.25}
+LEGEND = {"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0}  # between the title and the plot: below it, it would cover the x-axis title
 
 
 def temperature_curves(taus: np.ndarray, entropy: np.ndarray, top: np.ndarray, tau: float, entropy_now: float, top_now: float, max_entropy: float, height: int = 360) -> go.Figure:
@@ -77,4 +77,4 @@ def dk_lines(d_ks: np.ndarray, series: dict[str, np.ndarray], *, title: str, y_t
         "xaxis": {"type": "log", "title": title_dict("d_k (dimensions of q and k)"), "tickvals": [int(d) for d in d_ks], "ticktext": [str(d) for d in d_ks]},
         "yaxis": {"type": "log" if log_y else "linear", "title": title_dict(y_title)},
     }
-    return figure(data, layout_dict(title, height, legend={**LEGEND, "y": -0.3}, **axes))
+    return figure(data, layout_dict(title, height, legend=LEGEND, **axes))

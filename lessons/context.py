@@ -1,20 +1,21 @@
 """One word in several sentences: where it is, its vector after every block, how alike those vectors are.
 
 The vector followed through the model is, at "layer" 0, the token embedding W_E[id] (no position, no
-context: the same in every sentence for the same token), then the residual stream after each block,
-blocks.{l}.hook_resid_post. Plain numpy; nothing draws.
+context: the same in every sentence for the same token), then what each block hands on: the residual stream
+blocks.{l}.hook_resid_post (pre-norm) or its LN2 (BERT's post-norm blocks). Plain numpy; nothing draws.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import combinations
 
 import numpy as np
 
 from transformer import Encoding, Trace
 
-from .block_stats import n_layers
+from .block_stats import block_output, n_layers
 from .embedding_space import unit_rows
 from .pca import pca
 
@@ -32,7 +33,8 @@ class WordMatch:
 
     @property
     def position(self) -> int:
-        """The word's last token: with the causal mask it is the first position that has seen the whole word."""
+        """The word's last token: in a decoder (causal mask) the first position that has seen the whole word; in an
+        encoder every token of the word sees the whole sentence, so the last is as good as any."""
         return self.tokens[-1]
 
 
@@ -62,14 +64,19 @@ def stage_labels(n_layer: int) -> list[str]:
 
 
 def word_vectors(tr: Trace, position: int) -> np.ndarray:
-    """The token at `position`: W_E[id] (= hook_embed), then blocks.{l}.hook_resid_post for every block. Shape (n_layer + 1, d)."""
-    names = ["hook_embed", *(f"blocks.{layer}.hook_resid_post" for layer in range(n_layers(tr)))]
-    return np.stack([tr[name][position] for name in names])
+    """The token at `position`: W_E[id] (= hook_embed), then every block's output (block_stats.block_output). Shape (n_layer + 1, d)."""
+    return np.stack([tr["hook_embed"][position], *(block_output(tr, layer)[position] for layer in range(n_layers(tr)))])
 
 
 def cosine_by_layer(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """cos(a_l, b_l) = a_l·b_l / (‖a_l‖ ‖b_l‖) for each layer l; a, b: (n_layer + 1, d) → (n_layer + 1,)."""
     return np.sum(unit_rows(a) * unit_rows(b), axis=-1)
+
+
+def pair_cosines(vectors: np.ndarray) -> tuple[list[tuple[int, int]], np.ndarray]:
+    """Every pair (a, b) of sentences, and cos of their vectors at every layer, (n_pairs, n_layer + 1); vectors (n, n_layer + 1, d)."""
+    pairs = list(combinations(range(len(vectors)), 2))
+    return pairs, np.stack([cosine_by_layer(vectors[a], vectors[b]) for a, b in pairs])
 
 
 def trajectories(vectors: np.ndarray, unit: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -84,3 +91,11 @@ def trajectories(vectors: np.ndarray, unit: bool) -> tuple[np.ndarray, np.ndarra
         flat = unit_rows(flat).astype(np.float64)
     fit = pca(flat, 2)
     return fit.project(flat).reshape(n, stages, 2), fit.explained
+
+
+def match_row(number: int, text: str, enc: Encoding, m: WordMatch | None) -> dict:
+    """One table row: the sentence, the word as written, its tokens, the token followed, its position and id (— when absent)."""
+    if m is None:
+        return {"sentence": number, "text": text[:200], "word": "—", "tokens": "—", "followed token": "—", "position": None, "id": None}
+    tokens = " + ".join(enc.labels[p] for p in m.tokens)
+    return {"sentence": number, "text": text[:200], "word": enc.text[m.start : m.end], "tokens": tokens, "followed token": enc.labels[m.position], "position": m.position, "id": enc.ids[m.position]}

@@ -9,9 +9,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from transformer import GPT, Trace
+from transformer import GPT, ModelConfig, Trace
+from transformer.tokenizer import Encoding
 
+from .block_stats import block_output
 from .probability import softmax
+
+SINK_TOKENS = ("[CLS]", "[SEP]")  # where an encoder's heads park their weight
 
 
 def head_name(layer: int, head: int) -> str:
@@ -35,6 +39,30 @@ def visible_keys(tr: Trace, layer: int) -> np.ndarray:
     return ~np.isneginf(tr[f"blocks.{layer}.attn.hook_scores_masked"])
 
 
+def key_mask(tr: Trace) -> np.ndarray:
+    """(T, T) bool: may query i look at key j? The same for every layer and head of one text: j ≤ i in a decoder
+    (unless the trace lifted the causal mask), every key in an encoder. Unlike `visible_keys`, opens no layer."""
+    T = len(tr.encoding)
+    causal = tr.cfg.causal and tr.interventions.causal
+    return np.tril(np.ones((T, T), dtype=bool)) if causal else np.ones((T, T), dtype=bool)
+
+
+def sink_columns(enc: Encoding, cfg: ModelConfig) -> tuple[int, ...]:
+    """The keys where heads park weight they have no use for: a decoder's first token; an encoder's [CLS] and [SEP]."""
+    if cfg.causal:
+        return (0,) if len(enc) else ()
+    return tuple(p for p, label in enumerate(enc.labels) if label in SINK_TOKENS)
+
+
+def sink_share(weights: np.ndarray, columns: tuple[int, ...], causal: bool) -> np.ndarray:
+    """Mean weight each head puts on the sink columns, weights (nh, T, T) → (nh,). A decoder's rows 1…T−1 (row 0 can
+    see only itself); an encoder's every row. NaN when no row counts."""
+    rows = weights[:, 1:] if causal else weights  # (nh, R, T)
+    if rows.shape[1] == 0 or not columns:
+        return np.full(weights.shape[0], np.nan)
+    return rows[..., list(columns)].sum(axis=-1).mean(axis=1)
+
+
 def mean_pattern(tr: Trace, layer: int | None) -> np.ndarray:
     """The attention weights averaged over the heads of `layer`, or over every layer and head when None. Shape (T, T)."""
     n_layer = sum(1 for name in tr.cache if name.endswith(".attn.hook_pattern"))
@@ -43,21 +71,12 @@ def mean_pattern(tr: Trace, layer: int | None) -> np.ndarray:
     return stacked.mean(axis=(0, 1))  # (T, T)
 
 
-def first_token_share(weights: np.ndarray) -> np.ndarray:
-    """Mean weight each head puts on the first token, over queries 1…T−1 (query 0 can see only itself).
-
-    weights (nh, T, T) → (nh,); NaN when there is a single token.
-    """
-    if weights.shape[-1] < 2:
-        return np.full(weights.shape[0], np.nan)
-    return weights[:, 1:, 0].mean(axis=1)
-
-
-def shown_max(weights: np.ndarray, visible: np.ndarray, hide_first: bool) -> float:
-    """The largest weight a view shows (the first-token column left out when hidden): the top of its colour scale; 1 if nothing is shown."""
-    shown = np.asarray(visible, dtype=bool).copy()
-    if hide_first:
-        shown[..., 0] = False
+def shown_max(weights: np.ndarray, visible: np.ndarray, hide: tuple[int, ...] | bool = ()) -> float:
+    """The largest weight a view shows (the hidden sink columns left out; True = the first column): the top of its
+    colour scale; 1 if nothing is shown."""
+    shown = np.broadcast_to(np.asarray(visible, dtype=bool), np.shape(weights)).copy()
+    hide = (0,) if hide is True else () if hide is False else hide
+    shown[..., list(hide)] = False
     top = float(np.max(weights, where=shown, initial=0.0))
     return top if top > 0 else 1.0
 
@@ -103,11 +122,12 @@ def strongest_keys(weights: np.ndarray, visible: np.ndarray, top_k: int, min_wei
     return i[keep], j[keep], weights[i[keep], j[keep]]
 
 
-def out_projection(model: GPT, layer: int) -> tuple[np.ndarray, np.ndarray]:
-    """W_O of `layer` as one matrix (nh·hs, d), rows head by head, and b_O (d,)."""
+def out_projection(model: GPT, layer: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """W_O of `layer` as one matrix (nh·hs, d), rows head by head, and b_O (d,) (None: Llama has no bias)."""
     attn = model.blocks[layer].attn
     nh, hs, d = attn.W_O.shape
-    return attn.W_O.detach().reshape(nh * hs, d).numpy().copy(), attn.b_O.detach().numpy().copy()
+    b_O = attn.b_O.detach().numpy().copy() if getattr(attn, "bias", True) else None
+    return attn.W_O.detach().reshape(nh * hs, d).numpy().copy(), b_O
 
 
 @dataclass(frozen=True)
@@ -127,3 +147,56 @@ def next_token_change(before_logits: np.ndarray, after_logits: np.ndarray, k: in
     top_p, top_q = np.argsort(-p, kind="stable")[:k], np.argsort(-q, kind="stable")[:k]
     ids = np.concatenate([top_p, top_q[~np.isin(top_q, top_p)]])  # (≤ 2k,)
     return NextTokenChange(ids, p[ids], q[ids], float(0.5 * np.abs(p - q).sum()))
+
+
+@dataclass(frozen=True)
+class OutputChange:
+    """An encoder has no next token: how each token's final vector moved when heads were switched off."""
+
+    cosine: np.ndarray  # (T,) cos(before_t, after_t): 1 = same direction
+    relative: np.ndarray  # (T,) ‖after_t − before_t‖ / ‖before_t‖
+
+    @property
+    def turned(self) -> float:
+        """1 − cos, averaged over the tokens: 0 when no vector changed direction."""
+        return float((1 - self.cosine.astype(np.float64)).mean())
+
+
+def output_change(before: Trace, after: Trace) -> OutputChange:
+    """Compare every token's vector after the last block, with every head on (before) and with heads off (after)."""
+    L = before.cfg.n_layer
+    a = np.asarray(block_output(before, L - 1), dtype=np.float64)  # (T, d)
+    b = np.asarray(block_output(after, L - 1), dtype=np.float64)  # (T, d)
+    na, nb = np.linalg.norm(a, axis=-1), np.linalg.norm(b, axis=-1)  # (T,) each
+    cos = (a * b).sum(-1) / np.where(na * nb > 0, na * nb, 1.0)
+    return OutputChange(cos.astype(np.float32), (np.linalg.norm(b - a, axis=-1) / np.where(na > 0, na, 1.0)).astype(np.float32))
+
+
+def hidden_weight(row: np.ndarray, columns: tuple[int, ...]) -> tuple[float, float]:
+    """One row of weights (T,) split into (the weight still shown, the weight on the hidden columns)."""
+    hidden = float(row[list(columns)].sum())
+    return float(row.sum()) - hidden, hidden
+
+
+def change_table(change: NextTokenChange, labels: list[str]) -> dict[str, list | np.ndarray]:
+    """The compared next tokens as table columns: token, p before, p after, and the change."""
+    return {"next token": [labels[i] for i in change.ids], "p, all heads on": change.before, "p, switched off": change.after, "change": change.after - change.before}
+
+
+@dataclass(frozen=True)
+class Shares:
+    """One token's attention output taken apart: each head's share z_h·W_O[h], the bias, and their sum (= attn_out)."""
+
+    rows: np.ndarray  # (nh [+ 1 for b_O] + 1, d)
+    names: list[str]  # one per row
+    error: float  # max |concat·W_O + b_O − attn_out|, recomputed in float64
+
+
+def output_shares(tr: Trace, model: GPT, layer: int, t: int) -> Shares:
+    W_O, b_O = out_projection(model, layer)  # (nh·hs, d), (d,) or None
+    a = f"blocks.{layer}."
+    result, out, concat = tr[a + "attn.hook_result"][t], tr[a + "hook_attn_out"][t], tr[a + "attn.hook_concat"][t]  # (nh, d), (d,), (nh·hs,)
+    bias = [] if b_O is None else [b_O[None]]
+    names = [*(f"head {h}: z·W_O[{h}]" for h in range(len(result))), *(["b_O"] if bias else []), "sum = attn_out"]
+    recomputed = concat.astype(np.float64) @ W_O + (0 if b_O is None else b_O)  # (d,)
+    return Shares(np.vstack([result, *bias, out[None]]), names, float(np.abs(recomputed - out).max()))

@@ -15,6 +15,24 @@ from .probability import softmax
 LECTURE_WORDS = ("word_1", "word_2", "word_3", "word_4")
 LECTURE_X = np.array([[1, 0, 0], [0, 1, 0], [1, 1, 0], [0, 0, 1]], dtype=np.float64)  # (4, 3)
 LECTURE_SEED = 42
+MAX_ABS = 1000.0  # the largest embedding value the page's table accepts
+LECTURE_CODE = """\
+import numpy as np
+from scipy.special import softmax
+
+word_1, word_2 = np.array([1, 0, 0]), np.array([0, 1, 0])
+word_3, word_4 = np.array([1, 1, 0]), np.array([0, 0, 1])
+X = np.array([word_1, word_2, word_3, word_4])   # (4, 3)
+
+np.random.seed(42)
+W_Q = np.random.randint(3, size=(3, 3))
+W_K = np.random.randint(3, size=(3, 3))
+W_V = np.random.randint(3, size=(3, 3))
+
+Q, K, V = X @ W_Q, X @ W_K, X @ W_V               # (4, 3) each
+scores = Q @ K.T                                  # (4, 4)
+weights = softmax(scores / K.shape[1] ** 0.5, axis=1)
+attention = weights @ V                           # (4, 3)"""
 STEPS = ("X", "W_Q", "W_K", "W_V", "Q", "K", "V", "scores", "scaled", "weights", "attention")  # the matrices, in order
 
 
@@ -39,3 +57,22 @@ def lecture_example(X: np.ndarray | None = None, seed: int = LECTURE_SEED) -> di
     # output_i = Σ_j α_ij v_j
     attention = weights @ V  # (n, d)
     return {"X": X, "W_Q": W_Q, "W_K": W_K, "W_V": W_V, "Q": Q, "K": K, "V": V, "scores": scores, "scaled": scaled, "weights": weights, "attention": attention}
+
+
+class TableError(ValueError):
+    """An edited X that cannot be used; the message names the bad cells."""
+
+
+def read_table(values: np.ndarray, words: list, dims: list[str]) -> tuple[np.ndarray, list[str]]:
+    """(X, words) from the page's edited table: values (n, d) as floats (NaN where a cell is not a number), words as typed.
+    A blank word falls back to the lecture's name; a cell that is missing or beyond ±MAX_ABS raises TableError."""
+    values = np.asarray(values, dtype=np.float64)
+    bad = [f"row {i + 1}, {dims[j]}" for i, j in zip(*np.nonzero(~np.isfinite(values) | (np.abs(values) > MAX_ABS)), strict=True)]
+    if bad:
+        raise TableError(f"Every cell of X needs a number between −{MAX_ABS:g} and {MAX_ABS:g}. Check: {'; '.join(bad)}.")
+    return values, [w.strip() if isinstance(w, str) and w.strip() else default for w, default in zip(words, LECTURE_WORDS, strict=True)]
+
+
+def latex_vector(v: np.ndarray) -> str:
+    """A vector as LaTeX: [1, 0.5, 2]."""
+    return r"\left[" + r",\ ".join(f"{x:.3g}" for x in v) + r"\right]"

@@ -1,4 +1,9 @@
-"""One head's attention, step by step, from a trace: X → Q, K, V → QKᵀ → ÷√d_k → mask → softmax → weights·V."""
+"""One head's attention, step by step, from a trace: X → Q, K, V → QKᵀ → ÷√d_k → mask → softmax → weights·V.
+
+The steps are the same in every family; what differs is named by `reading` (what X is, whether Q and K are turned by
+RoPE, which key/value head a query head shares, whether there is a causal mask). The causal mask's own lessons
+(what each position may see, what the predictions lose without it) are at the end.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +11,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from transformer import Trace, visible_mask
+from transformer import ModelConfig, Trace, visible_mask
 
-from .probability import masked_softmax
+from .gqa import group_heads
+from .next_token import next_token_probs, top_tokens
+from .probability import entropy_bits, masked_softmax
 
 
 def causal_mask(T: int) -> np.ndarray:
@@ -25,10 +32,10 @@ def weighted_values(weights_row: np.ndarray, v: np.ndarray) -> np.ndarray:
 class HeadSteps:
     """Every step of one head's attention, for one text (T tokens, hs = d_head)."""
 
-    x: np.ndarray  # (T, d) the attention's input: LayerNorm 1 of the residual stream
-    q: np.ndarray  # (T, hs)
-    k: np.ndarray  # (T, hs)
-    v: np.ndarray  # (T, hs)
+    x: np.ndarray  # (T, d) the attention's input: LayerNorm 1 of the residual stream (BERT: the stream itself)
+    q: np.ndarray  # (T, hs) the query that is dotted (after RoPE in a rotary model)
+    k: np.ndarray  # (T, hs) the key of the head's key/value head (after RoPE in a rotary model)
+    v: np.ndarray  # (T, hs) the value of the head's key/value head
     raw: np.ndarray  # (T, T) Q·Kᵀ
     scaled: np.ndarray  # (T, T) raw / divisor / τ
     masked: np.ndarray  # (T, T) scaled, −∞ where the mask hides a key
@@ -59,3 +66,131 @@ def head_steps(tr: Trace, layer: int, head: int, scale: bool = True) -> HeadStep
         z = (weights @ v).astype(np.float32)  # (T, hs)
     divisor = float(np.sqrt(q.shape[1])) if scale else 1.0
     return HeadSteps(x, q, k, v, raw, scaled, masked, weights, z, visible, divisor, tau)
+
+
+def scaling_note(with_scaling: HeadSteps, without: HeadSteps) -> str:
+    """What dropping ÷√d_k did to the rows, in words: the mean largest weight and the mean entropy, with and without."""
+    hs = with_scaling.q.shape[1]
+    top0, top1 = with_scaling.weights.max(axis=1).mean(), without.weights.max(axis=1).mean()
+    h0, h1 = entropy_bits(with_scaling.weights).mean(), entropy_bits(without.weights).mean()
+    return (
+        f"**Scaling off.** The scores are now {np.sqrt(hs):.2f}× larger (no ÷√{hs}). Softmax of larger numbers is closer to one-hot: the average largest weight of a row "
+        f"went from {top0:.3f} to {top1:.3f}, the average entropy from {h0:.3f} to {h1:.3f} bits (0 = all weight on one token). Only this head is recomputed; the rest "
+        "of the model is unchanged."
+    )
+
+
+def mask_off_note(s: HeadSteps, layer: int) -> str:
+    """What switching a decoder's causal mask off did to this head's rows, in words."""
+    upstream = "In layer 0, X, Q, K and V are the same as with the mask: nothing has attended yet."
+    if layer:
+        upstream = f"The mask is off in every layer, so the layers before {layer} saw the future too: X, Q, K and V below changed as well."
+    return (
+        f"**Mask off.** Every row now sees all {len(s.weights)} tokens: row 0 gave all its weight to itself, now it gives {1 - s.weights[0, 0]:.1%} to later tokens. "
+        f"On average a row puts {future_weight(s.weights).mean():.1%} of its weight on the future. {upstream}"
+    )
+
+
+def future_weight(weights: np.ndarray) -> np.ndarray:
+    """Σ_{j>i} α_ij: the weight each query row puts on later tokens, (T,)."""
+    return np.triu(weights, k=1).sum(axis=1)
+
+
+def spoken_list(items: list) -> str:
+    """[6] → "6"; [6, 8] → "6 and 8"; [1, 2, 3] → "1, 2 and 3"."""
+    words = [str(i) for i in items]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def sharing(cfg: ModelConfig, head: int) -> str:
+    """ "query head 7 reads key/value head 2, shared with heads 6 and 8" (grouped-query attention); "" when every head has its own."""
+    g = cfg.kv_head(head)
+    others = [h for h in group_heads(cfg, g) if h != head]
+    if not others:
+        return ""
+    return f"query head {head} reads key/value head {g}, shared with head{'s' if len(others) > 1 else ''} {spoken_list(others)}"
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How a family's head reads its input: the names, formulas and notes the One head page shows for it."""
+
+    x_title: str  # the title of X's heatmap
+    x_latex: str
+    x_text: str
+    qkv_latex: str
+    qkv_titles: tuple[str, str, str]  # the titles of Q's, K's and V's heatmaps
+    qkv_note: str  # RoPE and shared key/value heads ("" for GPT)
+    mask_latex: str
+    mask_text: str
+
+
+def reading(cfg: ModelConfig, layer: int, head: int, mask_on: bool = True) -> Reading:
+    """What X, Q, K, V and the mask are in this model (GPT: pre-LayerNorm; Llama: pre-RMSNorm, RoPE, shared K/V; BERT: post-norm, no causal mask)."""
+    g, d = cfg.kv_head(head), f"d_k = {cfg.d_head}"
+    if cfg.post_norm:
+        before = "the embeddings' LayerNorm" if layer == 0 else f"block {layer - 1}'s last LayerNorm"
+        x = (
+            f"X = the stream entering layer {layer}",
+            r"X = x \in \mathbb{R}^{T \times d_{\mathrm{model}}} \quad (\text{post-norm: } x \text{ is already normalized})",
+            f"This encoder normalizes *after* each sublayer (post-norm): the stream entering layer {layer} is already the output of {before}, so attention reads it as it is.",
+        )
+    else:
+        # (short name, formula, name in a sentence, what it does to each token's vector)
+        norm = ("RMSNorm 1", r"\mathrm{RMSNorm}_1(x) = \frac{x}{\sqrt{\mathrm{mean}(x^2) + \epsilon}} \odot g", "RMSNorm 1", "divided by its root mean square (no mean taken off), then a learned gain")
+        if cfg.norm == "layernorm":
+            norm = ("LN1", r"\mathrm{LN}_1(x)", "LayerNorm 1", "set to mean 0 and spread 1, then a learned gain and bias")
+        x = (
+            f"X = {norm[0]} output, layer {layer}",
+            rf"X = {norm[1]} \in \mathbb{{R}}^{{T \times d_{{\mathrm{{model}}}}}}",
+            f"Attention does not read the raw embeddings: the input of layer {layer}'s attention is the residual stream after {norm[2]}: each token's vector {norm[3]}.",
+        )
+    if cfg.pos_encoding == "rotary":
+        qkv_latex = rf"Q = R_{{\mathrm{{pos}}}}(X W_Q),\quad K = R_{{\mathrm{{pos}}}}(X W_K),\quad V = X W_V \quad (T \times d_k,\ {d})"
+        titles = (f"Q after RoPE, head {head}", f"K after RoPE, K/V head {g}", f"V, K/V head {g}")
+        note = (
+            "This model adds no position vectors: **RoPE** turns every query and key by an angle that grows with its position (Q = X·W_Q, then rotated). "
+            "The Q and K shown are after the rotation: the ones really dotted (see *RoPE and shared key/value heads*)."
+        )
+    else:
+        qkv_latex = rf"Q = X W_Q + b_Q,\quad K = X W_K + b_K,\quad V = X W_V + b_V \quad (T \times d_k,\ {d})"
+        titles, note = (f"Q, head {head}", f"K, head {head}", f"V, head {head}"), ""
+    shared = sharing(cfg, head)
+    if shared:
+        note += f" K and V below are those of a shared key/value head: {shared}; all of them meet the same K and V."
+    if not cfg.causal:
+        no_mask = "An encoder reads the whole sentence at once: no causal mask, so every token may look at every token, before and after it, and no score becomes −∞."
+        mask = (r"\tilde S = S \quad (\text{encoder: no causal mask})", no_mask)
+    elif mask_on:
+        mask = (r"\tilde S_{ij} = \begin{cases} S_{ij} & j \le i \\ -\infty & j > i \end{cases}", "A token may not look at later tokens: their scores become −∞ (grey cells; hover says −∞).")
+    else:
+        mask = (r"\tilde S = S \quad (\text{no mask})", "Mask off: no score is replaced, every token sees the whole sentence.")
+    return Reading(*x, qkv_latex, titles, note.strip(), *mask)
+
+
+# --- The causal mask: what a decoder loses when it is switched off (the Masking page) ---
+
+
+def future_table(with_mask: Trace, without: Trace, vocab: list[str], n_rows: int, k: int = 3) -> list[dict]:
+    """The first n_rows positions: each token, the actual next token, the top-k next tokens and p(actual next) with and without the causal mask."""
+    labels, ids, T = with_mask.encoding.labels, with_mask.encoding.ids, len(with_mask.encoding)
+    traces = {"with": with_mask, "without": without}
+    p_next = {m: next_token_probs(t["logits"][: n_rows + 1], ids[: n_rows + 1]) for m, t in traces.items()}  # (≤ n_rows,)
+    rows = []
+    for i in range(n_rows):
+        row = {"position": i, "token": labels[i], "actual next token": labels[i + 1] if i + 1 < T else "(end)"}
+        for m, t in traces.items():
+            row[f"top-{k} {m} mask"] = " · ".join(f"{vocab[j]} {100 * p:.3g}%" for j, p in top_tokens(t["logits"][i], k))
+        for m in traces:
+            row[f"p(actual) {m} mask"] = float(p_next[m][i]) if i + 1 < T else None
+        rows.append(row)
+    return rows
+
+
+def changes(with_mask: Trace, without: Trace) -> tuple[int, int, int]:
+    """Without the causal mask: at how many positions the most likely next token differs, at how many the actual next
+    token became more likely, and out of how many positions that have a next token."""
+    top1 = int((np.argmax(with_mask["logits"], axis=-1) != np.argmax(without["logits"], axis=-1)).sum())
+    ids = with_mask.encoding.ids
+    rose = int((next_token_probs(without["logits"], ids) > next_token_probs(with_mask["logits"], ids)).sum())
+    return top1, rose, len(ids) - 1

@@ -1,4 +1,8 @@
-"""Several texts as one right-padded batch: what the padding mask protects."""
+"""Several texts as one right-padded batch: what the padding mask protects.
+
+The check: run each text alone and in the batch, and compare the model's final output on the real tokens (a decoder's
+logits; an encoder without a language-model head: its last block's output). With the padding mask they agree.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from transformer import END_OF_TEXT, GPT, NO_INTERVENTIONS, Encoding, Interventions, Tokenizer, encode_for_model, forward_padded, pad_right
+from transformer import END_OF_TEXT, GPT, NO_INTERVENTIONS, Encoding, Interventions, ModelConfig, Tokenizer, encode_for_model, forward_padded, pad_right
 from transformer.trace import read_only, token_limit
 
 
@@ -42,3 +46,54 @@ def padded_forward(
     ids, real = pad_right(encs, pid)  # (B, T) each
     rec = forward_padded(model, encs, pid, interventions, use_padding_mask, None if keep is None else (lambda name: name in keep))
     return PaddedBatch(encs, ids, real, pid, {name: read_only(t) for name, t in rec.items()})
+
+
+MASK_NAME = "blocks.0.attn.hook_scores_masked"  # the mask is the same in every layer and head: layer 0's scores show it
+
+
+def final_output(cfg: ModelConfig) -> str:
+    """The trace name of the model's final output: the logits of a decoder, else the last block's output (BERT: after its last LayerNorm)."""
+    return "logits" if cfg.has_lm_head else f"blocks.{cfg.n_layer - 1}.ln2.hook_normalized"
+
+
+@dataclass(frozen=True)
+class PaddingCheck:
+    """A padded batch's mask, and how far each text's output in the batch is from its output alone."""
+
+    encodings: tuple[Encoding, ...]
+    real: np.ndarray  # (B, T) bool, True = real token
+    visible: np.ndarray  # (B, T, T) bool: may query i look at key j, as the model did (every layer and head alike)
+    output: str  # the compared output's name
+    differences: np.ndarray  # (B,) largest |batch − alone| over each text's real tokens
+
+    @property
+    def lengths(self) -> list[int]:
+        return [len(e) for e in self.encodings]
+
+    def padded_labels(self, b: int) -> list[str]:
+        """Text b's token labels, then "[pad]" for each padding position."""
+        return [*self.encodings[b].labels, *["[pad]"] * (self.real.shape[1] - len(self.encodings[b]))]
+
+    @property
+    def output_words(self) -> str:
+        """What was compared, in words."""
+        return "logits (the model's output for every real token)" if self.output == "logits" else "last block's outputs (an encoder without a next-token head: its final output)"
+
+
+def check(batch: PaddedBatch, output: str, alone: Sequence[np.ndarray]) -> PaddingCheck:
+    """Compare `output` of each text in the batch with the same text run alone, (T_b, …) each, over its real tokens."""
+    diffs = np.array([np.abs(batch[output][b, : len(e)] - a).max() for b, (e, a) in enumerate(zip(batch.encodings, alone, strict=True))])  # (B,)
+    visible = ~np.isneginf(batch[MASK_NAME][:, 0])  # (B, T, T) head 0 of layer 0
+    return PaddingCheck(batch.encodings, batch.attention_mask, visible, output, diffs)
+
+
+def verdict(use_padding_mask: bool, causal: bool) -> tuple[str, str]:
+    """What the check shows, in words: (kind "success", "info" or "warning", message)."""
+    if use_padding_mask:
+        return "success", "With the padding mask, the real tokens never see the padding: their outputs equal those of the sentence alone (up to float rounding)."
+    if not causal:
+        return "warning", "Without the padding mask an encoder lets real tokens read the padding: the padded sentence's outputs change."
+    return "info", (
+        "With right padding and the causal mask, the padding comes after every real token, so the causal mask already hides it from them: "
+        "the differences stay 0. Switch on encoder-style to see the padding mask matter."
+    )

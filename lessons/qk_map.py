@@ -6,6 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from transformer import ModelConfig
+
+from .one_head import sharing
 from .pca import pca
 
 
@@ -74,3 +77,22 @@ def distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def map_measures(m: QKMap) -> dict[str, np.ndarray]:
     """Query × key measures read off the 2-D map, each (T, T): distance and dot product of the points."""
     return {"distance": distances(m.q2, m.k2), "dot": m.q2 @ m.k2.T}
+
+
+def family_notes(cfg: ModelConfig, head: int) -> list[str]:
+    """What is particular about this model's queries and keys, in words: RoPE, keys shared by several query heads, no causal mask."""
+    notes = []
+    if cfg.pos_encoding == "rotary":
+        notes.append(
+            "The queries and keys are taken **after RoPE**, the ones really dotted: each is turned by an angle that grows with its position, "
+            "so the same word at two positions gives two different points."
+        )
+    shared = sharing(cfg, head)
+    if shared:
+        notes.append(
+            f"The keys are **shared**: {shared}. Those heads meet the very same key vectors; their maps still differ, because each has its own queries "
+            "and the picture is fitted to the queries and keys together."
+        )
+    if not cfg.causal:
+        notes.append("This encoder has no causal mask: every query sees every key, before and after it.")
+    return notes

@@ -181,3 +181,32 @@ def generate(
         if on_step is not None:
             on_step(done, total, step)
     return Generation(enc.text, enc.ids, tuple(steps), n_ctx)
+
+
+def distribution_rows(dist: Distribution, logits_row: np.ndarray, labels: Sequence[str], n: int) -> dict[str, list]:
+    """The n most probable tokens as table columns: token, id, logit z, p and p′ (after the filters)."""
+    ids = dist.order[:n]
+    return {"token": [labels[i] for i in ids], "id": ids, "logit z": np.asarray(logits_row)[ids], "p": dist.probs[ids], "p′": dist.filtered[ids]}
+
+
+def actual_next(dist: Distribution, token: int) -> tuple[float, int, bool]:
+    """The token that really followed: (its p, its rank 1…V, whether the filters kept it)."""
+    rank = int(np.flatnonzero(dist.order == token)[0]) + 1
+    return float(dist.probs[token]), rank, rank <= dist.n_kept
+
+
+def timeline_rows(gen: Generation) -> list[dict]:
+    """One table row per generated token: where it landed, how likely it was, the u that drew it, the top candidates."""
+    return [
+        {
+            "step": i + 1,
+            "position": s.position,
+            "token": s.label,
+            "id": s.id,
+            "p": s.prob,
+            "p′ (drawn with)": s.chosen_prob,
+            "u": s.u,
+            "top candidates": "   ".join(f"{c.label} {c.prob:.3f}" for c in s.top),
+        }
+        for i, s in enumerate(gen.steps)
+    ]

@@ -8,6 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from transformer import GPT, Interventions, Trace
+from transformer.trace import layer_opener
+
 from .probability import entropy_bits, softmax
 
 MAX_SCORES = 64  # longest score vector the lab accepts
@@ -57,6 +60,48 @@ def worked_softmax(z: np.ndarray) -> dict[str, np.ndarray | float]:
     m = float(z.max()) if z.max() > 700 else 0.0  # e^710 overflows float64
     e = np.exp(z - m)
     return {"z": z, "shift": m, "exp": e, "sum": float(e.sum()), "weights": e / e.sum()}
+
+
+def latex_number(v: float) -> str:
+    """7.389 → '7.389'; 1.4e+217 → '1.4 \\times 10^{217}'."""
+    mantissa, _, exponent = f"{v:.4g}".partition("e")
+    return mantissa + (rf" \times 10^{{{int(exponent)}}}" if exponent else "")
+
+
+def worked_latex(w: dict) -> tuple[str, str]:
+    """worked_softmax's numbers as two LaTeX lines: Σ e^z spelled out, then each weight as a fraction."""
+    terms = " + ".join(rf"e^{{{latex_number(z - w['shift'])}}}" for z in w["z"])
+    values = " + ".join(latex_number(e) for e in w["exp"])
+    total = latex_number(w["sum"])
+    fractions = ", ".join(rf"\tfrac{{{latex_number(e)}}}{{{total}}}" for e in w["exp"])
+    return rf"\textstyle\sum_j e^{{z_j}} = {terms} = {values} = {total}", rf"\alpha = \left({fractions}\right) = (" + ", ".join(f"{a:.3f}" for a in w["weights"]) + ")"
+
+
+@dataclass(frozen=True)
+class RealRow:
+    """One query row of a model's head: its scores at τ = 1 over the keys it may see, softmax at τ by hand, and the model's own weights."""
+
+    keys: np.ndarray  # (n,) the key positions the query may see
+    scores: np.ndarray  # (n,) q·k / √d_k at τ = 1
+    weights: np.ndarray  # (n,) softmax(scores / τ), by hand
+    model: np.ndarray  # (n,) the weights of the model run with τ on this head only
+    weights_at_1: np.ndarray  # (n,) softmax(scores): the model as trained
+
+
+def tempered_pattern(model: GPT, at_1: Trace, layer: int, head: int, tau: float) -> np.ndarray:
+    """(T, T) weights of one head when the model runs with attention temperature τ on that head only (an engine
+    intervention). The layers before `layer` do not change, so the engine runs block `layer` again on the input the
+    trace at τ = 1 recorded for it: the numbers a whole forward pass gives, at a fraction of the cost."""
+    inputs = {f"blocks.{layer}.hook_resid_pre": at_1[f"blocks.{layer}.hook_resid_pre"]}
+    arrays = layer_opener(model, inputs, len(at_1.encoding), Interventions(head_temperature=((layer, head, float(tau)),)))(layer)
+    return arrays[f"blocks.{layer}.attn.hook_pattern"][head]  # (T, T)
+
+
+def real_row(at_1: Trace, tempered: np.ndarray, layer: int, head: int, query: int, tau: float) -> RealRow:
+    """Row `query` of (layer, head): at_1 is the trace at τ = 1; tempered, the head's (T, T) weights with τ on this one head."""
+    row = at_1[f"blocks.{layer}.attn.hook_scores_masked"][head, query]  # (T,) scaled scores at τ = 1, −∞ for a decoder's future
+    keys = np.flatnonzero(~np.isneginf(row))
+    return RealRow(keys, row[keys], softmax_t(row[keys], tau), tempered[query, keys], softmax(row[keys]))
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,12 @@
 """Context changes meaning: the same word in several sentences, its vector compared layer by layer."""
 
-import re
-import unicodedata
-
 import numpy as np
 import streamlit as st
 
 import ui
 from lessons import context as cx
 from transformer.trace import token_limit
-from ui import cached
+from ui import cached_model as cm
 
 st.set_page_config(page_title="Context changes meaning · Attention Atlas", page_icon="🐻", layout="wide")
 state = ui.sidebar()
@@ -23,27 +20,17 @@ SETS = {  # preset: (sentences, word)
 }
 
 
-def quote(text: str, n: int = 60) -> str:
-    """User text for a markdown message: shortened, invisible characters shown by code, markdown characters escaped."""
-    short = text if len(text) <= n else text[: n - 1] + "…"
-    shown = "".join(ch if ch == " " or unicodedata.category(ch)[0] not in "CZ" else f"⟨U+{ord(ch):04X}⟩" for ch in short)
-    return "«" + re.sub(r"([!-/:-@\[-`{-~])", r"\\\1", shown) + "»"
-
-
 def apply_set() -> None:
     sentences, word = SETS[st.session_state["context_set"]]
-    st.session_state["context_sentences"] = "\n".join(sentences)
-    st.session_state["context_word"] = word
+    st.session_state.update({"context_sentences": "\n".join(sentences), "context_word": word})
 
 
 def use_sidebar_sentence(sentence: str) -> None:
     """Put the sidebar's sentence, on one line, in place of sentence 1."""
-    line = " ".join(sentence.split())
-    if not line:
+    if not (line := " ".join(sentence.split())):
         st.session_state["context_notice"] = "The sidebar sentence is empty: type one there first."
         return
-    rest = st.session_state["context_sentences"].splitlines()[1:]
-    st.session_state["context_sentences"] = "\n".join([line, *rest])
+    st.session_state["context_sentences"] = "\n".join([line, *st.session_state["context_sentences"].splitlines()[1:]])
 
 
 first_set = next(iter(SETS))
@@ -52,32 +39,29 @@ for name, default in (("context_sentences", "\n".join(SETS[first_set][0])), ("co
 
 st.title("🐻 Context changes meaning")
 st.markdown(
-    "The embedding gives a token **one** vector, whatever the sentence: *bears* the animals and *bears* the verb start "
-    "out identical. Attention then mixes in the surrounding tokens, block after block, so the same token ends up "
-    "with a different vector in each sentence. Here you follow one word through the model in 2 to 4 sentences and "
-    "measure how far apart its vectors drift."
+    "The embedding gives a token **one** vector, whatever the sentence: *bears* the animals and *bears* the verb start out identical. Attention then mixes in the "
+    "surrounding tokens, block after block, so the same token ends up with a different vector in each sentence. Here you follow one word through the model in 2 to 4 "
+    "sentences and measure how far apart its vectors drift."
 )
+first = {"gpt": r"\mathrm{Block}_0\big(x^{(0)} + PE_t\big)", "llama": r"\mathrm{Block}_0\big(x^{(0)}\big)", "bert": r"\mathrm{Block}_0\big(\mathrm{LN}(x^{(0)} + PE_t + T_{A})\big)"}[cfg.family]
 st.latex(
-    r"x^{(0)} = W_E[\mathrm{id}], \quad x^{(1)} = \mathrm{Block}_0\big(x^{(0)} + PE_t\big), \quad x^{(l+1)} = \mathrm{Block}_l\big(x^{(l)}\big),"
-    r"\qquad \cos(a, b) = \frac{a \cdot b}{\lVert a\rVert\,\lVert b\rVert}"
+    rf"x^{{(0)}} = W_E[\mathrm{{id}}], \quad x^{{(1)}} = {first}, \quad x^{{(l+1)}} = \mathrm{{Block}}_l\big(x^{{(l)}}\big), \qquad \cos(a, b) = \frac{{a \cdot b}}{{\lVert a\rVert\,\lVert b\rVert}}"
 )
 
 c1, c2 = st.columns([3, 2])
-with c1:
-    st.selectbox("Preset", list(SETS), key="context_set", on_change=apply_set, help="Sentences from the lecture, with a word they share. Editing the box below overrides it.")
-    text = st.text_area(
-        "Sentences, one per line (2 to 4)",
-        key="context_sentences",
-        height=130,
-        help="These sentences are this page's own; the sidebar's sentence is not used unless you press the button below.",
-    )
-    st.button(
-        "Use the sidebar sentence as sentence 1", key="context_use_sidebar", on_click=use_sidebar_sentence, args=(state.sentence,), help="Replaces the first line with the sentence from the sidebar."
-    )
-with c2:
-    word = st.text_input("Word", key="context_word", max_chars=40, help="Matched in each sentence as a whole word, ignoring upper/lower case. The first occurrence is followed.")
-    forms = st.toggle("Also longer words that start with it (bear → bears, Bears)", key="context_forms", help="Off: only the exact word matches.")
-    st.caption("A word may be split into several tokens (*Bears* → B + ears). The page follows its **last** token: with the causal mask that is the first position that has read the whole word.")
+c1.selectbox("Preset", list(SETS), key="context_set", on_change=apply_set, help="Sentences from the lecture, with a word they share. Editing the box below overrides it.")
+help_box = "These sentences are this page's own; the sidebar's sentence is not used unless you press the button below."
+text = c1.text_area("Sentences, one per line (2 to 4)", key="context_sentences", height=130, help=help_box)
+c1.button(
+    "Use the sidebar sentence as sentence 1", key="context_use_sidebar", on_click=use_sidebar_sentence, args=(state.sentence,), help="Replaces the first line with the sentence from the sidebar."
+)
+word = c2.text_input("Word", key="context_word", max_chars=40, help="Matched in each sentence as a whole word, ignoring upper/lower case. The first occurrence is followed.")
+forms = c2.toggle("Also longer words that start with it (bear → bears, Bears)", key="context_forms", help="Off: only the exact word matches.")
+why = "with the causal mask that is the first position that has read the whole word."
+if not cfg.causal:
+    why = "this model is an encoder (no causal mask), so every token of the word has read the whole sentence, both sides, from the first block on: the last is as good as any."
+split = "*Bears* → B + ears" if ui.get_model(state.model).tokenizer.byte_level else "*didn't* → didn + ' + t"
+c2.caption(f"A word may be split into several tokens ({split}). The page follows its **last** token: {why}")
 if notice := st.session_state.pop("context_notice", None):
     st.info(notice)
 
@@ -92,33 +76,18 @@ if not word.strip():
     st.info("Type the word to follow, e.g. bear.")
     st.stop()
 
-traces = ui.get_traces(state.model, tuple(sentences), state.temperature)  # one batched pass
 found, rows = {}, []  # sentence number → (trace, match); one table row per sentence
-for n, (s, tr) in enumerate(zip(sentences, traces, strict=True), start=1):
-    cut = f" (in its first {token_limit(cfg)} tokens, all this app reads)" if tr.truncated else ""
+for n, (s, tr) in enumerate(zip(sentences, ui.get_traces(state.model, tuple(sentences), state.temperature), strict=True), start=1):  # one batched pass
     if tr.truncated:
         st.caption(f"Sentence {n} is {tr.n_tokens_in:,} tokens long; the model reads only its first {len(tr.encoding)}.")
     try:
-        m = cx.find_word(tr.encoding, word, forms)
+        found[n] = (tr, cx.find_word(tr.encoding, word, forms))
     except cx.WordNotFound:
-        st.warning(f"Sentence {n} {quote(s)} does not contain the word {quote(word.strip())}{cut}: it is left out.")
-        rows.append({"sentence": n, "text": s[:200], "word": "—", "tokens": "—", "followed token": "—", "position": None, "id": None})
-        continue
-    found[n] = (tr, m)
-    enc = tr.encoding
-    rows.append(
-        {
-            "sentence": n,
-            "text": s[:200],
-            "word": enc.text[m.start : m.end],
-            "tokens": " + ".join(enc.labels[p] for p in m.tokens),
-            "followed token": enc.labels[m.position],
-            "position": m.position,
-            "id": enc.ids[m.position],
-        }
-    )
-    if m.n_found > 1:
-        st.caption(f"Sentence {n} contains the word {m.n_found} times; the first is followed.")
+        cut = f" (in its first {token_limit(cfg)} tokens, all this app reads)" if tr.truncated else ""
+        st.warning(f"Sentence {n} {cm.quote(s)} does not contain the word {cm.quote(word.strip())}{cut}: it is left out.")
+    rows.append(cx.match_row(n, s, tr.encoding, found[n][1] if n in found else None))
+    if n in found and found[n][1].n_found > 1:
+        st.caption(f"Sentence {n} contains the word {found[n][1].n_found} times; the first is followed.")
 st.dataframe(rows, hide_index=True)
 if len(found) < 2:
     st.info("The word must be in at least two sentences to compare its vectors. Change the word or the sentences.")
@@ -130,39 +99,39 @@ ids = {tr.encoding.ids[m.position] for tr, m in found.values()}
 key = (state.model, tuple(sentences), word.strip(), forms, state.temperature)  # fixes the traces and the vectors
 
 st.header("1 · How alike are the vectors, layer by layer?")
+before = {
+    "gpt": ", before the position vector is added",
+    "llama": " (no position vector is ever added in this model: RoPE turns queries and keys inside attention)",
+    "bert": ", before the position and token-type vectors and the embedding LayerNorm",
+}[cfg.family]
 st.markdown(
-    "For every pair of sentences, the cosine similarity of the word's vectors: 1 = same direction, 0 = unrelated. "
-    "The first point is the token's embedding row W_E[id], before the position vector is added: it has no context "
-    "at all. Every later point is the residual stream after a block, where position and context have been mixed in."
+    f"For every pair of sentences, the cosine similarity of the word's vectors: 1 = same direction, 0 = unrelated. The first point is the token's embedding row W_E[id]{before}: "
+    f"it has no context at all. Every later point is what a block hands on{', after its LayerNorm' if cfg.post_norm else ''}, where position and context have been mixed in."
 )
 if len(ids) == 1:
     st.markdown(f"Every sentence uses the **same token** (id {next(iter(ids))}), so the embeddings are identical: cos = 1 at the start. Watch it fall as context flows in.")
 else:
     st.markdown(f"The sentences use **different tokens** here (ids {', '.join(map(str, sorted(ids)))}; see the table), so even the embeddings differ and cos < 1 from the start.")
-cos_fig, cos = cached.cosine_figure(*key, numbers, vectors)
+cos_fig, cos = cm.cosine_figure(*key, numbers, vectors)
 ui.show_figure(cos_fig, key="context_cosine")
 st.caption(f"Averaged over the pairs: cos = {cos[:, 0].mean():.3f} at the embedding, {cos[:, -1].mean():.3f} after the last block.")
 
 st.header("2 · Trajectories through the layers")
 st.markdown(
-    "All these vectors, drawn in the two directions along which they spread the most (PCA). Each line is one "
-    "sentence, from its embedding (emb) through the blocks (L0 = after block 0, …). Lines that start together and "
-    "then part are the same token taking on different meanings."
+    "All these vectors, drawn in the two directions along which they spread the most (PCA). Each line is one sentence, from its embedding (emb) through the blocks "
+    "(L0 = after block 0, …). Lines that start together and then part are the same token taking on different meanings."
 )
-unit = st.toggle(
-    "Scale every vector to length 1 first",
-    key="context_unit",
-    help="On: only directions count, as in the cosine above. Off: the vectors as they are; later layers are longer, which stretches the map.",
-)
-pca_fig, explained = cached.pca_figure(*key, unit, numbers, vectors)
+help_unit = "On: only directions count, as in the cosine above. Off: the vectors as they are; their lengths differ from layer to layer, which stretches the map."
+pca_fig, explained = cm.pca_figure(*key, st.toggle("Scale every vector to length 1 first", key="context_unit", help=help_unit), numbers, vectors)
 ui.show_figure(pca_fig, key="context_pca")
 st.caption(
     f"These two directions hold {100 * explained.sum():.1f}% of the spread of the {vectors.shape[0] * vectors.shape[1]} vectors; points that look close may still differ in the hidden directions."
 )
 
 st.header(f"3 · Where the word looks (layer {L}, head {H})")
-st.markdown("The attention weights of the word's token in each sentence, from the sidebar's layer and head: which tokens it gathers information from. Different neighbours, different vector.")
+sides = "which tokens it gathers information from" + ("" if cfg.causal else ", on both sides: an encoder's tokens see the whole sentence")
+st.markdown(f"The attention weights of the word's token in each sentence, from the sidebar's layer and head: {sides}. Different neighbours, different vector.")
 st.latex(r"\alpha_{ij} = \mathrm{softmax}_j\!\left(\frac{q_i \cdot k_j}{\sqrt{d_k}\,\tau}\right), \quad i = \text{the word's token}")
 for col, (n, (tr, m)) in zip(st.columns(len(found)), found.items(), strict=True):
     with col:
-        ui.show_figure(cached.attention_figure(state.model, sentences[n - 1], state.temperature, L, H, n, m.position, tr), key=f"context_attn_{n}")
+        ui.show_figure(cm.attention_figure(state.model, sentences[n - 1], state.temperature, L, H, n, m.position, tr), key=f"context_attn_{n}")

@@ -29,6 +29,8 @@ st.markdown(
 )
 
 tr = ui.trace_or_stop(state)
+if notes := qk_map.family_notes(tr.cfg, H):
+    st.info("\n\n".join(notes))
 labels = tr.encoding.labels
 T = len(labels)
 a = f"blocks.{L}.attn."

@@ -8,27 +8,18 @@ import ui
 from figures.common import grouped_bars
 from figures.softmax import dk_lines, temperature_curves
 from lessons import softmax_lab as lab
-from ui import cached
+from ui import cached_attention as cached
 
 st.set_page_config(page_title="Softmax & temperature", page_icon="🌡️", layout="wide")
 state = ui.sidebar()
 TAUS = np.geomspace(0.05, 5.0, 120)  # the temperature grid of the entropy curve
 SCALES = [1, 2, 5, 10, 20, 50, 100]
 
-
-def latex_number(v: float) -> str:
-    """7.389 → '7.389'; 1.4e+217 → '1.4 \\times 10^{217}'."""
-    mantissa, _, exponent = f"{v:.4g}".partition("e")
-    return mantissa + (rf" \times 10^{{{int(exponent)}}}" if exponent else "")
-
-
 st.title("🌡️ Softmax & temperature")
 st.markdown(
-    "Attention turns each row of scores into **weights**: positive numbers that add up to 1. "
-    "The tool for that is **softmax**: raise *e* to each score, then divide by the total. "
-    "Bigger scores get a bigger share, and a score that is bigger by 1 gets *e* ≈ 2.7 times the weight. "
-    "A **temperature** τ divides the scores first: τ < 1 makes the gaps bigger (sharper, closer to one winner), "
-    "τ > 1 makes them smaller (flatter, closer to equal weights)."
+    "Attention turns each row of scores into **weights**: positive numbers that add up to 1. The tool for that is **softmax**: raise *e* to each score, then divide by the total. "
+    "Bigger scores get a bigger share, and a score that is bigger by 1 gets *e* ≈ 2.7 times the weight. A **temperature** τ divides the scores first: "
+    "τ < 1 makes the gaps bigger (sharper, closer to one winner), τ > 1 makes them smaller (flatter, closer to equal weights)."
 )
 st.latex(r"\alpha_i = \operatorname{softmax}(s/\tau)_i = \frac{e^{s_i/\tau}}{\sum_j e^{s_j/\tau}}, \qquad \alpha_i > 0, \quad \sum_i \alpha_i = 1")
 
@@ -46,27 +37,21 @@ def scores_section(s: np.ndarray) -> None:
     labels = [f"s{i + 1} = {v:g}" for i, v in enumerate(s)]
     p = lab.softmax_t(s, tau, scale)
     now = f"×{scale}, τ = {tau:g}"
+    bars = {"softmax(s)  (×1, τ = 1)": lab.softmax(s), f"softmax({scale}·s / {tau:g})  ({now})": p}
     left, right = st.columns([3, 2])
     with left:
-        ui.show_figure(
-            grouped_bars({"softmax(s)  (×1, τ = 1)": lab.softmax(s), f"softmax({scale}·s / {tau:g})  ({now})": p}, labels, title="Softmax weights", y_title="weight", y_range=(0, 1)),
-            key="softmax_bars",
-        )
+        ui.show_figure(grouped_bars(bars, labels, title="Softmax weights", y_title="weight", y_range=(0, 1)), key="softmax_bars")
     with right:
         m1, m2 = st.columns(2)
         m1.metric("Top probability", f"{p.max():.3f}", help=f"The largest weight at {now}.")
         m2.metric("Entropy", f"{lab.entropy_bits(p):.3f} bits", help=f"0 bits = all weight on one score; {np.log2(len(s)):.3f} bits = equal weights.")
         w = lab.worked_softmax(scale * s / tau)
-        shift = w["shift"]
-        exp_name = "e^z" if shift == 0 else "e^(z − max z)"
+        exp_name = "e^z" if w["shift"] == 0 else "e^(z − max z)"
         st.dataframe(pd.DataFrame({"score s": s, f"z = {scale}·s / {tau:g}": w["z"], exp_name: w["exp"], "weight": w["weights"]}), hide_index=True, key="softmax_worked")
-        if shift:
-            st.caption(f"e^z would overflow, so every z is first lowered by the largest one, {shift:.4g}: the weights stay exactly the same.")
-    if len(s) <= 6:
-        terms = [rf"e^{{{latex_number(z - shift)}}}" for z in w["z"]]
-        values = " + ".join(latex_number(e) for e in w["exp"])
-        st.latex(rf"\textstyle\sum_j e^{{z_j}} = {' + '.join(terms)} = {values} = {latex_number(w['sum'])}")
-        st.latex(r"\alpha = \left(" + ", ".join(rf"\tfrac{{{latex_number(e)}}}{{{latex_number(w['sum'])}}}" for e in w["exp"]) + r"\right) = (" + ", ".join(f"{a:.3f}" for a in w["weights"]) + ")")
+        if w["shift"]:
+            st.caption(f"e^z would overflow, so every z is first lowered by the largest one, {w['shift']:.4g}: the weights stay exactly the same.")
+    for line in lab.worked_latex(w) if len(s) <= 6 else ():
+        st.latex(line)
 
     st.markdown("**Entropy and top probability as τ changes.** Low τ: one score takes everything (entropy → 0, top probability → 1). High τ: the weights approach equal (entropy → log₂ n).")
     entropy, top = lab.temperature_sweep(s, TAUS, scale)
@@ -98,41 +83,36 @@ def dk_section() -> None:
         ui.show_figure(dk_lines(ex.d_ks, top, title="Saturation: average largest weight of a row", y_title="largest softmax weight", chosen=i), key="softmax_dk_top")
     raw, scaled = ex.example(i)
     st.markdown(f"At d_k = {d_k} the scores spread by **{ex.std_raw[i]:.2f}** (√d_k = {np.sqrt(d_k):.2f}); divided by √d_k, by **{ex.std_scaled[i]:.2f}**. One query's {n_k} weights:")
-    ui.show_figure(
-        grouped_bars({"softmax(q·k)": raw, "softmax(q·k / √d_k)": scaled}, [f"k{j + 1}" for j in range(n_k)], title=f"One query against {n_k} keys, d_k = {d_k}", y_title="weight", y_range=(0, 1)),
-        key="softmax_dk_example",
-    )
+    example = grouped_bars({"softmax(q·k)": raw, "softmax(q·k / √d_k)": scaled}, [f"k{j + 1}" for j in range(n_k)], title=f"One query, {n_k} keys, d_k = {d_k}", y_title="weight", y_range=(0, 1))
+    ui.show_figure(example, key="softmax_dk_example")
 
 
 def real_row_section() -> None:
     """The page's τ applied to one query row of the sidebar's layer and head."""
     st.subheader("3. The same temperature on one of the model's rows")
+    cfg = ui.get_model(state.model).cfg
+    qk = "q·k (after RoPE, as the model dots them)" if cfg.pos_encoding == "rotary" else "q·k"
+    seen = "the earlier tokens and itself" if cfg.causal else "the whole sentence: an encoder has no causal mask"
     st.markdown(
-        f"Now real scores: the sidebar sentence, layer {state.layer}, head {state.head}. Pick a query token; its scores are the model's "
-        "q·k / √d_k for every key it may see (the earlier tokens and itself). The page's τ divides them before softmax. "
-        "The orange bars come from running the whole model again with τ applied to this one head only (an engine intervention): "
-        "they equal the blue ones. The sidebar's τ is different: it divides the scores of every head in every layer, so later layers "
-        "also receive different inputs."
+        f"Now real scores: the sidebar sentence, layer {state.layer}, head {state.head}. Pick a query token; its scores are the model's {qk} / √d_k for every key it may see "
+        f"({seen}). The page's τ divides them before softmax. The orange bars come from the engine running layer {state.layer} again with τ applied to this one head "
+        "only (an intervention; the layers before it do not change): they equal the blue ones. The sidebar's τ is different: it divides the scores of every head in every "
+        "layer, so later layers also receive different inputs."
     )
     tr1 = ui.trace_or_stop(state, temperature=1.0)
-    tr = ui.get_trace(state.model, state.sentence, 1.0, head_temperature=((state.layer, state.head, tau),))
     labels = tr1.encoding.labels
     ui.keep_choice("softmax_query", range(len(labels)), len(labels) - 1)
     q = st.selectbox("Query token", range(len(labels)), format_func=lambda j: f"{j}: {labels[j]}", key="softmax_query", help="Whose row of scores to use.")
-    name = f"blocks.{state.layer}.attn"
-    row = tr1[f"{name}.hook_scores_masked"][state.head, q]  # (T,) scaled scores at τ = 1, −∞ for the future
-    keys = np.flatnonzero(~np.isneginf(row))  # the keys this query may see
-    key_labels = [labels[j] for j in keys]
-    p = lab.softmax_t(row[keys], tau)
-    model = tr[f"{name}.hook_pattern"][state.head, q, keys]
+    r = lab.real_row(tr1, cached.tempered_pattern(state.model, state.sentence, state.layer, state.head, tau), state.layer, state.head, q, tau)
+    key_labels = [labels[j] for j in r.keys]
     st.latex(rf"\alpha_{{{q},j}} = \operatorname{{softmax}}_j\!\left(\frac{{q_{{{q}}}\cdot k_j}}{{\sqrt{{d_k}}\;\tau}}\right), \quad \tau = {tau:g}")
-    weights = {f"softmax at this page's τ = {tau:g}": p, f"the model with τ = {tau:g} on this head only": model}
+    weights = {f"softmax at this page's τ = {tau:g}": r.weights, f"the model with τ = {tau:g} on this head only": r.model}
     left, right = st.columns(2)
     with left:
-        ui.show_figure(grouped_bars({"q·k / √d_k (τ = 1)": row[keys]}, key_labels, title=f"Scores of query {q}", x_title="key", y_title="score"), key="softmax_real_scores")
+        ui.show_figure(grouped_bars({"q·k / √d_k (τ = 1)": r.scores}, key_labels, title=f"Scores of query {q}", x_title="key", y_title="score"), key="softmax_real_scores")
     with right:
         ui.show_figure(grouped_bars(weights, key_labels, title=f"Weights of query {q} over the keys", y_title="weight", y_range=(0, 1)), key="softmax_real_weights")
-    p1 = lab.softmax(row[keys])
+    p, p1 = r.weights, r.weights_at_1
     st.caption(f"Top weight {p.max():.3f} and entropy {lab.entropy_bits(p):.3f} bits at τ = {tau:g}; at τ = 1 (as trained): {p1.max():.3f} and {lab.entropy_bits(p1):.3f} bits.")
 
 

@@ -1,34 +1,15 @@
 """Lecture example: the four-word worked example of self-attention, every matrix shown with its numbers."""
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
 import ui
-from lessons.lecture import LECTURE_SEED, LECTURE_WORDS, LECTURE_X
-from ui import cached
+from lessons import lecture
+from ui import cached_attention as cached
 
 st.set_page_config(page_title="Lecture example", page_icon="🎓", layout="wide")
 ui.sidebar()  # shared state; this page does not use the sentence
-MAX_ABS = 1000.0  # largest embedding value the table accepts
-DIMS = [f"dim {i + 1}" for i in range(LECTURE_X.shape[1])]
-CODE = """\
-import numpy as np
-from scipy.special import softmax
-
-word_1, word_2 = np.array([1, 0, 0]), np.array([0, 1, 0])
-word_3, word_4 = np.array([1, 1, 0]), np.array([0, 0, 1])
-X = np.array([word_1, word_2, word_3, word_4])   # (4, 3)
-
-np.random.seed(42)
-W_Q = np.random.randint(3, size=(3, 3))
-W_K = np.random.randint(3, size=(3, 3))
-W_V = np.random.randint(3, size=(3, 3))
-
-Q, K, V = X @ W_Q, X @ W_K, X @ W_V               # (4, 3) each
-scores = Q @ K.T                                  # (4, 4)
-weights = softmax(scores / K.shape[1] ** 0.5, axis=1)
-attention = weights @ V                           # (4, 3)"""
+DIMS = [f"dim {i + 1}" for i in range(lecture.LECTURE_X.shape[1])]
 
 st.title("🎓 The lecture's worked example")
 st.markdown(
@@ -37,35 +18,24 @@ st.markdown(
     "Every matrix below shows its numbers. Edit the words' vectors or the seed and watch every later step change; "
     "the button brings back the lecture's numbers."
 )
-st.code(CODE, language="python")
+st.code(lecture.LECTURE_CODE, language="python")
 st.latex(r"Q = XW_Q,\quad K = XW_K,\quad V = XW_V,\qquad \text{attention} = \operatorname{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)V,\quad d_k = 3")
 
 
 def reset() -> None:
     """Back to the lecture's X, words and seed: a new table key drops the edits kept by the old one."""
     st.session_state["lecture_table_version"] = st.session_state.get("lecture_table_version", 0) + 1
-    st.session_state["lecture_seed"] = LECTURE_SEED
-
-
-def read_table(table: pd.DataFrame) -> tuple[np.ndarray, list[str]] | None:
-    """(X, words) from the edited table, or None after showing what is wrong with it."""
-    values = table[DIMS].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64)  # (4, 3)
-    bad = [f"row {i + 1}, {DIMS[j]}" for i, j in zip(*np.nonzero(~np.isfinite(values) | (np.abs(values) > MAX_ABS)), strict=True)]
-    if bad:
-        st.error(f"Every cell of X needs a number between −{MAX_ABS:g} and {MAX_ABS:g}. Check: {'; '.join(bad)}. Or press “Use the lecture's numbers”.")
-        return None
-    words = [w.strip() if isinstance(w, str) and w.strip() else default for w, default in zip(table["word"], LECTURE_WORDS, strict=True)]
-    return values, words
+    st.session_state["lecture_seed"] = lecture.LECTURE_SEED
 
 
 st.subheader("1. The inputs")
 left, right = st.columns([3, 1])
 with right:
-    seed = int(st.number_input("Seed", 0, 2**32 - 1, LECTURE_SEED, 1, key="lecture_seed", help="np.random.seed(seed) before drawing W_Q, W_K and W_V (in that order). The lecture uses 42."))
+    seed = int(st.number_input("Seed", 0, 2**32 - 1, lecture.LECTURE_SEED, 1, key="lecture_seed", help="np.random.seed(seed) before drawing W_Q, W_K and W_V (in that order). The lecture uses 42."))
     st.button("Use the lecture's numbers", key="lecture_reset", on_click=reset, help="Restore the lecture's X, word names and seed 42.")
 with left:
-    start = pd.DataFrame(LECTURE_X, columns=DIMS).assign(word=list(LECTURE_WORDS))[["word", *DIMS]]
-    number = st.column_config.NumberColumn(min_value=-MAX_ABS, max_value=MAX_ABS, required=True)
+    start = pd.DataFrame(lecture.LECTURE_X, columns=DIMS).assign(word=list(lecture.LECTURE_WORDS))[["word", *DIMS]]
+    number = st.column_config.NumberColumn(min_value=-lecture.MAX_ABS, max_value=lecture.MAX_ABS, required=True)
     table = st.data_editor(
         start,
         key=f"lecture_table_{st.session_state.get('lecture_table_version', 0)}",
@@ -75,16 +45,13 @@ with left:
     )
     st.caption("X: one row per word, its 3-number embedding. Click a cell to edit it.")
 
-read = read_table(table)
-if read is None:
+try:
+    X, words = lecture.read_table(table[DIMS].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float), list(table["word"]), DIMS)
+except lecture.TableError as err:
+    st.error(f"{err} Or press “Use the lecture's numbers”.")
     st.stop()
-X, words = read
 m, figs = cached.lecture_figures(X, tuple(words), tuple(DIMS), seed)
-
-
-def vec(v: np.ndarray) -> str:
-    """A vector as LaTeX: [1, 0.5, 2]."""
-    return r"\left[" + r",\ ".join(f"{x:.3g}" for x in v) + r"\right]"
+vec = lecture.latex_vector
 
 
 def show(name: str) -> None:

@@ -1,208 +1,143 @@
 """Multi-head attention: every head of a layer side by side, the whole model at a glance, concat·W_O, and switching heads off."""
 
-import numpy as np
 import streamlit as st
 
 import ui
 from figures import multihead as fm
 from lessons import heads
+from ui import cached_model as cm
 
 st.set_page_config(page_title="Multi-head attention", page_icon="🐙", layout="wide")
 state = ui.sidebar()
 L, H = state.layer, state.head
-lm = ui.get_model(state.model)
-n_layer, nh, hs, d = lm.cfg.n_layer, lm.cfg.n_head, lm.cfg.d_head, lm.cfg.d_model
-THUMB = 32  # overview thumbnails are at most THUMB × THUMB cells
+cfg = ui.get_model(state.model).cfg
+causal, n_layer, nh, hs, d = cfg.causal, cfg.n_layer, cfg.n_head, cfg.d_head, cfg.d_model
+b_O = " + b_O" if cfg.family != "llama" else ""  # Llama's attention has no biases
 
 st.title("🐙 Multi-head attention")
+shared = f"its own W_Q, W_K, W_V (d_head = d_model / h = {d} / {nh} = {hs})"
+if cfg.n_kv_heads < nh:
+    shared = f"its own W_Q, while groups of {nh // cfg.n_kv_heads} share one W_K and W_V ({cfg.n_kv_heads} key/value heads: grouped-query attention, see *RoPE and shared heads*)"
 st.markdown(
-    f"One head can follow one kind of relation at a time. So every layer runs **{nh} heads** side by side, "
-    f"each with its own W_Q, W_K, W_V (d_head = d_model / h = {d} / {nh} = {hs}). Each head looks at the sentence "
-    "its own way; their outputs are put side by side (concatenated) and one matrix **W_O** mixes them back "
-    f"into a {d}-dimensional vector per token. The tabs below show the heads of **layer {L}** (sidebar), the whole model "
-    "at a glance, the W_O step with its real numbers, and what happens when heads are switched off."
+    f"One head can follow one kind of relation at a time. So every layer runs **{nh} heads** side by side, each with {shared}. Each head looks at the sentence its own way; "
+    f"their outputs are put side by side (concatenated) and one matrix **W_O** mixes them back into a {d}-dimensional vector per token. The tabs below show the heads of "
+    f"**layer {L}** (sidebar), the whole model at a glance, the W_O step with its real numbers, and what happens when heads are switched off."
+    + ("" if causal else " This model is an encoder: no causal mask (M = 0), every token sees the whole sentence.")
 )
-st.latex(
-    r"\mathrm{MultiHead}(X) = \mathrm{Concat}(\mathrm{head}_0,\dots,\mathrm{head}_{h-1})\,W_O + b_O,"
-    r"\qquad \mathrm{head}_h = \mathrm{softmax}\!\left(\frac{Q_h K_h^\top}{\sqrt{d_k}\,\tau} + M\right) V_h"
-)
+head = r"\mathrm{head}_h = \mathrm{softmax}\!\left(\frac{Q_h K_h^\top}{\sqrt{d_k}\,\tau} + M\right) V_h"
+st.latex(rf"\mathrm{{MultiHead}}(X) = \mathrm{{Concat}}(\mathrm{{head}}_0,\dots,\mathrm{{head}}_{{h-1}})\,W_O{b_O}, \qquad " + head)
 
 tr = ui.trace_or_stop(state)
-labels = tr.encoding.labels
-T = len(labels)
-
-hide = st.checkbox(
-    "Hide the first-token column (attention sink)",
-    key="multihead_sink",
-    help="Leaves the first key's column blank in every map and line view on this page, and stretches the colour scale over the remaining weights. The weights are not renormalised.",
-)
+labels, T = tr.encoding.labels, len(tr.encoding)
+names = ("first-token", "the first token", "first-token column") if causal else ("[CLS]/[SEP]", "[CLS] and [SEP]", "[CLS] and [SEP] columns")
+sinks, (sink, sink_to, columns) = heads.sink_columns(tr.encoding, cfg), names
+help_sink = f"Leaves the {columns} blank in every map and line view on this page, and stretches the colour scale over the remaining weights. The weights are not renormalised."
+hide = sinks if st.checkbox(f"Hide the {columns} (attention sink{'' if causal else 's'})", key="multihead_sink", help=help_sink) else ()
+where = "the very first token, whatever it is" if causal else "[CLS] and [SEP], the tokens the tokenizer adds at the start and the end"
 st.markdown(
-    "**Attention sink.** Every row of weights must add up to 1, even when a head finds nothing useful to look at. "
-    "Many trained heads then park most of their weight on the very first token, whatever it is: it acts like a "
-    "“nothing here” slot whose value adds little. That column can hide everything else, so you can hide it. "
-    "Hiding is only a display choice: the other weights keep their real values (a row then sums to 1 − α_i0; "
-    "nothing is renormalised), and the colour scale is stretched to the largest weight still shown."
+    "**Attention sink.** Every row of weights must add up to 1, even when a head finds nothing useful to look at. Many trained heads then park most of their weight on "
+    f"{where}: it acts like a “nothing here” slot whose value adds little. That column can hide everything else, so you can hide it. Hiding is only a display choice: "
+    "the other weights keep their real values (a row then adds up to less than 1; nothing is renormalised), and the colour scale is stretched to the largest weight still shown."
 )
-
 w = tr[f"blocks.{L}.attn.hook_pattern"]  # (nh, T, T)
 if hide:
-    st.caption(
-        f"First-token column hidden, weights not renormalised: in layer {L}, head {H}, the last row's weights still shown add up to "
-        f"{w[H, -1, 1:].sum():.3f}, not 1 (the hidden {w[H, -1, 0]:.3f} went to the first token)."
-    )
+    kept, hidden = heads.hidden_weight(w[H, -1], hide)
+    rows = f"in layer {L}, head {H}, the last row's weights still shown add up to {kept:.3f}, not 1 (the hidden {hidden:.3f} went to {sink_to})"
+    st.caption(f"{columns.capitalize()} hidden, weights not renormalised: {rows}.")
 
-vis = heads.visible_keys(tr, L)  # (nh, T, T)
-every_head = heads.all_heads(n_layer, nh)  # "L.H"
-side = heads.head_name(L, H)
-# The parts' own controls keep their values while their tab is closed.
-if st.session_state.get("multihead_side") != side or st.session_state.get("multihead_open") not in every_head:
-    st.session_state["multihead_side"] = side  # the sidebar moved: open its head
-    st.session_state["multihead_open"] = side
-ui.keep("multihead_open", side)
-ui.keep("multihead_threshold", 0.1)
+every_head, side = heads.all_heads(n_layer, nh), heads.head_name(L, H)
+if st.session_state.get("multihead_side") != side or st.session_state.get("multihead_open") not in every_head:  # the sidebar moved: open its head
+    st.session_state["multihead_side"] = st.session_state["multihead_open"] = side
+for name, default in (("multihead_open", side), ("multihead_threshold", 0.1), ("multihead_topk", 8)):  # the parts' own controls keep their values while their tab is closed
+    ui.keep(name, default)
 ui.keep_choice("multihead_line_token", range(-1, T), -1)
 ui.keep_choice("multihead_token", range(T), T - 1)
-ui.keep("multihead_topk", 8)
 st.session_state["multihead_ablate"] = [n for n in st.session_state.get("multihead_ablate", []) if n in every_head]  # another model may have fewer heads
+key = (state.model, state.sentence, state.temperature)  # fixes the trace
 
 
 def layer_heads() -> None:
-    zmax = heads.shown_max(w, vis, hide)
-    share = heads.first_token_share(w)  # (nh,)
-    st.markdown(
-        f"Each map is one head: row i = the token looking (query), column j = the token looked at (key). All {nh} maps use the same colour scale, "
-        f"from 0 to {zmax:.3f} (the largest weight shown), so a darker cell means more weight in any of them."
-    )
-    titles = [f"Layer {L}, head {h}" for h in range(nh)]
-    ui.show_figure(fm.weight_panels(w, labels, vis, titles, f"The heads of layer {L}, one colour scale 0 … {zmax:.3f}", zmax=zmax, hide_first=hide), key="multihead_heads")
+    fig, zmax = cm.heads_figure(*key, L, hide, tr)
+    scale = f"All {nh} maps use the same colour scale, from 0 to {zmax:.3f} (the largest weight shown), so a darker cell means more weight in any of them."
+    st.markdown(f"Each map is one head: row i = the token looking (query), column j = the token looked at (key). {scale}")
+    ui.show_figure(fig, key="multihead_heads")
+    share = heads.sink_share(w, sinks, causal)  # (nh,)
     if T > 1:
-        st.caption("Weight on the first token, averaged over rows 1…T−1: " + ", ".join(f"head {h} {share[h]:.1%}" for h in range(nh)) + ".")
+        st.caption(f"Weight on {sink_to}, averaged over {'rows 1…T−1' if causal else 'every row'}: " + ", ".join(f"head {h} {share[h]:.1%}" for h in range(nh)) + ".")
 
 
 def averages() -> None:
-    st.markdown(
-        "Averaging the maps gives a rough summary of where the model looks. **These are averages, not heads**: the model never uses them, and averaging blurs heads that look at different things."
-    )
+    st.markdown("Averaging the maps gives a rough summary of where the model looks. **These are averages, not heads**: the model never uses them, and averaging blurs heads that look apart.")
     st.latex(r"\bar\alpha^{(\ell)} = \frac{1}{h}\sum_{h'} \alpha^{(\ell, h')}, \qquad \bar\alpha = \frac{1}{L\,h}\sum_{\ell, h'} \alpha^{(\ell, h')}")
-    any_vis = vis.any(axis=0, keepdims=True)  # (1, T, T) the mask is the same for every head
-    means = np.stack([heads.mean_pattern(tr, L), heads.mean_pattern(tr, None)])  # (2, T, T)
-    avg_titles = [f"AVERAGE over the {nh} heads of layer {L}", f"AVERAGE over all {n_layer * nh} heads ({n_layer} layers × {nh} heads)"]
-    top = heads.shown_max(means, np.broadcast_to(any_vis, means.shape), hide)
-    ui.show_figure(
-        fm.weight_panels(means, labels, any_vis, avg_titles, f"Averages (not heads), one colour scale 0 … {top:.3f}", zmax=top, hide_first=hide, value_name="mean weight"), key="multihead_means"
-    )
+    ui.show_figure(cm.averages_figure(*key, L, hide, tr), key="multihead_means")
 
 
 def every_head_part() -> None:
-    every_w = np.stack([tr[f"blocks.{layer}.attn.hook_pattern"] for layer in range(n_layer)])  # (n_layer, nh, T, T)
-    every_vis = np.stack([heads.visible_keys(tr, layer) for layer in range(n_layer)])  # (n_layer, nh, T, T)
-    if hide:
-        every_vis[..., 0] = False
-    thumbs, block = heads.pool(np.where(every_vis, every_w, np.nan), THUMB)  # (n_layer, nh, n, n)
-    opened = st.selectbox(
-        "Open layer L, head H",
-        every_head,
-        format_func=lambda n: "layer {}, head {}".format(*heads.parse_head(n)),
-        key="multihead_open",
-        help="Which head to show large, with its line view (red box in the overview).",
-    )
-    OL, OH = heads.parse_head(opened)
-    pooled = f"each cell is the mean of a {block} × {block} block of weights (future cells left out), so {T} tokens fit in {thumbs.shape[-1]} cells" if block > 1 else "every weight is shown"
+    name = lambda n: "layer {}, head {}".format(*heads.parse_head(n))  # noqa: E731
+    OL, OH = heads.parse_head(st.selectbox("Open layer L, head H", every_head, format_func=name, key="multihead_open", help="Which head to show large, with its line view (red box below)."))
+    fig, block, n = cm.overview_figure(*key, (OL, OH), hide, tr)
+    pooled = f"each cell is the mean of a {block} × {block} block of weights{', future cells left out' * causal}, so {T} tokens fit in {n} cells" if block > 1 else "every weight is shown"
     st.markdown(f"Rows are layers, columns heads: one small map per head ({pooled}). The head chosen above (red box) is opened large below.")
-    ui.show_figure(fm.head_overview(thumbs, (OL, OH), f"All {n_layer * nh} heads", zmax=float(np.nanmax(thumbs, initial=0.0)) or 1.0), key="multihead_overview")
-
+    ui.show_figure(fig, key="multihead_overview")
     c1, c2 = st.columns(2)
-    w_open, vis_open = tr[f"blocks.{OL}.attn.hook_pattern"][OH], heads.visible_keys(tr, OL)[OH]  # (T, T) each
+    threshold = c2.slider("Hide lines below weight", 0.01, 1.0, step=0.01, key="multihead_threshold", help="Only (query, key) pairs with at least this much weight get a line.")
+    help_token = "Keep only the lines of one token: the keys it looks at and the queries that look at it."
+    token = c2.selectbox("Lines of token", [-1, *range(T)], format_func=lambda j: "every token" if j < 0 else f"{j}: {labels[j]}", key="multihead_line_token", help=help_token)
+    big, lines, n_lines = cm.opened_figures(*key, (OL, OH), hide, sink, threshold, token, tr)
     with c1:
-        top = heads.shown_max(w_open, vis_open, hide)
-        ui.show_figure(fm.weights_map(w_open, labels, vis_open, f"Opened: layer {OL}, head {OH}", zmax=top, hide_first=hide, height=520), key="multihead_open_map")
+        ui.show_figure(big, key="multihead_open_map")
     with c2:
-        threshold = st.slider("Hide lines below weight", 0.01, 1.0, step=0.01, key="multihead_threshold", help="Only (query, key) pairs with at least this much weight get a line.")
-        token = st.selectbox(
-            "Lines of token",
-            [-1, *range(T)],
-            format_func=lambda j: "every token" if j < 0 else f"{j}: {labels[j]}",
-            key="multihead_line_token",
-            help="Keep only the lines of one token: the keys it looks at and the queries that look at it.",
-        )
-        shown_vis = vis_open.copy()
-        if hide:
-            shown_vis[:, 0] = False
-        i, j, lw = heads.line_pairs(w_open, shown_vis, threshold, None if token < 0 else token)
-        ui.show_figure(fm.token_lines(i, j, lw, labels, f"Lines, layer {OL}, head {OH}"), key="multihead_lines")
-        st.caption(
-            f"{len(lw)} line(s). Left: the token looking (query); right: the token looked at (key). "
-            f"A line's opacity is its weight, rounded to steps of {fm.OPACITY_STEP} (at least {fm.OPACITY_STEP}, so faint lines stay visible); "
-            "the dot in its middle has the exact weight as its opacity and in its hover."
-        )
+        ui.show_figure(lines, key="multihead_lines")
+        step = f"rounded to steps of {fm.OPACITY_STEP} (at least {fm.OPACITY_STEP}, so faint lines stay visible)"
+        dot = "the dot in its middle has the exact weight as its opacity and in its hover"
+        st.caption(f"{n_lines} line(s). Left: the token looking (query); right: the token looked at (key). A line's opacity is its weight, {step}; {dot}.")
 
 
 def concat_wo() -> None:
-    concat, result = tr[f"blocks.{L}.attn.hook_concat"], tr[f"blocks.{L}.attn.hook_result"]  # (T, nh·hs), (T, nh, d)
-    out = tr[f"blocks.{L}.hook_attn_out"]  # (T, d)
-    W_O, b_O = heads.out_projection(lm.model, L)  # (nh·hs, d), (d,)
+    steps = f"`hook_concat` **({T}, {nh * hs})** → times W_O **({nh * hs}, {d})**" + (f" plus b_O **({d},)**" if b_O else " (this model has no bias b_O)")
     st.markdown(
-        f"Layer {L}: `hook_z` **({T}, {nh}, {hs})**, one {hs}-vector per token and head → side by side, `hook_concat` **({T}, {nh * hs})** "
-        f"→ times W_O **({nh * hs}, {d})** plus b_O **({d},)** → `hook_attn_out` **({T}, {d})**, which is added to the residual stream. "
-        "Row by row, W_O's first block of rows reads head 0, the next head 1, and so on: so the output is also the sum of each head's share z_h·W_O[h]."
+        f"Layer {L}: `hook_z` **({T}, {nh}, {hs})**, one {hs}-vector per token and head → side by side, {steps} → `hook_attn_out` **({T}, {d})**, which is added to the residual "
+        "stream. Row by row, W_O's first block of rows reads head 0, the next head 1, and so on: so the output is also the sum of each head's share z_h·W_O[h]."
     )
-    st.latex(r"\mathrm{out}_i = [z_{i,0}\,;\dots;\,z_{i,h-1}]\,W_O + b_O = \sum_{h'} z_{i,h'}\,W_O^{(h')} + b_O")
+    st.latex(rf"\mathrm{{out}}_i = [z_{{i,0}}\,;\dots;\,z_{{i,h-1}}]\,W_O{b_O} = \sum_{{h'}} z_{{i,h'}}\,W_O^{{(h')}}{b_O}")
     t = st.selectbox("Token", range(T), format_func=lambda j: f"{j}: {labels[j]}", key="multihead_token", help="Whose vectors to follow through the concatenation and W_O.")
-    head_names = [f"head {h}" for h in range(nh)]
-    concat_title = f"z of each head for token {t}, ({nh} × {hs}), side by side = concat, (1, {nh * hs})"
-    ui.show_figure(fm.vector_rows(concat[t][None], concat_title, row_blocks=[f"token {t}"], col_blocks=[f"z, {n}" for n in head_names], value_name="concat", height=170), key="multihead_concat")
-    c1, c2 = st.columns(2)
-    with c1:
-        ui.show_figure(
-            fm.vector_rows(W_O, f"W_O of layer {L}, ({nh * hs}, {d})", row_blocks=[f"rows of {n}" for n in head_names], x_title="output dimension", value_name="W_O", height=460), key="multihead_wo"
-        )
-    with c2:
-        shares = np.vstack([result[t], b_O[None], out[t][None]])  # (nh + 2, d)
-        parts = [*(f"{n}: z·W_O[{h}]" for h, n in enumerate(head_names)), "b_O", "sum = attn_out"]
-        ui.show_figure(fm.vector_rows(shares, f"attn_out for token {t} = concat·W_O + b_O, (1, {d})", row_blocks=parts, x_title="output dimension", height=460), key="multihead_out")
-    check = np.abs(concat[t].astype(np.float64) @ W_O + b_O - out[t]).max()
-    st.caption(f"Recomputed here: concat·W_O + b_O differs from the model's attn_out for token {t} by at most {check:.1e} (float32 rounding).")
+    concat_fig, wo_fig, out_fig, error = cm.concat_figures(*key, L, t, tr)
+    ui.show_figure(concat_fig, key="multihead_concat")
+    for col, fig, name in zip(st.columns(2), (wo_fig, out_fig), ("multihead_wo", "multihead_out"), strict=True):
+        with col:
+            ui.show_figure(fig, key=name)
+    st.caption(f"Recomputed here: concat·W_O{b_O} differs from the model's attn_out for token {t} by at most {error:.1e} (float32 rounding).")
 
 
 def switch_off() -> None:
+    what = "the prediction of the next token (after the last token) may change" if cfg.has_lm_head else "the final vector of every token may change"
     st.markdown(
-        "Ablation: set a head's output z to zero and run the whole model again. Later layers now get a different input, and the "
-        "prediction of the next token (after the last token) may change. If it hardly moves, the model did not need those heads for this text."
+        f"Ablation: set a head's output z to zero and run the whole model again. Later layers now get a different input, and {what}. If it hardly moves, the model did not need those heads here."
     )
-    st.latex(r"z_{i,h} \leftarrow 0 \;\text{ for every switched-off head } h, \qquad p = \mathrm{softmax}(\mathrm{logits}_{T-1})")
-    c1, c2 = st.columns([3, 1])
-    chosen = c1.multiselect(
-        "Heads to switch off (layer.head)",
-        every_head,
-        key="multihead_ablate",
-        help="Any heads of any layers, written layer.head: 0.2 = layer 0, head 2. Their outputs are set to 0 in a new forward pass.",
-    )
-    k = c2.slider("Top tokens", 3, 20, key="multihead_topk", help="How many of the most likely next tokens to list (before, and after switching off).")
-    ablate = tuple(sorted(heads.parse_head(n) for n in chosen))
-    after = ui.trace_or_stop(state, ablate=ablate) if ablate else tr
-    change = heads.next_token_change(tr["logits"][-1], after["logits"][-1], k)
-    vocab = lm.tokenizer.vocab_labels()
-    tokens = [vocab[i] for i in change.ids]
-    ui.show_figure(fm.ablation_bars(tokens, change.before, change.after, f"Next-token probabilities, {len(ablate)} head(s) switched off"), key="multihead_ablation")
-    if ablate:
-        st.markdown(f"Switched off: {', '.join(chosen)}. **{change.moved:.1%}** of the probability moved (½ Σ |p − p′| over all {len(vocab):,} tokens).")
+    if cfg.has_lm_head:
+        st.latex(r"z_{i,h} \leftarrow 0 \;\text{ for every switched-off head } h, \qquad p = \mathrm{softmax}(\mathrm{logits}_{T-1})")
     else:
-        st.info("No head is switched off: both bars are the model as trained. Choose heads above.")
-    probability = st.column_config.NumberColumn(format="%.5f")
-    st.dataframe(
-        {"next token": tokens, "p, all heads on": change.before, "p, switched off": change.after, "change": change.after - change.before},
-        hide_index=True,
-        column_config={"p, all heads on": probability, "p, switched off": probability, "change": st.column_config.NumberColumn(format="%+.5f")},
-    )
-    st.caption("A caveat: attention weights show where information flows, not why the model predicts what it does. Switching a head off tests whether the prediction needs it, for this one text.")
+        st.markdown("An encoder has no next-token prediction to compare: it turns every token into a vector that depends on the whole sentence. So we compare those final vectors, token by token.")
+        st.latex(r"z_{i,h} \leftarrow 0 \text{ for every switched-off head } h, \qquad \cos(x_t, x'_t), \quad \lVert x'_t - x_t \rVert / \lVert x_t \rVert \quad (x = \text{last block's output})")
+    c1, c2 = st.columns([3, 1])
+    help_heads = "Any heads of any layers, written layer.head: 0.2 = layer 0, head 2. Their outputs are set to 0 in a new forward pass."
+    chosen = c1.multiselect("Heads to switch off (layer.head)", every_head, key="multihead_ablate", help=help_heads)
+    k = c2.slider("Top tokens", 3, 20, key="multihead_topk", help="How many of the most likely next tokens to list (before, and after switching off).") if cfg.has_lm_head else 0
+    ablate = tuple(sorted(heads.parse_head(n) for n in chosen))
+    fig, table, moved = cm.ablation(*key, ablate, k, tr, ui.trace_or_stop(state, ablate=ablate) if ablate else tr)
+    ui.show_figure(fig, key="multihead_ablation")
+    if not ablate:
+        st.info(f"No head is switched off: {'both bars are' if cfg.has_lm_head else 'every vector is'} the model as trained. Choose heads above.")
+    elif cfg.has_lm_head:
+        st.markdown(f"Switched off: {', '.join(chosen)}. **{moved:.1%}** of the probability moved (½ Σ |p − p′| over all {cfg.vocab_size:,} tokens).")
+    else:
+        st.markdown(f"Switched off: {', '.join(chosen)}. The final vectors turned by **{moved:.4f}** on average (1 − cos over the {T} tokens; 0 = unchanged).")
+    if table:
+        prob = st.column_config.NumberColumn(format="%.5f")
+        st.dataframe(table, hide_index=True, column_config={"p, all heads on": prob, "p, switched off": prob, "change": st.column_config.NumberColumn(format="%+.5f")})
+    output = "prediction" if cfg.has_lm_head else "output"
+    st.caption(f"A caveat: attention weights show where information flows, not why the model does what it does. Switching a head off tests whether the {output} needs it, for this one text.")
 
 
-PARTS = {
-    "1 · The heads of a layer": layer_heads,
-    "2 · Averages (not heads)": averages,
-    "3 · Every head of the model": every_head_part,
-    "4 · Concat and W_O": concat_wo,
-    "5 · Switch heads off": switch_off,
-}
-# Only the open part runs and is drawn; part 5 runs the model again with heads switched off.
-ui.lazy_tabs(PARTS, "multihead_part")
+PARTS = {"1 · The heads of a layer": layer_heads, "2 · Averages (not heads)": averages, "3 · Every head of the model": every_head_part, "4 · Concat and W_O": concat_wo}
+ui.lazy_tabs({**PARTS, "5 · Switch heads off": switch_off}, "multihead_part")  # only the open part runs and is drawn; part 5 runs the model again with heads off

@@ -7,53 +7,46 @@ import streamlit as st
 import ui
 from figures.prediction import probability_bars
 from lessons import sampling
-from lessons.logit_lens import stage_names
-from lessons.next_token import top_tokens
 from transformer.trace import MAX_CHARS, token_limit
-from ui import cached
+from ui import cached_model as cm
 
 st.set_page_config(page_title="Next-token prediction", page_icon="🎲", layout="wide")
 state = ui.sidebar()
 lm = ui.get_model(state.model)
-vocab = lm.tokenizer.vocab_labels()
-V, n_ctx = lm.cfg.vocab_size, token_limit(lm.cfg)
+vocab, cfg = lm.tokenizer.vocab_labels(), lm.cfg
+V, n_ctx, NORM = cfg.vocab_size, token_limit(cfg), "RMSNorm" if cfg.norm == "rmsnorm" else "LayerNorm"
 TIMELINE = "next_timeline"  # session_state: (model, sentence, τ) → the Generation grown from it
 
-
-def follow_last(key: str, T: int) -> None:
-    """Keep a position selector inside 0…T−1; when it was on the last token, keep it on the last token."""
-    if st.session_state.get(key) == st.session_state.get(key + "_T", 0) - 1:  # it was on the last token
-        st.session_state[key] = T - 1
-    ui.keep_choice(key, range(T), T - 1)
-    st.session_state[key + "_T"] = T
-
-
 st.title("🎲 Next-token prediction")
+if not cfg.has_lm_head:
+    st.info(
+        f"**{lm.name} is an encoder: it has no next-token head.** It does not write text one token at a time; it reads the whole sentence at once and turns every token "
+        "into a vector that depends on the whole sentence (both directions), used to compare or classify texts. So there are no logits, no next-token probabilities "
+        "and no logit lens here. Pick a decoder in the sidebar (**smollm2-135m** or **shakespeare-gpt**) to see prediction, or open **Encoder vs decoder** to compare the two kinds."
+    )
+    st.stop()
+tied = ": in this model W_U is W_E transposed" if cfg.tie_embeddings else ""
 st.markdown(
-    "After the last block and a final LayerNorm, each position holds one vector. Multiplying it by the **unembedding matrix** W_U "
-    f"gives one score per token of the vocabulary ({V:,} **logits**{': in this model W_U is W_E transposed' if lm.cfg.tie_embeddings else ''}). "
-    "Softmax turns the logits into probabilities for the next token. To write text, the model then **draws** one token "
-    "from them, appends it, and runs again. A **temperature** T reshapes the probabilities before the draw; "
-    "**top-k** and **top-p** throw away the unlikely tail."
+    f"After the last block and a final {NORM}, each position holds one vector. Multiplying it by the **unembedding matrix** W_U gives one score per token of the vocabulary "
+    f"({V:,} **logits**{tied}). Softmax turns the logits into probabilities for the next token. To write text, the model then **draws** one token from them, appends it, "
+    "and runs again. A **temperature** T reshapes the probabilities before the draw; **top-k** and **top-p** throw away the unlikely tail."
 )
-st.latex(r"z = \mathrm{LN}_{\mathrm{final}}(h_t)\, W_U \in \mathbb{R}^{V}, \qquad p_i = \operatorname{softmax}(z / T)_i = \frac{e^{z_i / T}}{\sum_{j=1}^{V} e^{z_j / T}}")
+st.latex(r"z = \mathrm{N}_{\mathrm{final}}(h_t)\, W_U \in \mathbb{R}^{V}, \qquad p_i = \operatorname{softmax}(z / T)_i = \frac{e^{z_i / T}}{\sum_{j=1}^{V} e^{z_j / T}}")
 st.latex(r"\text{top-}k:\ S_k = \text{the } k \text{ largest } p_i, \qquad \text{top-}p:\ S_p = \text{the smallest set of the largest } p_i \text{ with} \sum_{i \in S_p} p_i \ge p")
 st.latex(r"S = S_k \cap S_p, \qquad p'_i = \frac{p_i}{\sum_{j \in S} p_j} \text{ for } i \in S, \quad p'_i = 0 \text{ otherwise}")
 
 tr = ui.trace_or_stop(state)
-labels = tr.encoding.labels
-T = len(labels)
+labels, T = tr.encoding.labels, len(tr.encoding)
+key = (state.model, state.sentence, state.temperature)  # fixes the trace
 
 st.header("1 · From logits to probabilities")
-follow_last("next_position", T)
+if st.session_state.get("next_position") == st.session_state.get("next_position_T", 0) - 1:  # it was on the last token: keep it there
+    st.session_state["next_position"] = T - 1
+ui.keep_choice("next_position", range(T), T - 1)
+st.session_state["next_position_T"] = T
 c1, c2, c3, c4, c5 = st.columns([2, 2, 2, 2, 1])
-pos = c1.selectbox(
-    "Position",
-    range(T),
-    format_func=lambda i: f"{i}: {labels[i]}" + (" (last)" if i == T - 1 else ""),
-    key="next_position",
-    help="Whose vector to read. The last position predicts the token after the sentence; an earlier one predicts the token that really follows it.",
-)
+help_pos = "Whose vector to read. The last position predicts the token after the sentence; an earlier one predicts the token that really follows it."
+pos = c1.selectbox("Position", range(T), format_func=lambda i: f"{i}: {labels[i]}" + (" (last)" if i == T - 1 else ""), key="next_position", help=help_pos)
 temperature = c2.slider("Sampling temperature T", 0.0, 3.0, 1.0, 0.05, key="next_temperature", help="Divides the logits: T < 1 sharpens, T > 1 flattens, 0 = greedy. Not the attention τ.")
 top_k = c3.slider("Top-k", 0, 100, 0, key="next_top_k", help="Keep only the k most probable tokens (0 = no limit).")
 top_p = c4.slider("Top-p", 0.0, 1.0, 0.9, 0.01, key="next_top_p", help="Keep the smallest set of most probable tokens adding up to at least p (1 = no limit; at least one).")
@@ -61,82 +54,42 @@ n_bars = c5.slider("Bars", 5, 30, 12, key="next_bars", help="How many of the mos
 
 logits = tr["logits"][pos]  # (V,)
 dist = sampling.distribution(logits, temperature, top_k, top_p)
-shown = dist.order[:n_bars]  # (n_bars,) the most probable token ids
-greedy = temperature < sampling.GREEDY_BELOW
+table = sampling.distribution_rows(dist, logits, vocab, n_bars)
 left, right = st.columns([3, 2])
 with left:
-    title = f"After position {pos}: the {n_bars} most probable next tokens of {V:,}"
-    ui.show_figure(probability_bars(dist.probs[shown], dist.filtered[shown], [vocab[i] for i in shown], title), key="next_bars_chart")
+    ui.show_figure(probability_bars(table["p"], table["p′"], table["token"], f"After position {pos}: the {n_bars} most probable next tokens of {V:,}"), key="next_bars_chart")
 with right:
     m1, m2, m3 = st.columns(3)
     m1.metric("Tokens kept", f"{dist.n_kept:,}", help=f"Of {V:,}: the tokens that survive top-k and top-p.")
     m2.metric("Kept mass", f"{dist.kept_mass:.3f}", help="Σ p_i over the kept tokens, before renormalising; each kept p_i is divided by it.")
     m3.metric("Top token", f"{dist.probs[dist.order[0]]:.3f}", help="The largest p_i at this temperature.")
-    table = pd.DataFrame({"token": [vocab[i] for i in shown], "id": shown, "logit z": logits[shown], "p": dist.probs[shown], "p′": dist.filtered[shown]})
-    st.dataframe(table, hide_index=True, key="next_table", height=240)
+    st.dataframe(pd.DataFrame(table), hide_index=True, key="next_table", height=240)
     if pos < T - 1:
-        nxt = tr.encoding.ids[pos + 1]
-        rank = int(np.flatnonzero(dist.order == nxt)[0]) + 1
-        fate = "kept" if rank <= dist.n_kept else "dropped by the filters"
-        st.caption(f"The token that really follows (position {pos + 1}) has p = {dist.probs[nxt]:.4f}, rank {rank:,} of {V:,}: {fate}.")
-if greedy:
+        p, rank, kept = sampling.actual_next(dist, tr.encoding.ids[pos + 1])
+        st.caption(f"The token that really follows (position {pos + 1}) has p = {p:.4f}, rank {rank:,} of {V:,}: {'kept' if kept else 'dropped by the filters'}.")
+if temperature < sampling.GREEDY_BELOW:
     st.info("T = 0 is **greedy** decoding: softmax(z / T) tends to all probability on the largest logit, so the top token is always chosen.")
 
 st.header("2 · Generate text")
 st.markdown(
-    "Each new token is drawn from the filtered probabilities p′: a random number u between 0 and 1 walks down the kept tokens "
-    "(most probable first) until their running total passes u. Then the token is appended and the model runs again on the longer text. "
-    "The random numbers come from the **seed**: the same seed and settings always give the same tokens. "
-    "Generation never changes the sidebar sentence unless you press *Use this text*."
+    "Each new token is drawn from the filtered probabilities p′: a random number u between 0 and 1 walks down the kept tokens (most probable first) until their running "
+    "total passes u. Then the token is appended and the model runs again on the longer text. The random numbers come from the **seed**: the same seed and settings always "
+    "give the same tokens. Generation never changes the sidebar sentence unless you press *Use this text*."
 )
-key = (state.model, state.sentence, state.temperature)
 saved = st.session_state.get(TIMELINE)
 gen: sampling.Generation | None = saved[1] if saved and saved[0] == key else None
-
-
-def cut(k: int) -> None:
-    timeline_key, timeline = st.session_state[TIMELINE]
-    st.session_state[TIMELINE] = (timeline_key, timeline.cut(k))
-
-
-def reset() -> None:
-    st.session_state.pop(TIMELINE, None)
-
-
-def use_text(text: str) -> None:
-    st.session_state["atlas_sentence"] = text[:MAX_CHARS]
-
-
-def request(n_tokens: int) -> None:
-    """A generate button was pressed: the run that follows generates (so the buttons below already see the result)."""
-    st.session_state["next_request"] = n_tokens
-
-
 c1, c2, c3, c4, c5 = st.columns([1, 2, 2, 2, 2])
 seed = int(c1.number_input("Seed", 0, 1_000_000, 0, 1, key="next_seed", help="Picks the random numbers u. Same seed, settings and text → same tokens."))
 n_new = c2.slider("N tokens", 1, 50, 10, key="next_n", help="How many tokens the second button generates.")
-n_request = st.session_state.pop("next_request", 0)
-if n_request:
+if n_request := st.session_state.pop("next_request", 0):
     progress = st.progress(0.0, text="Generating…")
-    gen = sampling.generate(
-        lm.model,
-        lm.tokenizer,
-        state.sentence,
-        n_request,
-        temperature,
-        top_k,
-        top_p,
-        seed,
-        on_step=lambda done, total, _: progress.progress(done / total, text=f"Token {done} of {total}"),
-        previous=gen.steps if gen else (),
-        interventions=tr.interventions,
-    )
-    st.session_state[TIMELINE] = (key, gen)
-    st.session_state["next_step"] = len(gen.steps)
-full = gen.at_context if gen else len(tr.encoding) >= n_ctx
-c3.button("Generate one token", key="next_one", on_click=request, args=(1,), disabled=full, help="Draw one token with the settings above and append it.")
-c4.button(f"Generate {n_new} tokens", key="next_many", on_click=request, args=(n_new,), disabled=full, help="Draw N tokens, one after the other.")
-c5.button("Reset to the sidebar sentence", key="next_reset", on_click=reset, disabled=gen is None, help="Forget the generated tokens.")
+    shown = lambda done, total, _: progress.progress(done / total, text=f"Token {done} of {total}")  # noqa: E731
+    gen = sampling.generate(lm.model, lm.tokenizer, state.sentence, n_request, temperature, top_k, top_p, seed, shown, previous=gen.steps if gen else (), interventions=tr.interventions)
+    st.session_state[TIMELINE], st.session_state["next_step"] = (key, gen), len(gen.steps)
+full, update = gen.at_context if gen else T >= n_ctx, st.session_state.update  # a pressed button asks the next run to generate: the buttons below then see the result
+c3.button("Generate one token", key="next_one", on_click=update, args=({"next_request": 1},), disabled=full, help="Draw one token with the settings above and append it.")
+c4.button(f"Generate {n_new} tokens", key="next_many", on_click=update, args=({"next_request": n_new},), disabled=full, help="Draw N tokens, one after the other.")
+c5.button("Reset to the sidebar sentence", key="next_reset", on_click=st.session_state.pop, args=(TIMELINE, None), disabled=gen is None, help="Forget the generated tokens.")
 if full:
     st.info(f"The text fills the model's context of {n_ctx} tokens: no further token fits. Step back and continue from an earlier step, or shorten the sentence.")
 
@@ -147,46 +100,29 @@ if gen is not None and gen.steps:
     st.caption(f"The text after {k} of {n} generated tokens:")
     st.code(gen.text_at(k), language=None, wrap_lines=True)
     b1, b2 = st.columns(2)
-    b1.button(f"Continue from step {k} (drop the later steps)", key="next_cut", on_click=cut, args=(k,), disabled=k == n, help="Forget the later steps; the buttons above continue from here.")
-    b2.button("Use this text as the sidebar sentence", key="next_use", on_click=use_text, args=(gen.text_at(k),), help="Every page then reads this text; the timeline starts again from it.")
+    cut, use = {TIMELINE: (key, gen.cut(k))}, {"atlas_sentence": gen.text_at(k)[:MAX_CHARS]}
+    b1.button(f"Continue from step {k} (drop the later steps)", key="next_cut", on_click=update, args=(cut,), disabled=k == n, help="Forget the later steps; the buttons above continue from here.")
+    b2.button("Use this text as the sidebar sentence", key="next_use", on_click=update, args=(use,), help="Every page then reads this text; the timeline starts again from it.")
     left, right = st.columns([3, 2])
-    with left:
-        rows = [
-            {
-                "step": i + 1,
-                "position": s.position,
-                "token": s.label,
-                "id": s.id,
-                "p": s.prob,
-                "p′ (drawn with)": s.chosen_prob,
-                "u": s.u,
-                "top candidates": "   ".join(f"{c.label} {c.prob:.3f}" for c in s.top),
-            }
-            for i, s in enumerate(gen.steps)
-        ]
-        st.dataframe(pd.DataFrame(rows), hide_index=True, key="next_timeline_table", height=260)
+    left.dataframe(pd.DataFrame(sampling.timeline_rows(gen)), hide_index=True, key="next_timeline_table", height=260)
     with right:
         if k > 0:
             s = gen.steps[k - 1]
-            top = s.top
-            fig = probability_bars(np.array([c.prob for c in top]), np.array([c.filtered for c in top]), [c.label for c in top], f"Step {k}: the top candidates; drawn: {s.label}")
+            fig = probability_bars(np.array([c.prob for c in s.top]), np.array([c.filtered for c in s.top]), [c.label for c in s.top], f"Step {k}: the top candidates; drawn: {s.label}")
             ui.show_figure(fig, key="next_step_bars")
         else:
             st.caption("Step 0 is the sidebar sentence itself: move the slider to see a step's candidates.")
 
 st.header("3 · The logit lens: what would each layer predict?")
 st.markdown(
-    "The final LayerNorm and W_U normally read only the **last** block's output. The logit lens applies them to the stream "
-    "after **every** block (and to the embedding itself), as if the model stopped there. It shows how the prediction "
-    "builds up layer by layer. At the last block it is exactly the model's own prediction (T = 1, no filters)."
+    f"The final {NORM} and W_U normally read only the **last** block's output. The logit lens applies them to the stream after **every** block (and to the embedding "
+    "itself), as if the model stopped there. It shows how the prediction builds up layer by layer. At the last block it is exactly the model's own prediction (T = 1, no filters)."
 )
-st.latex(r"z^{(\ell)} = \mathrm{LN}_{\mathrm{final}}\big(x^{(\ell)}_t\big)\, W_U, \qquad p^{(\ell)} = \operatorname{softmax}\big(z^{(\ell)}\big), \qquad \ell = \text{embedding}, 0, \dots, L-1")
-lens_fig, window, lens_logits = cached.lens(state.model, state.sentence, state.temperature, pos)  # lens_logits (L+1, V) at pos
+st.latex(r"z^{(\ell)} = \mathrm{N}_{\mathrm{final}}\big(x^{(\ell)}_t\big)\, W_U, \qquad p^{(\ell)} = \operatorname{softmax}\big(z^{(\ell)}\big), \qquad \ell = \text{embedding}, 0, \dots, L-1")
+lens_fig, window = cm.lens_figure(*key, pos, tr)
 ui.show_figure(lens_fig, key="next_lens")
 if len(window) < T:
     st.caption(f"The text has {T} tokens; to stay fast the lens shows {len(window)}, positions {window.start}–{window.stop - 1}, ending at the chosen position (pick another to move it).")
-stages = stage_names(lm.cfg.n_layer)
 st.markdown(f"**Position {pos}, every stage:** the most probable next tokens and their probabilities.")
 n_lens = st.slider("Tokens per stage", 1, 10, 5, key="next_lens_k", help="How many of the most probable tokens to list for each stage.")
-lens_rows = {stage: [f"{vocab[i]}  {p:.3f}" for i, p in top_tokens(lens_logits[s], n_lens)] for s, stage in enumerate(stages)}
-st.dataframe(pd.DataFrame.from_dict(lens_rows, orient="index", columns=[f"#{r + 1}" for r in range(n_lens)]), key="next_lens_table")
+st.dataframe(pd.DataFrame.from_dict(cm.lens_table(*key, pos, n_lens, tr), orient="index", columns=[f"#{r + 1}" for r in range(n_lens)]), key="next_lens_table")

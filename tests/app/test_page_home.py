@@ -27,7 +27,7 @@ def test_default_page_shows_the_models_pattern_and_the_pipeline():
     assert_ok(at)
     np.testing.assert_allclose(shown(at), pattern(DEFAULT_SENTENCE, 0, 0), atol=1e-6)
     assert "Model card: shakespeare-gpt" in [e.label for e in at.expander]
-    assert len(at.get("page_link")) == 12  # every page of the pipeline is linked
+    assert len(at.get("page_link")) == 15  # every page of the pipeline is linked
 
 
 def test_controls_change_the_heatmap():

@@ -12,7 +12,8 @@ import torch.nn.functional as F
 
 from lessons import block_stats as bs
 from tests.conftest import SENTENCES, randomize
-from transformer import GPT, run_trace
+from transformer import GPT, ModelConfig, run_trace
+from transformer.families.bert import BERT
 
 TEXT = SENTENCES[0]
 
@@ -27,7 +28,7 @@ def norm64(x: np.ndarray) -> np.ndarray:
 
 
 def test_stream_stages_follow_the_forward_pass(tr, tiny_cfg):
-    stages = bs.stream_stages(tiny_cfg.n_layer)
+    stages = bs.stream_stages(tiny_cfg)
     assert len(stages) == 2 * tiny_cfg.n_layer + 1
     assert [n for n, _ in stages[:3]] == ["blocks.0.hook_resid_pre", "blocks.0.hook_resid_mid", "blocks.0.hook_resid_post"]
     assert stages[-1] == (f"blocks.{tiny_cfg.n_layer - 1}.hook_resid_post", f"{tiny_cfg.n_layer - 1}: + MLP")
@@ -43,7 +44,7 @@ def test_residual_norms_are_the_lengths_of_the_stream(tr, tiny_cfg):
     T = len(tr.encoding)
     assert norms.shape == (2 * tiny_cfg.n_layer + 1, T) and norms.dtype == np.float32
     np.testing.assert_allclose(norms[0], norm64(tr["hook_embed"] + tr["hook_pos_embed"]), rtol=1e-5)
-    for row, (name, _) in enumerate(bs.stream_stages(tiny_cfg.n_layer)):
+    for row, (name, _) in enumerate(bs.stream_stages(tiny_cfg)):
         np.testing.assert_allclose(norms[row], norm64(tr[name]), rtol=1e-5)
 
 
@@ -74,7 +75,7 @@ def test_normalize_equals_torch_layer_norm_without_gain(tr):
 @pytest.mark.parametrize("ln,stream", [("ln1", "hook_resid_pre"), ("ln2", "hook_resid_mid")])
 def test_layernorm_steps_rebuild_the_models_output(tr, tiny_model, ln, stream):
     for layer in range(tiny_model.cfg.n_layer):
-        steps = bs.layernorm_steps(tr, layer, ln, tiny_model.cfg.ln_eps)
+        steps = bs.norm_steps(tr, layer, ln)
         np.testing.assert_array_equal(steps.x, tr[f"blocks.{layer}.{stream}"])
         np.testing.assert_array_equal(steps.y, tr[f"blocks.{layer}.{ln}.hook_normalized"])
         mod = getattr(tiny_model.blocks[layer], ln)
@@ -119,3 +120,128 @@ def test_gelu_is_the_models_activation(tr, tiny_cfg, tokenizer):
     exact_model = randomize(GPT(replace(tiny_cfg, activation="gelu")), seed=1)
     t2 = run_trace(exact_model, tokenizer, TEXT)
     np.testing.assert_allclose(bs.gelu(t2["blocks.0.mlp.hook_pre"], "gelu"), t2["blocks.0.mlp.hook_post"], rtol=1e-6, atol=1e-7)
+
+
+# ---- the other families: Llama (RMSNorm, SwiGLU, RoPE) and BERT (post-norm) on tiny random models ----
+
+
+@pytest.fixture(scope="module")
+def llama_tr(tokenizer):
+    cfg = ModelConfig(vocab_size=tokenizer.vocab_size, n_ctx=64, d_model=32, n_layer=3, n_head=4, n_kv_head=2, d_mlp=48, family="llama", pos_encoding="rotary", activation="silu")
+    return run_trace(randomize(GPT(cfg), seed=4), tokenizer, TEXT)
+
+
+@pytest.fixture(scope="module")
+def bert_tr(tokenizer):
+    cfg = ModelConfig(
+        vocab_size=tokenizer.vocab_size,
+        n_ctx=64,
+        d_model=32,
+        n_layer=3,
+        n_head=4,
+        d_mlp=48,
+        family="bert",
+        pos_encoding="learned",
+        activation="gelu",
+        tie_embeddings=False,
+        n_token_types=2,
+        has_lm_head=False,
+    )
+    model = randomize(BERT(cfg), seed=5)
+    return run_trace(model, tokenizer, TEXT), model
+
+
+def test_rmsnorm_by_hand(llama_tr):
+    x = llama_tr["blocks.1.hook_resid_pre"]
+    for eps in (1e-5, 0.1):
+        got = bs.normalize(x, eps, "rmsnorm")
+        row = [float(v) for v in x[2]]  # x / √(mean(x²) + ε), in plain Python for one token
+        rms = math.sqrt(sum(v * v for v in row) / len(row) + eps)
+        np.testing.assert_allclose(got[2], [v / rms for v in row], rtol=1e-5, atol=1e-6)
+    mean, rms = bs.token_stats(bs.normalize(x, 1e-5, "rmsnorm"), "rmsnorm")
+    np.testing.assert_allclose(rms, 1, atol=1e-3)  # root mean square 1 …
+    assert np.abs(mean).max() > 1e-3  # … but the mean is not moved to 0
+    np.testing.assert_allclose(bs.token_rms(x), np.sqrt((x.astype(np.float64) ** 2).mean(-1)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("ln,stream", [("ln1", "hook_resid_pre"), ("ln2", "hook_resid_mid")])
+def test_rmsnorm_steps_rebuild_the_models_output(llama_tr, ln, stream):
+    cfg = llama_tr.cfg
+    assert cfg.norm == "rmsnorm" and bs.norm_input(cfg, ln) == stream
+    for layer in range(cfg.n_layer):
+        steps = bs.norm_steps(llama_tr, layer, ln)
+        x = llama_tr[f"blocks.{layer}.{stream}"].astype(np.float64)
+        np.testing.assert_array_equal(steps.x, llama_tr[f"blocks.{layer}.{stream}"])
+        np.testing.assert_allclose(steps.x_hat, x / np.sqrt((x**2).mean(-1, keepdims=True) + cfg.ln_eps), rtol=1e-5, atol=1e-6)
+        # the model's ln output = x̂ ⊙ w (no bias): recover w from the recorded output and check it is one vector for every token
+        w = steps.y / steps.x_hat  # (T, d)
+        np.testing.assert_allclose(w, np.broadcast_to(w[0], w.shape), rtol=1e-3, atol=1e-4)
+
+
+def test_post_norm_reads_the_sums_and_labels_the_stream(bert_tr):
+    tr, model = bert_tr
+    cfg = tr.cfg
+    assert (bs.norm_input(cfg, "ln1"), bs.norm_input(cfg, "ln2")) == ("hook_resid_mid", "hook_resid_post")
+    stages = bs.stream_stages(cfg)
+    assert len(stages) == 4 * cfg.n_layer + 1
+    assert [label for _, label in stages[:5]] == ["LN(e+pos+type)", "0: + attention", "0: LN1", "0: + MLP", "0: LN2 (out)"]
+    assert all(len(label) <= 14 for _, label in stages)
+    for layer in range(cfg.n_layer):
+        b = f"blocks.{layer}."
+        for ln, stream in (("ln1", "hook_resid_mid"), ("ln2", "hook_resid_post")):
+            steps = bs.norm_steps(tr, layer, ln)
+            x = tr[b + stream].astype(np.float64)
+            want = F.layer_norm(torch.from_numpy(x), (cfg.d_model,), eps=cfg.ln_eps).numpy()
+            np.testing.assert_allclose(steps.x_hat, want, rtol=1e-4, atol=1e-5)
+            mod = getattr(model.blocks[layer], ln)
+            np.testing.assert_allclose(steps.x_hat * mod.w.detach().numpy() + mod.b.detach().numpy(), steps.y, rtol=1e-4, atol=1e-5)
+        # h = LN1(x + attn) is what the MLP's output is added to; the block's output is LN2(h + mlp)
+        np.testing.assert_allclose(tr[b + "ln1.hook_normalized"] + tr[b + "hook_mlp_out"], tr[b + "hook_resid_post"], rtol=1e-5, atol=1e-5)
+        np.testing.assert_array_equal(bs.block_output(tr, layer), tr[b + "ln2.hook_normalized"])
+    norms = bs.residual_norms(tr)
+    for row, (name, _) in enumerate(stages):
+        np.testing.assert_allclose(norms[row], norm64(tr[name]), rtol=1e-5)
+    a = bs.adds(tr, 1)
+    assert a.x_mid == pytest.approx(norm64(tr["blocks.1.ln1.hook_normalized"]).mean(), rel=1e-5)
+    assert a.x == pytest.approx(norm64(tr["blocks.1.hook_resid_pre"]).mean(), rel=1e-5)
+
+
+def test_pre_norm_adds_and_labels(llama_tr, tr):
+    assert bs.stream_stages(llama_tr.cfg)[0][1] == "embed" and bs.stream_stages(tr.cfg)[0][1] == "embed + pos"
+    a = bs.adds(tr, 2)
+    assert a.attn == pytest.approx(norm64(tr["blocks.2.hook_attn_out"]).mean(), rel=1e-5)
+    assert a.mlp == pytest.approx(norm64(tr["blocks.2.hook_mlp_out"]).mean(), rel=1e-5)
+    assert a.x_mid == pytest.approx(norm64(tr["blocks.2.hook_resid_mid"]).mean(), rel=1e-5)
+    np.testing.assert_array_equal(bs.block_output(tr, 2), tr["blocks.2.hook_resid_post"])
+
+
+def test_swiglu_is_silu_of_the_gate_times_the_linear_branch(llama_tr):
+    cfg = llama_tr.cfg
+    assert bs.gated(cfg) and not bs.gated(ModelConfig())
+    gate, lin, post = (llama_tr[f"blocks.1.mlp.{n}"] for n in ("hook_pre", "hook_pre_linear", "hook_post"))
+    silu = gate / (1 + np.exp(-gate.astype(np.float64)))  # SiLU(g) = g·σ(g), by hand
+    np.testing.assert_allclose(bs.activation(gate, "silu"), silu, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(silu * lin, post, rtol=1e-4, atol=1e-5)
+    sw = bs.swiglu(llama_tr, 1, 3, 6)
+    assert len(sw.neurons) == 6 and np.all(np.diff(np.abs(sw.post)) <= 0)  # the largest |output| first
+    assert np.abs(post[3]).max() == pytest.approx(abs(sw.post[0]))
+    np.testing.assert_allclose(sw.silu_gate * sw.linear, sw.post, rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(sw.gate, gate[3, sw.neurons])
+    x, y = bs.activation_curve(gate[3], "silu")
+    assert x.min() <= min(-3, gate[3].min()) and x.max() >= max(3, gate[3].max())
+    np.testing.assert_allclose(y, x / (1 + np.exp(-x.astype(np.float64))), rtol=1e-5, atol=1e-6)
+
+
+def test_top_neurons_by_size_and_active_counts():
+    post = np.array([[0.5, -3.0, 0.05], [0.2, 0.0, -0.2]])
+    assert bs.top_neurons(post, 3).tolist() == [0, 2, 1]  # largest peak
+    assert bs.top_neurons(post, 3, by_size=True).tolist() == [1, 0, 2]  # largest |value|
+    assert bs.active_counts(post, 0) == (1, 2 / 6)  # > 0.1: 0.5 and 0.2
+    assert bs.active_counts(post, 0, by_size=True) == (2, 4 / 6)  # |·| > 0.1: 0.5, −3, 0.2, −0.2
+
+
+def test_stand_out_finds_one_huge_token():
+    norms = np.array([[1.0, 2.0, 3.0], [900.0, 4.0, 5.0]])
+    assert bs.stand_out(norms) == (0, 900.0, 5.0)
+    assert bs.stand_out(np.array([[1.0, 2.0], [3.0, 9.0]])) is None  # 9 < 5 × 3
+    assert bs.stand_out(np.ones((3, 1))) is None  # one token: nothing to compare

@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 from lessons import context as cx
-from transformer import run_trace
+from tests.conftest import randomize
+from transformer import ModelConfig, run_trace
+from transformer.families.bert import BERT
 from ui import PRESETS
 
 BEARS = [PRESETS[k] for k in ("I love bears", "She bears the pain", "Bears won the game", "Bear country")]
@@ -119,3 +121,46 @@ def test_trajectories_are_a_pca_of_all_the_vectors():
             sign = np.sign(got @ proj)
             np.testing.assert_allclose(got, sign * proj, rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(explained, s[:2] ** 2 / (s**2).sum(), rtol=1e-5)
+
+
+def test_an_encoders_word_vectors_are_its_blocks_outputs(tokenizer):
+    """In BERT's post-norm blocks a block hands on LN2(h + mlp), not the sum before it."""
+    cfg = ModelConfig(
+        vocab_size=tokenizer.vocab_size,
+        n_ctx=64,
+        d_model=32,
+        n_layer=3,
+        n_head=4,
+        d_mlp=48,
+        family="bert",
+        pos_encoding="learned",
+        activation="gelu",
+        tie_embeddings=False,
+        n_token_types=2,
+        has_lm_head=False,
+    )
+    model = randomize(BERT(cfg), seed=9)
+    tr = run_trace(model, tokenizer, BEARS[0])
+    pos = cx.find_word(tr.encoding, "bears").position
+    vec = cx.word_vectors(tr, pos)
+    np.testing.assert_array_equal(vec[0], model.W_E.detach().numpy()[tr.encoding.ids[pos]])
+    for layer in range(3):
+        np.testing.assert_array_equal(vec[layer + 1], tr[f"blocks.{layer}.ln2.hook_normalized"][pos])
+        assert not np.allclose(vec[layer + 1], tr[f"blocks.{layer}.hook_resid_post"][pos])
+
+
+def test_pair_cosines_and_table_rows(lm):
+    rng = np.random.default_rng(2)
+    vectors = rng.normal(size=(3, 4, 8))
+    pairs, cos = cx.pair_cosines(vectors)
+    assert pairs == [(0, 1), (0, 2), (1, 2)] and cos.shape == (3, 4)
+    for (a, b), row in zip(pairs, cos, strict=True):
+        np.testing.assert_allclose(row, cx.cosine_by_layer(vectors[a], vectors[b]), rtol=1e-6)
+    enc = lm.tokenizer.encode(BEARS[2])
+    m = cx.find_word(enc, "bear", forms=True)
+    row = cx.match_row(3, BEARS[2], enc, m)
+    assert row == {
+        "sentence": 3, "text": BEARS[2], "word": "Bears", "tokens": " + ".join(enc.labels[p] for p in m.tokens),
+        "followed token": enc.labels[m.position], "position": m.position, "id": enc.ids[m.position],
+    }  # fmt: skip
+    assert cx.match_row(1, "x" * 300, enc, None) == {"sentence": 1, "text": "x" * 200, "word": "—", "tokens": "—", "followed token": "—", "position": None, "id": None}

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tokenizers import Tokenizer as HFTokenizer
+from tokenizers import models, normalizers, pre_tokenizers, processors
 
+from lessons import embedding_space as es
 from lessons.embedding_space import NotOneToken, analogy, binary_bits, cosine_matrix, frequent_ids, merged_ids, nearest, single_token_id, unit_rows
 from lessons.pca import pca
+from transformer import sinusoidal_encoding
 from transformer.loading import load_model
-from transformer.tokenizer import BYTE_DECODER
+from transformer.tokenizer import BYTE_DECODER, Tokenizer
 
 RNG = np.random.default_rng(0)
 
@@ -148,3 +152,65 @@ def test_binary_bits():
     bits = binary_bits(16, 4)
     for pos in range(16):
         assert "".join(str(int(b)) for b in bits[pos][::-1]) == format(pos, "04b")
+
+
+# ---- a WordPiece vocabulary (BERT's kind), built here ----
+
+WORDPIECE = ["[PAD]", "[unused0]", "[UNK]", "[CLS]", "[SEP]", "a", "b", "k", "!", "##s", "the", "king", "man", "woman", "queen", "bank", "walk", "##ing", "he", "she"]
+
+
+@pytest.fixture(scope="module")
+def wordpiece() -> Tokenizer:
+    hf = HFTokenizer(models.WordPiece({t: i for i, t in enumerate(WORDPIECE)}, unk_token="[UNK]"))
+    hf.normalizer = normalizers.BertNormalizer(lowercase=True)
+    hf.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    hf.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 3), ("[SEP]", 4)])
+    for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]"):
+        hf.add_special_tokens([t])
+    return Tokenizer(hf, add_special_tokens=True)
+
+
+def test_wordpiece_words_without_cls_and_sep(wordpiece):
+    assert wordpiece.encode("Walking").labels == ("[CLS]", "walk", "##ing", "[SEP]")  # a sentence gets [CLS] … [SEP]
+    assert es.word_pieces(wordpiece, "Walking") == ((16, 17), ("walk", "##ing"))  # a word alone does not
+    assert single_token_id(wordpiece, "King") == 11  # lowercased
+    with pytest.raises(NotOneToken) as err:
+        single_token_id(wordpiece, "walking")
+    assert err.value.labels == ("walk", "##ing")
+    ids, bad = es.read_words(wordpiece, {"a": "king", "b": " man ", "c": "walking", "d": "  "}, space=False)
+    assert ids == {"a": 11, "b": 12} and bad == {"c": ("walk", "##ing"), "d": ()}
+    assert es.analogy_words(wordpiece) == ("king", "man", "woman")
+
+
+def test_wordpiece_frequent_ids_skip_specials_and_single_characters(wordpiece):
+    # [PAD] [unused0] [UNK] [CLS] [SEP] are special; a b k ! ##s are one character: the rest, in vocabulary order
+    assert merged_ids(wordpiece).tolist() == list(range(10, len(WORDPIECE)))
+
+
+def test_analogy_words_fall_back_when_woman_is_two_tokens(bundled):
+    assert len(bundled.tokenizer.encode(" woman")) > 1
+    assert es.analogy_words(bundled.tokenizer) == ("king", "he", "she")
+    ids, bad = es.read_words(bundled.tokenizer, {"a": "king", "b": "he"}, space=True)
+    assert ids == {"a": bundled.tokenizer.encode(" king").ids[0], "b": bundled.tokenizer.encode(" he").ids[0]} and not bad
+
+
+def test_directions_equal_unit_rows():
+    w = RNG.normal(size=(80, 9)).astype(np.float32)
+    w[5] = 0  # a zero row
+    d, unit = es.directions(w), unit_rows(w)
+    v = RNG.normal(size=9).astype(np.float32)
+    np.testing.assert_allclose(d.cosines(v), unit @ (v / np.linalg.norm(v)), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(d.unit(3), unit[3], rtol=1e-6)
+    for a, b in ((nearest(d, v, 7, {1}), nearest(unit, v, 7, {1})), (analogy(d, 2, 3, 4, 6), analogy(unit, 2, 3, 4, 6))):
+        assert a[0].tolist() == b[0].tolist()
+        np.testing.assert_allclose(a[1], b[1], rtol=1e-5)
+
+
+def test_position_helpers():
+    pe = sinusoidal_encoding(20, 16).numpy().astype(np.float64)
+    np.testing.assert_allclose(es.position_similarity(pe), [[pe[i] @ pe[j] for j in range(20)] for i in range(20)], rtol=1e-6)
+    assert es.wavelengths([0, 1, 6], 16) == pytest.approx([2 * np.pi, 2 * np.pi, 2 * np.pi * 10000 ** (6 / 16)])
+    assert es.counter_bits(16).shape == (16, 4) and es.counter_bits(10).shape == (10, 4) and es.counter_bits(2).shape == (2, 1)
+    assert es.sinusoid_difference(sinusoidal_encoding(30, 8).numpy()) == 0
+    assert es.sinusoid_difference(sinusoidal_encoding(30, 8).numpy() + 0.25) == pytest.approx(0.25)
+    assert es.mean_length(np.array([[3.0, 4.0], [0.0, 1.0]])) == pytest.approx(3.0)

@@ -8,8 +8,10 @@ import pytest
 import torch
 
 from lessons import heads, qk_map
-from tests.conftest import SENTENCES
-from transformer import Interventions
+from tests.conftest import SENTENCES, randomize
+from transformer import GPT, Interventions, ModelConfig
+from transformer.families.bert import BERT
+from transformer.tokenizer import Encoding
 from transformer.trace import run_trace
 
 TEXT = SENTENCES[5]  # the longest sentence
@@ -46,20 +48,24 @@ def test_mean_pattern(tr, tiny_cfg):
     np.testing.assert_allclose(heads.mean_pattern(tr, None).sum(axis=1), 1, rtol=1e-5)  # an average of rows summing to 1 sums to 1
 
 
-def test_first_token_share(tr):
+def test_sink_share(tr):
     w = tr["blocks.0.attn.hook_pattern"]
     T = w.shape[-1]
-    want = [np.mean([w[h, i, 0] for i in range(1, T)]) for h in range(w.shape[0])]
-    np.testing.assert_allclose(heads.first_token_share(w), want, rtol=1e-6)
-    assert np.isnan(heads.first_token_share(np.ones((2, 1, 1)))).all()  # one token: no row can choose
+    want = [np.mean([w[h, i, 0] for i in range(1, T)]) for h in range(w.shape[0])]  # a decoder: the first token, rows 1…T−1
+    np.testing.assert_allclose(heads.sink_share(w, (0,), True), want, rtol=1e-6)
+    assert np.isnan(heads.sink_share(np.ones((2, 1, 1)), (0,), True)).all()  # one token: no row can choose
+    want = [np.mean([w[h, i, 0] + w[h, i, T - 1] for i in range(T)]) for h in range(w.shape[0])]  # an encoder: [CLS] + [SEP], every row
+    np.testing.assert_allclose(heads.sink_share(w, (0, T - 1), False), want, rtol=1e-6)
 
 
 def test_shown_max():
     w = np.array([[1.0, 0.0, 0.0], [0.7, 0.3, 0.0], [0.2, 0.5, 0.3]])
     vis = np.tril(np.ones((3, 3), dtype=bool))
-    assert heads.shown_max(w, vis, False) == 1.0
-    assert heads.shown_max(w, vis, True) == 0.5  # the first column left out
-    assert heads.shown_max(w[:1, :1], vis[:1, :1], True) == 1.0  # nothing shown: a usable scale
+    assert heads.shown_max(w, vis, ()) == heads.shown_max(w, vis, False) == 1.0
+    assert heads.shown_max(w, vis, (0,)) == heads.shown_max(w, vis, True) == 0.5  # the first column left out
+    assert heads.shown_max(w, np.ones((3, 3), dtype=bool), (0, 1)) == 0.3  # two sink columns left out
+    assert heads.shown_max(w[:1, :1], vis[:1, :1], (0,)) == 1.0  # nothing shown: a usable scale
+    assert heads.hidden_weight(w[2], (0, 2)) == pytest.approx((0.5, 0.5))
 
 
 def test_pool_is_a_block_mean_without_nan():
@@ -186,3 +192,86 @@ def test_row_ranks_average_ties():
     np.testing.assert_array_equal(got[0, :4], [2.5, 0, 2.5, 1])
     np.testing.assert_array_equal(got[1, :3], [1, 1, 1])
     assert np.isnan(got[0, 4]) and np.isnan(got[1, 3:]).all()
+
+
+# ---- other families: a tiny random Llama (GQA, no biases) and BERT (no causal mask) ----
+
+
+@pytest.fixture(scope="module")
+def llama(tokenizer):
+    cfg = ModelConfig(vocab_size=tokenizer.vocab_size, n_ctx=64, d_model=32, n_layer=2, n_head=4, n_kv_head=2, d_mlp=48, family="llama", pos_encoding="rotary", activation="silu")
+    return randomize(GPT(cfg), seed=6)
+
+
+@pytest.fixture(scope="module")
+def bert(tokenizer):
+    cfg = ModelConfig(
+        vocab_size=tokenizer.vocab_size,
+        n_ctx=64,
+        d_model=32,
+        n_layer=2,
+        n_head=4,
+        d_mlp=48,
+        family="bert",
+        pos_encoding="learned",
+        activation="gelu",
+        tie_embeddings=False,
+        n_token_types=2,
+        has_lm_head=False,
+    )
+    return randomize(BERT(cfg), seed=7)
+
+
+def test_key_mask_is_the_mask_the_scores_had(tr, llama, bert, tokenizer):
+    for t in (tr, run_trace(llama, tokenizer, TEXT), run_trace(bert, tokenizer, TEXT), run_trace(llama, tokenizer, TEXT, Interventions(causal=False))):
+        mask = heads.key_mask(t)
+        for layer in range(t.cfg.n_layer):
+            assert (heads.visible_keys(t, layer) == mask).all()
+    T = len(tr.encoding)
+    assert heads.key_mask(run_trace(bert, tokenizer, TEXT)).all() and heads.key_mask(tr).sum() == T * (T + 1) // 2  # encoder: every key
+
+
+def test_sink_columns():
+    enc = Encoding("x", (101, 7, 8, 102, 9, 102), ("[CLS]", "a", "b", "[SEP]", "c", "[SEP]"), ((0, 0),) * 6, ("[CLS]", "a", "b", "[SEP]", "c", "[SEP]"))
+    assert heads.sink_columns(enc, ModelConfig()) == (0,)
+    assert heads.sink_columns(enc, ModelConfig(family="bert", pos_encoding="learned", activation="gelu")) == (0, 3, 5)
+
+
+def test_out_projection_without_bias_gives_attn_out(llama, tokenizer):
+    t = run_trace(llama, tokenizer, TEXT)
+    W_O, b_O = heads.out_projection(llama, 1)
+    assert b_O is None and W_O.shape == (4 * 8, 32)
+    np.testing.assert_allclose(t["blocks.1.attn.hook_concat"] @ W_O, t["blocks.1.hook_attn_out"], rtol=1e-4, atol=1e-5)
+    sh = heads.output_shares(t, llama, 1, 3)
+    assert sh.names == [*(f"head {h}: z·W_O[{h}]" for h in range(4)), "sum = attn_out"] and sh.rows.shape == (5, 32)
+    np.testing.assert_allclose(sh.rows[:4].sum(0), sh.rows[4], rtol=1e-4, atol=1e-5)  # the heads' shares add up to attn_out
+    assert sh.error < 1e-4
+
+
+def test_output_shares_with_bias(tiny_model, tr):
+    sh = heads.output_shares(tr, tiny_model, 0, 2)
+    assert sh.names[-2:] == ["b_O", "sum = attn_out"]
+    np.testing.assert_allclose(sh.rows[-2], tiny_model.blocks[0].attn.b_O.detach().numpy())
+    np.testing.assert_allclose(sh.rows[:-1].sum(0), sh.rows[-1], rtol=1e-4, atol=1e-5)
+
+
+def test_output_change_of_an_encoder(bert, tokenizer):
+    before = run_trace(bert, tokenizer, TEXT)
+    after = run_trace(bert, tokenizer, TEXT, Interventions(ablate=frozenset({(0, 1), (1, 3)})))
+    oc = heads.output_change(before, after)
+    a, b = before["blocks.1.ln2.hook_normalized"].astype(np.float64), after["blocks.1.ln2.hook_normalized"].astype(np.float64)  # the last block's output
+    cos = [x @ y / (np.linalg.norm(x) * np.linalg.norm(y)) for x, y in zip(a, b, strict=True)]
+    np.testing.assert_allclose(oc.cosine, cos, rtol=1e-5)
+    np.testing.assert_allclose(oc.relative, np.linalg.norm(b - a, axis=1) / np.linalg.norm(a, axis=1), rtol=1e-5)
+    assert oc.turned == pytest.approx(1 - np.mean(cos), rel=1e-4) and oc.turned > 0
+    same = heads.output_change(before, before)
+    np.testing.assert_allclose(same.cosine, 1, atol=1e-6)
+    np.testing.assert_allclose(same.relative, 0, atol=1e-7)
+
+
+def test_change_table(tr):
+    change = heads.next_token_change(tr["logits"][-1], tr["logits"][-2], 3)
+    labels = [f"t{i}" for i in range(len(tr["logits"][-1]))]
+    table = heads.change_table(change, labels)
+    assert table["next token"] == [f"t{i}" for i in change.ids]
+    np.testing.assert_allclose(table["change"], change.after - change.before)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lessons.logit_lens import logit_lens, residual_streams, stage_names
-from tests.conftest import SENTENCES
-from transformer import Interventions, run_trace
+from lessons.logit_lens import column, logit_lens, residual_streams, stage_logits, stage_names, top_table, window, window_size
+from tests.conftest import SENTENCES, randomize
+from transformer import GPT, Interventions, ModelConfig, run_trace
 from transformer.loading import load_model
 
 
@@ -74,3 +74,53 @@ def test_a_subset_of_positions_and_repeated_tokens(tiny_model, tokenizer):
 
 def test_stage_names():
     assert stage_names(2) == ["embedding", "after block 0", "after block 1"]
+
+
+def test_without_logits_the_tops_are_the_same(tiny_model, tokenizer):
+    tr = run_trace(tiny_model, tokenizer, "the cat and the dog")
+    full, lean = logit_lens(tiny_model, tr, range(3)), logit_lens(tiny_model, tr, range(3), keep_logits=False)
+    assert lean.logits is None
+    np.testing.assert_array_equal(lean.top_ids, full.top_ids)
+    np.testing.assert_allclose(lean.top_probs, full.top_probs, rtol=1e-6)
+    np.testing.assert_allclose(stage_logits(tiny_model, tr, 2), full.logits[:, 2], rtol=1e-5, atol=1e-6)
+
+
+def test_rmsnorm_lens_of_a_llama(tokenizer):
+    """The final norm of a Llama is RMSNorm: x/√(mean(x²) + ε)·w, no mean subtracted, no bias."""
+    cfg = ModelConfig(vocab_size=tokenizer.vocab_size, n_ctx=64, d_model=32, n_layer=2, n_head=4, n_kv_head=2, d_mlp=48, family="llama", pos_encoding="rotary", activation="silu")
+    model = randomize(GPT(cfg), seed=8)
+    tr = run_trace(model, tokenizer, "the cat and the dog")
+    T = len(tr.encoding)
+    x = residual_streams(tr, range(T)).astype(np.float64)  # (L+1, T, d)
+    np.testing.assert_array_equal(x[0], tr["hook_embed"])  # no position vector: the stream starts at the token embedding
+    y = x / np.sqrt((x**2).mean(-1, keepdims=True) + model.ln_final.eps) * model.ln_final.w.double().numpy()
+    want = y @ model.W_E.T.double().numpy()  # tied unembedding
+    lz = logit_lens(model, tr, range(T))
+    np.testing.assert_allclose(lz.logits, want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(lz.logits[-1], tr["logits"], rtol=1e-4, atol=1e-4)  # the last stage is the model's output
+    np.testing.assert_allclose(lz.top_probs, np_softmax(want).max(-1), rtol=1e-5)
+
+
+def test_top_table_and_window(tiny_model, tokenizer):
+    tr = run_trace(tiny_model, tokenizer, "the cat and the dog")
+    z = stage_logits(tiny_model, tr, 1)  # (L+1, V)
+    labels = tokenizer.vocab_labels()
+    table = top_table(z, labels, 3)
+    assert list(table) == stage_names(tiny_model.cfg.n_layer)
+    for row, stage in zip(z, table.values(), strict=True):
+        p = np_softmax(row)
+        top = np.argsort(-p)[:3]
+        assert stage == [f"{labels[i]}  {p[i]:.3f}" for i in top]
+    assert window_size(1024) == 32 and window_size(49_152) == 16 and window_size(10**6) == 16
+    assert window(255, 256, 16) == range(240, 256) and window(255, 256) == range(224, 256) and window(100, 256) == range(69, 101) and window(5, 256) == range(0, 32) and window(3, 10) == range(0, 10)
+
+
+def test_a_column_is_the_lens_at_one_position(tiny_model, tokenizer):
+    tr = run_trace(tiny_model, tokenizer, "the cat and the dog")
+    full = logit_lens(tiny_model, tr, range(len(tr.encoding)))
+    labels = tokenizer.vocab_labels()
+    for pos in (0, 3):
+        col = column(tiny_model, tr, pos, labels, 4)
+        np.testing.assert_array_equal(col.top_ids, full.top_ids[:, pos])
+        np.testing.assert_allclose(col.top_probs, full.top_probs[:, pos], rtol=1e-5)
+        assert col.table == top_table(full.logits[:, pos], labels, 4)

@@ -1,4 +1,5 @@
-"""lessons.one_head, probability, next_token and padding: masks, masked softmax, one head's steps, next-token tops, padded batches."""
+"""lessons.one_head, probability, next_token and padding: masks, masked softmax, one head's steps and what each family
+calls them, next-token tops with and without the causal mask, padded batches and their check."""
 
 from __future__ import annotations
 
@@ -6,12 +7,17 @@ import numpy as np
 import pytest
 import torch
 
+from lessons import padding
 from lessons.next_token import next_token_probs, top_tokens
-from lessons.one_head import causal_mask, head_steps, weighted_values
+from lessons.one_head import causal_mask, changes, future_table, head_steps, reading, sharing, weighted_values
 from lessons.padding import pad_id, padded_forward
 from lessons.probability import entropy_bits, masked_softmax
+from lessons.softmax_lab import tempered_pattern
 from tests.conftest import SENTENCES
-from transformer import Interventions, TraceInputError, run_trace
+from transformer import Interventions, ModelConfig, TraceInputError, run_trace
+
+LLAMA = ModelConfig(family="llama", n_head=9, n_kv_head=3, d_model=72, pos_encoding="rotary", activation="silu")
+BERT = ModelConfig(family="bert", pos_encoding="learned", activation="gelu", has_lm_head=False, n_layer=6)
 
 
 def np_softmax(x: np.ndarray) -> np.ndarray:
@@ -132,3 +138,49 @@ def test_padded_forward_keep_and_bad_text(tiny_model, tokenizer):
     assert set(batch.cache) == {"logits"} and not batch["logits"].flags.writeable
     with pytest.raises(TraceInputError):
         padded_forward(tiny_model, tokenizer, ["fine", "   "])
+
+
+def test_sharing_and_reading_name_each_familys_parts(tiny_cfg):
+    assert sharing(LLAMA, 7) == "query head 7 reads key/value head 2, shared with heads 6 and 8" and sharing(tiny_cfg, 1) == ""
+    r = reading(LLAMA, 13, 7)
+    assert r.x_title == "X = RMSNorm 1 output, layer 13" and r.qkv_titles == ("Q after RoPE, head 7", "K after RoPE, K/V head 2", "V, K/V head 2")
+    assert "RoPE" in r.qkv_note and "shared with heads 6 and 8" in r.qkv_note and r"\le i" in r.mask_latex
+    r = reading(BERT, 0, 1)
+    assert r.x_title == "X = the stream entering layer 0" and "embeddings' LayerNorm" in r.x_text and "no causal mask" in r.mask_latex
+    r = reading(tiny_cfg, 2, 3, mask_on=False)
+    assert r.x_title == "X = LN1 output, layer 2" and r.qkv_titles[0] == "Q, head 3" and not r.qkv_note and "no mask" in r.mask_latex
+
+
+def test_future_table_and_changes_against_softmax(tiny_model, tokenizer):
+    with_mask, without = run_trace(tiny_model, tokenizer, SENTENCES[0]), run_trace(tiny_model, tokenizer, SENTENCES[0], Interventions(causal=False))
+    ids, T = with_mask.encoding.ids, len(with_mask.encoding)
+    p = {m: np_softmax(t["logits"]) for m, t in (("with", with_mask), ("without", without))}  # (T, V) each
+    rows = future_table(with_mask, without, tokenizer.vocab_labels(), 4)
+    assert [r["token"] for r in rows] == list(with_mask.encoding.labels[:4])
+    for i, row in enumerate(rows):
+        for m in p:
+            assert row[f"p(actual) {m} mask"] == pytest.approx(p[m][i, ids[i + 1]], rel=1e-5)
+            assert row[f"top-3 {m} mask"].startswith(tokenizer.vocab_labels()[int(p[m][i].argmax())] + " ")
+    rose = int((p["without"][np.arange(T - 1), ids[1:]] > p["with"][np.arange(T - 1), ids[1:]]).sum())
+    assert changes(with_mask, without) == (int((p["with"].argmax(-1) != p["without"].argmax(-1)).sum()), rose, T - 1)
+
+
+def test_padding_check_compares_each_text_with_itself_alone(tiny_model, tokenizer):
+    texts = [SENTENCES[0], SENTENCES[1]]
+    assert padding.final_output(tiny_model.cfg) == "logits" and padding.final_output(BERT) == "blocks.5.ln2.hook_normalized"
+    for causal, use_pad in ((True, True), (False, True), (False, False)):
+        iv = Interventions(causal=causal)
+        batch = padded_forward(tiny_model, tokenizer, texts, iv, use_pad, keep=["logits", padding.MASK_NAME])
+        chk = padding.check(batch, "logits", [run_trace(tiny_model, tokenizer, t, iv)["logits"] for t in texts])
+        n = chk.lengths[1]
+        assert chk.padded_labels(1)[n:] == ["[pad]"] * (chk.real.shape[1] - n)
+        np.testing.assert_array_equal(chk.visible[1][:, n:], not use_pad)  # padding keys hidden exactly when the mask is on
+        assert chk.differences[0] <= 1e-5 and (chk.differences[1] <= 1e-5) == use_pad
+        assert padding.verdict(use_pad, causal)[0] == ("success" if use_pad else "warning")
+
+
+def test_tempered_pattern_equals_the_whole_model_run_with_that_head_tempered(tiny_model, tokenizer):
+    at_1 = run_trace(tiny_model, tokenizer, SENTENCES[2])
+    for layer, head, tau in ((0, 1, 0.5), (2, 3, 3.0)):
+        whole = run_trace(tiny_model, tokenizer, SENTENCES[2], Interventions(head_temperature=((layer, head, tau),)))
+        np.testing.assert_allclose(tempered_pattern(tiny_model, at_1, layer, head, tau), whole[f"blocks.{layer}.attn.hook_pattern"][head], atol=1e-6)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from lessons.sampling import GREEDY_BELOW, distribution, draw, generate, probabilities, sample_next, step_generator
+from lessons.sampling import GREEDY_BELOW, actual_next, distribution, distribution_rows, draw, generate, probabilities, sample_next, step_generator, timeline_rows
 from tests.conftest import CORPUS
 from transformer import Interventions, TraceInputError, run_trace
 
@@ -187,3 +187,22 @@ def test_generate_uses_the_interventions(tiny_model, tokenizer):
 def test_generate_rejects_empty_text(tiny_model, tokenizer, text):
     with pytest.raises(TraceInputError):
         generate(tiny_model, tokenizer, text, 3)
+
+
+def test_table_rows(logits, tiny_model, tokenizer):
+    dist = distribution(logits, 0.7, 0, 0.9)
+    labels = [f"t{i}" for i in range(len(logits))]
+    rows = distribution_rows(dist, logits, labels, 5)
+    top = np.argsort(-logits, kind="stable")[:5]  # softmax keeps the logits' order
+    assert rows["id"].tolist() == top.tolist() and rows["token"] == [f"t{i}" for i in top]
+    np.testing.assert_array_equal(rows["logit z"], logits[top])
+    np.testing.assert_allclose(rows["p"], dist.probs[top])
+    np.testing.assert_allclose(rows["p′"], dist.filtered[top])
+    third = int(top[2])
+    assert actual_next(dist, third) == (pytest.approx(dist.probs[third]), 3, True)
+    last = int(np.argmin(logits))
+    assert actual_next(dist, last) == (pytest.approx(dist.probs[last]), len(logits), False)
+    gen = generate(tiny_model, tokenizer, "the cat", 3, seed=1)
+    table = timeline_rows(gen)
+    assert [r["step"] for r in table] == [1, 2, 3] and [r["id"] for r in table] == [s.id for s in gen.steps]
+    assert table[0]["top candidates"].startswith(f"{gen.steps[0].top[0].label} {gen.steps[0].top[0].prob:.3f}")
