@@ -1,23 +1,25 @@
-"""Command line: `python -m transformer train | train-translator | trace | eval`."""
+"""Command line: `python -m transformer train | train-translator | train-induction | trace | eval | heads`."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from . import train_translator
+from . import head_scores, train_induction, train_translator
 from .attention import Interventions
 from .config import ModelConfig
 from .errors import ModelLoadError, TraceInputError
 from .loading import load_model
 from .tokenizer import Tokenizer
 from .trace import run_trace
-from .train import TrainConfig, bigram_baseline, evaluate, split_corpus, train, windows
+from .train import TrainConfig, bigram_baseline, evaluate, progress, split_corpus, train, windows
 
 
 def cmd_train(a: argparse.Namespace) -> None:
@@ -72,6 +74,40 @@ def cmd_eval(a: argparse.Namespace) -> None:
     print(f"val loss {val:.4f}  bigram (add-{k:g}) {bigram:.4f}  difference {bigram - val:.4f}")
 
 
+def cmd_heads(a: argparse.Namespace) -> None:
+    """Every head's scores on the repeated-random-token probe, with labels, as JSON."""
+    lm = load_model(a.model)
+    if not isinstance(lm.tokenizer, Tokenizer):
+        raise ValueError(f"{a.model} is a translator: `heads` reads a decoder or an encoder.")
+    torch.set_num_threads(a.threads)
+    half = min(a.half, lm.cfg.n_ctx // 2)
+    scores = head_scores.probe_scores(lm.model, lm.tokenizer, half, a.batch, a.seed)
+    probe = {"what": "random tokens (no special tokens, no repeats), then the same tokens again", "tokens_per_copy": half, "sequences": a.batch, "seed": a.seed}
+    report = head_scores.scores_report(scores, lm.name, probe)
+    Path(a.out).write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
+    for label, found in report["labelled"].items():
+        top = ", ".join(f"{h['layer']}.{h['head']} ({h['score']:.2f})" for h in found[:8])
+        print(f"{label} heads: {len(found)}{': ' + top if top else ''}{' …' if len(found) > 8 else ''}")
+    print(f"{lm.cfg.n_layer} layers × {lm.cfg.n_head} heads → {a.out}")
+
+
+def cmd_train_induction(a: argparse.Namespace) -> None:
+    """Train the attention-only model on repeated runs and write its replay (snapshots of training)."""
+    ic = train_induction.InductionConfig(steps=a.steps, lr=a.lr, seed=a.seed, threads=a.threads)
+    t0 = time.time()
+
+    def step_done(step: int, loss: float) -> None:
+        if step % 10 == 0 or step == ic.steps:
+            progress(step, ic.steps, f"loss {loss:.3f}", t0)
+
+    replay, model = train_induction.train_induction(ic, on_step=step_done)
+    replay.command = f"python -m transformer train-induction --out {shlex.quote(a.out)} --steps {a.steps} --lr {a.lr:g} --seed {a.seed} --threads {a.threads}"
+    train_induction.save_replay(a.out, replay, model)
+    formed = train_induction.induction_step(replay)
+    when = "no induction head (layer 1, score ≥ 0.5)" if formed is None else f"induction head at step {formed.step} ({formed.seconds:.1f} s)"
+    print(f"\n{len(replay.snapshots)} snapshots, loss {replay.snapshots[0].loss:.3f} → {replay.snapshots[-1].loss:.3f}, {when} → {a.out}")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["train-translator"]:  # the translator's own options: python -m transformer train-translator --help
@@ -114,6 +150,21 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--corpus", required=True)
     e.add_argument("--threads", type=int, default=2)
     e.set_defaults(fn=cmd_eval)
+    ti = sub.add_parser("train-induction", help="train the tiny attention-only model on repeated runs; write its replay")
+    ti.add_argument("--out", required=True, help="replay directory to write (the bundled one: assets/replays/induction)")
+    ti.add_argument("--steps", type=int, default=train_induction.InductionConfig.steps)
+    ti.add_argument("--lr", type=float, default=train_induction.InductionConfig.lr)
+    ti.add_argument("--seed", type=int, default=train_induction.InductionConfig.seed)
+    ti.add_argument("--threads", type=int, default=train_induction.InductionConfig.threads)
+    ti.set_defaults(fn=cmd_train_induction)
+    h = sub.add_parser("heads", help="score every head (previous-token, induction, …) and label it; writes JSON")
+    h.add_argument("--model", required=True, help="a model name, a model directory or a .gguf file")
+    h.add_argument("--out", required=True, help="output .json path")
+    h.add_argument("--half", type=int, default=head_scores.PROBE_HALF, help="random tokens in each copy of the probe")
+    h.add_argument("--batch", type=int, default=head_scores.PROBE_BATCH, help="probe sequences averaged")
+    h.add_argument("--seed", type=int, default=head_scores.PROBE_SEED)
+    h.add_argument("--threads", type=int, default=2)
+    h.set_defaults(fn=cmd_heads)
     a = p.parse_args(argv)
     try:
         a.fn(a)

@@ -6,6 +6,9 @@ The defaults describe the bundled GPT. A family is a choice of parts:
     gpt     LayerNorm  pre    sinusoidal or learned  GELU           n_head heads, biases
     bert    LayerNorm  post   learned + token types  GELU           n_head heads, biases, no causal mask
     llama   RMSNorm    pre    rotary (RoPE)          SwiGLU (gated) n_head query heads share n_kv_head key/value heads
+
+attn_only=True drops every block's MLP (and the norm before it): the attention-only models in which induction
+heads were first studied (transformer/train_induction.py trains one).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ class ModelConfig:
     rope_theta: float = 10000.0  # RoPE base θ: pair i of a head turns by pos · θ^(−2i/d_head)
     n_token_types: int = 0  # BERT's segment embeddings (sentence A / B); 0 = none
     has_lm_head: bool = True  # False for an encoder read without a language-model head (no logits)
+    attn_only: bool = False  # True: blocks have no MLP (nor its norm): x + Attn(LN1(x)) only; d_mlp is unused
 
     def __post_init__(self):
         for name, value, allowed in (("family", self.family, FAMILIES), ("pos_encoding", self.pos_encoding, POSITIONS), ("activation", self.activation, ACTIVATIONS)):
@@ -50,6 +54,8 @@ class ModelConfig:
             raise ValueError(f"n_head={self.n_head} is not a multiple of n_kv_head={self.n_kv_heads}")
         if self.pos_encoding == "sinusoidal" and self.d_model % 2:
             raise ValueError("sinusoidal positions need an even d_model")
+        if self.attn_only and self.post_norm:
+            raise ValueError("attention-only blocks are pre-norm: family gpt or llama")
         if self.pos_encoding == "rotary" and self.d_head % 2:
             raise ValueError("rotary positions need an even head width")
 

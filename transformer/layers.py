@@ -176,15 +176,18 @@ class MLP(nn.Module):
 
 class Block(nn.Module):
     """Pre-norm (GPT, Llama): x + Attn(LN1(x)), then + MLP(LN2(·)).
-    Post-norm (BERT):         h = LN1(x + Attn(x)), then LN2(h + MLP(h))."""
+    Post-norm (BERT):         h = LN1(x + Attn(x)), then LN2(h + MLP(h)).
+    Attention-only (cfg.attn_only, pre-norm): x + Attn(LN1(x))."""
 
     def __init__(self, cfg: ModelConfig, layer: int):
         super().__init__()
         self.layer, self.post_norm = layer, cfg.post_norm
         self.ln1 = LayerNorm(cfg)
         self.attn = Attention(cfg)
-        self.ln2 = LayerNorm(cfg)
-        self.mlp = MLP(cfg)
+        self.attn_only = cfg.attn_only
+        if not self.attn_only:  # an attention-only block has no MLP and no norm before it
+            self.ln2 = LayerNorm(cfg)
+            self.mlp = MLP(cfg)
         self.drop = nn.Dropout(cfg.dropout)
 
     def forward(self, x, mask, iv: Interventions, rec: Record = None, rope=None):
@@ -199,11 +202,13 @@ class Block(nn.Module):
         else:
             attn_out = self.drop(self.attn(self.ln1(x, rec, n + "ln1."), mask, self.layer, iv, rec, n + "attn.", rope=rope))
             resid_mid = x + attn_out  # (B, T, d_model)
-            mlp_out = self.drop(self.mlp(self.ln2(resid_mid, rec, n + "ln2."), rec, n + "mlp."))
-            resid_post = out = resid_mid + mlp_out  # (B, T, d_model)
+            # attention-only: no LN2 and no MLP, so nothing is recorded for them
+            mlp_out = None if self.attn_only else self.drop(self.mlp(self.ln2(resid_mid, rec, n + "ln2."), rec, n + "mlp."))
+            resid_post = out = resid_mid if mlp_out is None else resid_mid + mlp_out  # (B, T, d_model)
         if rec is not None:
-            rec[n + "hook_resid_pre"], rec[n + "hook_attn_out"] = x, attn_out
-            rec[n + "hook_resid_mid"], rec[n + "hook_mlp_out"] = resid_mid, mlp_out
+            rec[n + "hook_resid_pre"], rec[n + "hook_attn_out"], rec[n + "hook_resid_mid"] = x, attn_out, resid_mid
+            if mlp_out is not None:
+                rec[n + "hook_mlp_out"] = mlp_out
             rec[n + "hook_resid_post"] = resid_post
         return out
 

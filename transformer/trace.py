@@ -82,6 +82,8 @@ BLOCK_NAMES = (
 def block_names(cfg: ModelConfig) -> tuple[str, ...]:
     """The names one block of this family records (without the "blocks.{l}." prefix)."""
     rotary = ("attn.hook_rot_q", "attn.hook_rot_k") if cfg.pos_encoding == "rotary" else ()
+    if cfg.attn_only:  # no LN2, no MLP
+        return (*(n for n in BLOCK_NAMES if not n.startswith(("ln2.", "mlp.", "hook_mlp"))), *rotary)
     gated = ("mlp.hook_pre_linear",) if cfg.activation == "silu" else ()
     return (*BLOCK_NAMES, *rotary, *gated)
 

@@ -1,0 +1,164 @@
+"""Heads forming: what the page reads off a training replay (transformer.train_induction) — the phase change in the
+loss, score curves per head, the probe's repeated tokens, and what each head score means."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from transformer import head_scores as hs
+from transformer.train_induction import SYMBOLS, Replay
+
+from .heads import all_heads, parse_head
+
+
+@dataclass(frozen=True)
+class ScoreInfo:
+    title: str
+    latex: str
+    plain: str
+
+
+SCORES = {
+    "induction": ScoreInfo(
+        "Induction",
+        r"I = \operatorname{mean}_i \sum_{j<i:\ x_{j-1} = x_i} \alpha_{ij}",
+        "Weight on the token that came right AFTER an earlier copy of the current token. If “K f” appeared before and the "
+        "current token is K again, an induction head looks at f, and so the model can guess that f comes next.",
+    ),
+    "previous_token": ScoreInfo(
+        "Previous token",
+        r"P = \operatorname{mean}_i\ \alpha_{i,\,i-1}",
+        "Weight on the token just before. A previous-token head writes “the token before me was K” into every position: "
+        "exactly what an induction head in the next layer searches for.",
+    ),
+    "duplicate_token": ScoreInfo(
+        "Duplicate token",
+        r"D = \operatorname{mean}_i \sum_{j<i:\ x_j = x_i} \alpha_{ij}",
+        "Weight on earlier copies of the current token itself (not on the token after them).",
+    ),
+    "first_token": ScoreInfo(
+        "First token (sink)",
+        r"S = \operatorname{mean}_i\ \alpha_{i,0}",
+        "Weight parked on the very first token: many heads of large models do this when they have nothing to look for.",
+    ),
+    "self_token": ScoreInfo("Self", r"\sigma = \operatorname{mean}_i\ \alpha_{ii}", "Weight a token puts on itself."),
+    "distance": ScoreInfo(
+        "Mean distance",
+        r"d = \operatorname{mean}_i \sum_j \alpha_{ij}\,\lvert i-j \rvert",
+        "How far back a head looks, in tokens: 1 for a previous-token head, about the distance to the earlier copy for an induction head.",
+    ),
+    "spread": ScoreInfo(
+        "Spread (entropy)",
+        r"H = \operatorname{mean}_i \Big(-\sum_j \alpha_{ij} \log_2 \alpha_{ij}\Big)",
+        "How spread out each row of weights is, in bits: 0 when one key gets all the weight, log₂ n when n keys share it evenly.",
+    ),
+}
+assert set(SCORES) == set(hs.SCORE_NAMES)
+
+
+def threshold_of(name: str) -> float | None:
+    """The threshold at which a score gives a head its label (transformer.head_scores.LABELS), if it gives one."""
+    return next((t for score, t in hs.LABELS.values() if score == name), None)
+
+
+def label_of(name: str) -> str | None:
+    return next((label for label, (score, _) in hs.LABELS.items() if score == name), None)
+
+
+def head_names(replay: Replay) -> list[str]:
+    """Every head as "L.H", layer by layer (the order of score_curves' columns)."""
+    return all_heads(replay.config.n_layer, replay.config.n_head)
+
+
+def score_curves(replay: Replay, name: str) -> np.ndarray:
+    """One score of every head over training, (S, n_layer · n_head)."""
+    scores = replay.score(name)  # (S, L, nh)
+    return scores.reshape(len(scores), -1)
+
+
+def best_in_layer(replay: Replay, name: str, layer: int) -> np.ndarray:
+    """The highest score among a layer's heads at every snapshot, (S,)."""
+    return replay.score(name)[:, layer].max(axis=1)
+
+
+@dataclass(frozen=True)
+class PhaseChange:
+    start: int  # snapshot index where the steep fall begins
+    end: int  # … and ends
+    share: float  # fraction of the whole loss drop that happens between them
+
+
+def phase_change(steps: np.ndarray, loss: np.ndarray, min_share: float = 0.4, max_span: float = 0.4, keep: float = 1 / 3) -> PhaseChange | None:
+    """The stretch of training where the loss falls fastest: the pair of neighbouring snapshots with the steepest fall
+    per step, widened on both sides while the fall per step stays at least `keep` times that. None unless that stretch
+    is sudden: it holds at least `min_share` of the whole drop within at most `max_span` of the training's steps."""
+    steps, loss = np.asarray(steps, dtype=float), np.asarray(loss, dtype=float)
+    total = loss[0] - loss.min()
+    if len(loss) < 3 or total <= 0:
+        return None
+    rate = (loss[:-1] - loss[1:]) / np.diff(steps)  # fall per step between neighbours, (S−1,)
+    top = int(np.argmax(rate))
+    lo = hi = top
+    while lo > 0 and rate[lo - 1] >= keep * rate[top]:
+        lo -= 1
+    while hi < len(rate) - 1 and rate[hi + 1] >= keep * rate[top]:
+        hi += 1
+    share = float((loss[lo] - loss[hi + 1]) / total)
+    sudden = share >= min_share and steps[hi + 1] - steps[lo] <= max_span * (steps[-1] - steps[0])
+    return PhaseChange(lo, hi + 1, share) if sudden else None
+
+
+def guess_loss(replay: Replay) -> float:
+    """The loss of guessing uniformly among the symbols, log n (nats)."""
+    return float(np.log(replay.config.n_symbols))
+
+
+def probe_labels(replay: Replay) -> list[str]:
+    """The probe's symbols (the figure marks where the second copy starts)."""
+    return [SYMBOLS[i] for i in replay.probe]
+
+
+def probe_parts(replay: Replay) -> tuple[str, str, str]:
+    """The probe as three strings of symbols: the random start, the run, the run again."""
+    r, run = replay.repeat_from, replay.config.probe_run
+    words = [SYMBOLS[i] for i in replay.probe]
+    return " ".join(words[: r - run]), " ".join(words[r - run : r]), " ".join(words[r:])
+
+
+def head_titles(replay: Replay, index: int) -> list[str]:
+    """A title per head at snapshot `index`: its name and its labels (or its strongest score)."""
+    s = replay.snapshots[index].scores
+    out = []
+    for name in head_names(replay):
+        labels = hs.head_labels(s, *parse_head(name))
+        out.append(f"head {name}: " + (", ".join(labels) if labels else "no label"))
+    return out
+
+
+def score_table(replay: Replay, index: int) -> dict[str, list]:
+    """Columns of a table: every head's scores and labels at snapshot `index` (3 decimals)."""
+    s = replay.snapshots[index].scores
+    names = head_names(replay)
+    table: dict[str, list] = {"head": names, "labels": [", ".join(hs.head_labels(s, *parse_head(n))) for n in names]}
+    for name in hs.SCORE_NAMES:
+        table[SCORES[name].title] = [round(float(v), 3) for v in getattr(s, name).ravel()]
+    return table
+
+
+def phase_sentence(replay: Replay) -> str:
+    """What the data shows about the phase change, in one or two sentences (markdown)."""
+    steps, loss = replay.steps, replay.series("loss")
+    pc = phase_change(steps, loss)
+    if pc is None:
+        return "The loss falls gradually here: no short stretch holds most of its drop, so no phase change is marked."
+    ind = best_in_layer(replay, "induction", replay.config.n_layer - 1)
+    prev = best_in_layer(replay, "previous_token", 0)
+    a, b = pc.start, pc.end
+    return (
+        f"**Phase change, steps {steps[a]}–{steps[b]}** (shaded): {pc.share:.0%} of the loss's whole drop happens there "
+        f"({loss[a]:.2f} → {loss[b]:.2f} nats). In the same steps the best induction score of the last layer goes "
+        f"{ind[a]:.2f} → {ind[b]:.2f} and the best previous-token score of layer 0 goes {prev[a]:.2f} → {prev[b]:.2f}: "
+        "the two heads form together, because each is useless without the other."
+    )
