@@ -41,7 +41,7 @@ test-fast: $(VENV)/.dev
 fuzz: $(VENV)/.dev
 	ATLAS_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) nice $(PY) -m pytest -q -m fuzz --hypothesis-show-statistics tests/app/test_fuzz.py
 
-# Every timing figure (~19 min); run it on a quiet machine: the numbers move with the load.
+# Every timing figure (~19 min, plus ~15 min for the real models); run it on a quiet machine: the numbers move with the load.
 bench: $(VENV)/.dev
 	bash scripts/ensure_chromium.sh
 	$(PY) bench/bench_engine.py
@@ -52,6 +52,12 @@ bench: $(VENV)/.dev
 	$(PY) bench/load_students.py --students 50 --duration 100 --warmup 20 --think 1 3 --busy 2
 	ATLAS_CONCURRENT_RUNS=0 $(PY) bench/load_students.py --students 50 --duration 100 --warmup 20 --think 1 3 --busy 2
 	-$(PY) bench/load_students.py --students 50 --duration 100 --warmup 20 --think 1 3 --replicas 2
+	$(PY) bench/bench_real_models.py
+	$(PY) bench/bench_pages.py --model smollm2-135m --tokens 64
+	$(PY) bench/bench_pages.py --model minilm-l6 --tokens 64
+	$(PY) bench/bench_browser.py --pages One_head --model smollm2-135m
+	$(PY) bench/load_students.py --students 50 --duration 100 --warmup 20 --think 3 10 --model smollm2-135m
+	$(PY) bench/load_students.py --students 50 --duration 100 --warmup 20 --think 1 3 --model smollm2-135m
 
 screenshots: $(VENV)/.dev
 	bash scripts/ensure_chromium.sh

@@ -1,9 +1,10 @@
 """Browser latency: from a key press on a slider to the updated plots being painted, on every page.
 
-    .venv/bin/python bench/bench_browser.py [--tokens 16 64] [--samples 8] [--repeats 2] [--pages One_head home]
+    .venv/bin/python bench/bench_browser.py [--tokens 16 64] [--samples 8] [--repeats 2] [--pages One_head home] [--model smollm2-135m]
 
-Serves the app (scripts/browser.py) and opens each page in headless Chromium with a Shakespeare passage of exactly
-N tokens (a different passage per page, so no page finds another page's traces in the server's cache). It focuses
+Serves the app (scripts/browser.py) and opens each page in headless Chromium on --model (the query string's model=…;
+default the bundled shakespeare-gpt) with a Shakespeare passage of exactly N tokens of that model (a different passage
+per page, so no page finds another page's traces in the server's cache). It focuses
 the sidebar's "Attention temperature τ" slider and presses an arrow key: one press = one 0.05 step = one rerun.
 A page whose parts sit in lazy tabs (only the open one runs and is drawn) is measured with the tab that τ changes
 open (scripts/browser.py SHOWN_TAB: One head's step 4).
@@ -42,8 +43,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 from playwright.sync_api import sync_playwright  # noqa: E402
+from texts import cut_to_tokens  # noqa: E402
 
 from scripts.browser import SHOWN_TAB, launch, open_tab, page_url, serve_app, wait_rendered  # noqa: E402
 from transformer.loading import load_model  # noqa: E402
@@ -135,11 +138,17 @@ INSTRUMENT = """
 """
 
 
-def passages(n_tokens: int, count: int) -> list[str]:
-    """`count` non-overlapping passages of exactly n_tokens tokens, each starting at a line."""
-    tok = load_model("shakespeare-gpt").tokenizer
-    offsets = tok.encode(PASSAGE).offsets
+def passages(model: str, n_tokens: int, count: int) -> list[str]:
+    """`count` non-overlapping passages of exactly n_tokens tokens of the model, each starting at a line."""
+    tok = load_model(model).tokenizer
     out, start = [], 0
+    if getattr(tok, "add_special_tokens", False):  # BERT's [CLS] … [SEP] count: texts.cut_to_tokens knows them
+        while len(out) < count:
+            piece = cut_to_tokens(tok, PASSAGE, n_tokens, start)  # from `start` or a later line start
+            out.append(piece)
+            start = PASSAGE.find("\n", PASSAGE.index(piece, start) + len(piece)) + 1 or len(PASSAGE)  # the next line
+        return out
+    offsets = tok.encode(PASSAGE).offsets
     while len(out) < count:
         a = offsets[start][0]
         text = PASSAGE[a : offsets[start + n_tokens - 1][1]]
@@ -233,7 +242,7 @@ def bench_page(browser, base: str, page: Path | None, sentence: str, tau: float,
     name = page.stem if page else "home"
     tab = browser.new_page(viewport={"width": 1300, "height": 900})
     tab.add_init_script(INSTRUMENT)
-    tab.goto(page_url(base, page) + "?" + urllib.parse.urlencode({"sentence": sentence, "temperature": tau}))
+    tab.goto(page_url(base, page) + "?" + urllib.parse.urlencode({"model": args.model, "sentence": sentence, "temperature": tau}))
     wait_rendered(tab)
     if name in SHOWN_TAB:
         open_tab(tab, SHOWN_TAB[name])
@@ -257,6 +266,7 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=8, help="timed presses to new values per page")
     ap.add_argument("--repeats", type=int, default=2, help="timed presses toggling between two seen values (0 = skip)")
     ap.add_argument("--pages", nargs="*", help="only pages whose file name contains one of these (home = app.py)")
+    ap.add_argument("--model", default="shakespeare-gpt", help="the model the pages open (query string model=…)")
     args = ap.parse_args()
     pages = [None, *sorted((ROOT / "pages").glob("*.py"), key=lambda p: int(p.stem.split("_")[0]))]
     if args.pages:
@@ -264,9 +274,9 @@ def main() -> None:
     with serve_app() as base, sync_playwright() as pw:
         browser = launch(pw)
         for i, n in enumerate(args.tokens):
-            print(f"\n{n} tokens, τ from {START_TAU[n]} up by 0.05; ms after the keydown: medians (p90); load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+            print(f"\nmodel {args.model}, {n} tokens, τ from {START_TAU[n]} up by 0.05; ms after the keydown: medians (p90); load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
             show(["page", *COLUMNS])
-            for page, sentence in zip(pages, passages(n, len(pages)), strict=True):
+            for page, sentence in zip(pages, passages(args.model, n, len(pages)), strict=True):
                 bench_page(browser, base, page, sentence, START_TAU[n], args, own_control=i == 0)
             print(f"load average afterwards {os.getloadavg()[0]:.2f}")
         browser.close()

@@ -1,10 +1,13 @@
 """Page rerun cost through AppTest: median rerun time and bytes of the page's elements, at 16 and 256 tokens.
 
+The model is given by --model (default the bundled shakespeare-gpt) and reaches each page as the query string's
+model=…; the sentence is a Shakespeare passage cut to exactly N tokens of that model (--tokens, default 16 256).
+
 Each page is run once to warm up, then re-run while the sidebar's attention temperature changes:
 "new" gives every rerun a value not seen before (no cache can help: a fresh trace and fresh figures,
 what dragging a slider costs), "repeat" alternates between two values (what toggling back and forth
-costs once both are cached). Streamlit's caches are cleared before each page, so no page meets traces
-another page left (the models stay loaded: ui.models holds them outside the cache). A page with lazy
+costs once both are cached). Streamlit's caches and the trace cache (ui.models.TRACES) are emptied before each
+page, so no page meets traces or figures another page left (the models stay loaded: ui.models holds them). A page with lazy
 tabs gets one row per tab, measured with that tab open. Prints a table; asserts nothing.
 
 AppTest makes a new ScriptCache for every run, so it parses and compiles the page again each time (with Streamlit's
@@ -12,10 +15,12 @@ AppTest makes a new ScriptCache for every run, so it parses and compiles the pag
 ScriptCache, as a server does; the "compile" column shows what AppTest alone would add to every rerun.
 
     .venv/bin/python bench/bench_pages.py [Masking Next …]   (only pages whose file name contains one of these)
+    .venv/bin/python bench/bench_pages.py --model smollm2-135m --tokens 64   (page names, if any, before --tokens)
 """
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import statistics
@@ -25,26 +30,28 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import streamlit as st  # noqa: E402
 from streamlit.runtime.scriptrunner import magic  # noqa: E402
 from streamlit.runtime.scriptrunner.script_cache import ScriptCache  # noqa: E402
 from streamlit.testing.v1 import AppTest, local_script_runner  # noqa: E402
+from texts import cut_to_tokens, passage  # noqa: E402
 
+import ui.models  # noqa: E402
 from tests.apptest_utils import lazy_tabs  # noqa: E402
-from transformer.loading import load_model  # noqa: E402
+from transformer.loading import shared_model  # noqa: E402
 
-PASSAGE = (ROOT.parent / "shared" / "corpora" / "tinyshakespeare.txt").read_text()[:20_000]
+PASSAGE = passage(20_000)
 REPEATS = 11
 SIDEBAR_ONLY = "import ui\nui.sidebar()\n"  # what every page pays before its own work (AppTest, widgets, query string)
 SCRIPTS = ScriptCache()
 local_script_runner.ScriptCache = lambda: SCRIPTS  # one bytecode cache for every run, as in a server (see above)
 
 
-def text_of(n_tokens: int) -> str:
-    """A Shakespeare passage cut to exactly n_tokens tokens of the bundled model."""
-    enc = load_model("shakespeare-gpt").tokenizer.encode(PASSAGE)
-    return PASSAGE[: enc.offsets[n_tokens - 1][1]]
+def text_of(model: str, n_tokens: int) -> str:
+    """A Shakespeare passage cut to exactly n_tokens tokens of the model."""
+    return cut_to_tokens(shared_model(model).tokenizer, PASSAGE, n_tokens)
 
 
 def page_bytes(at: AppTest) -> int:
@@ -72,18 +79,37 @@ def compile_ms(page: Path) -> float:
     return statistics.median(once() for _ in range(5)) * 1000
 
 
-def measure(page: Path | str, sentence: str, tab: tuple[str, str] | None = None) -> tuple[float, float, int]:
+class PageError(Exception):
+    """The page showed an exception element."""
+
+
+def describe(exc) -> str:
+    """An exception element in one line: its type, message and the last line of its stack."""
+    last = next((line.strip() for line in reversed(exc.stack_trace) if line.strip()), "")
+    return f"{exc.proto.type}: {exc.proto.message} ({last.splitlines()[0] if last else ''})"[:200]
+
+
+def app_test(page: Path | str, model: str, sentence: str | None = None) -> AppTest:
+    """An AppTest of a page file or a script's code, opened on `model` (and `sentence`) by its query string."""
+    at = AppTest.from_file(str(page), default_timeout=120) if isinstance(page, Path) else AppTest.from_string(page, default_timeout=120)
+    at.query_params["model"] = model
+    if sentence is not None:
+        at.query_params["sentence"] = sentence
+    return at
+
+
+def measure(page: Path | str, model: str, sentence: str, tab: tuple[str, str] | None = None) -> tuple[float, float, int]:
     """(median ms with new values, median ms with repeated values, bytes of the page); page: a file, or a script's
     code; tab: (key, label) of a lazy tab to open first."""
     st.cache_resource.clear()
     st.cache_data.clear()
-    at = AppTest.from_file(str(page), default_timeout=120) if isinstance(page, Path) else AppTest.from_string(page, default_timeout=120)
-    at.query_params["sentence"] = sentence
+    ui.models.TRACES = ui.models.TraceCache(ui.models.TRACES.budget)  # get_trace reads the module's TRACES at each call
+    at = app_test(page, model, sentence)
     if tab:
         at.session_state[tab[0]] = tab[1]
     at.run()
     if at.exception:
-        raise RuntimeError(f"{page}: {at.exception[0].value}")
+        raise PageError(describe(at.exception[0]))
 
     def rerun(tau: float) -> float:
         at.slider(key="w_temperature").set_value(tau)
@@ -97,20 +123,34 @@ def measure(page: Path | str, sentence: str, tab: tuple[str, str] | None = None)
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("pages", nargs="*", help="only pages whose file name contains one of these")
+    ap.add_argument("--model", default="shakespeare-gpt", help="the model the pages open (query string model=…)")
+    ap.add_argument("--tokens", type=int, nargs="+", default=[16, 256], help="sentence lengths in tokens")
+    a = ap.parse_args()
     pages = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py"), key=lambda p: int(p.stem.split("_")[0]))]
-    if len(sys.argv) > 1:  # only pages whose file name contains one of the arguments
-        pages = [p for p in pages if any(a in p.stem for a in sys.argv[1:])]
-    logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").disabled = True  # AppTest's bare-mode warnings
-    sentences = {n: text_of(n) for n in (16, 256)}
-    print(f"load average before: {os.getloadavg()[0]:.2f} (2 cores; other work on the machine inflates every number)")
-    print("AppTest rerun medians (ms) after a temperature change, and KiB of the page's elements")
-    print(f"{'page':44} {'new@16':>7} {'rep@16':>7} {'KiB@16':>7} {'new@256':>8} {'rep@256':>8} {'KiB@256':>8} {'compile':>8}")
+    if a.pages:
+        pages = [p for p in pages if any(name in p.stem for name in a.pages)]
+    for logger in ("streamlit.runtime.scriptrunner_utils.script_run_context", "streamlit.runtime.caching.cache_data_api"):
+        logging.getLogger(logger).disabled = True  # AppTest's bare-mode warnings
+    st.set_option("client.showErrorDetails", "full")  # .streamlit/config.toml hides them from students; name a page's exception here
+    st.set_option("logger.enableRich", False)
+    logging.getLogger("streamlit.error_util").disabled = True  # a page's exception: one line in the table, not its traceback
+    sentences = {n: text_of(a.model, n) for n in a.tokens}
+    print(f"load average before: {' '.join(Path('/proc/loadavg').read_text().split()[:3])} (2 cores; other work on the machine inflates every number)")
+    print(f"model {a.model}; AppTest rerun medians (ms) after a temperature change, and KiB of the page's elements")
+    heads = "".join(f" {'new@' + str(n):>8} {'rep@' + str(n):>8} {'KiB@' + str(n):>8}" for n in a.tokens)
+    print(f"{'page':44}{heads} {'compile':>8} {'load avg':>9}")
     for name, page in [("(sidebar only: the floor)", SIDEBAR_ONLY), *((p.stem, p) for p in pages)]:
-        tabs = lazy_tabs(AppTest.from_file(str(page), default_timeout=120).run()) if isinstance(page, Path) else {}
+        tabs = lazy_tabs(app_test(page, a.model, sentences[a.tokens[0]]).run()) if isinstance(page, Path) else {}
         for row, tab in [(name, None)] if not tabs else [(f"{name} · {label}", (key, label)) for key, labels in tabs.items() for label in labels]:
-            (n16, r16, b16), (n256, r256, b256) = (measure(page, sentences[n], tab) for n in (16, 256))
-            compiled = f"{compile_ms(page):8.1f}" if isinstance(page, Path) else ""
-            print(f"{row[:44]:44} {n16:7.1f} {r16:7.1f} {b16 / 1024:7.1f} {n256:8.1f} {r256:8.1f} {b256 / 1024:8.1f} {compiled}", flush=True)
+            try:
+                cells = "".join(f" {new:8.1f} {rep:8.1f} {kib / 1024:8.1f}" for new, rep, kib in (measure(page, a.model, sentences[n], tab) for n in a.tokens))
+            except PageError as err:
+                print(f"{row[:44]:44} the page shows an exception, not measured: {err}", flush=True)
+                continue
+            compiled = f"{compile_ms(page):8.1f}" if isinstance(page, Path) else " " * 8
+            print(f"{row[:44]:44}{cells} {compiled} {os.getloadavg()[0]:9.2f}", flush=True)
 
 
 if __name__ == "__main__":

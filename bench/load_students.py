@@ -10,6 +10,8 @@ Prints a report; asserts nothing (except in --check mode, which verifies the pro
     .venv/bin/python bench/load_students.py --students 30 --duration 90 --warmup 20
     .venv/bin/python bench/load_students.py --check
     .venv/bin/python bench/load_students.py --url http://127.0.0.1:8501 --page mix --students 50
+    .venv/bin/python bench/load_students.py --students 50 --model smollm2-135m
+    .venv/bin/python bench/load_students.py --students 51 --model smollm2-135m,minilm-l6,shakespeare-gpt   (round-robin)
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, urlencode, urlparse
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -84,6 +86,7 @@ class Record:
     t: float  # s since the test started, when the rerun was sent
     student: int
     page: str
+    model: str
     action: str  # load / temperature / head / sentence
     latency: float
     first_msg: float
@@ -208,11 +211,11 @@ def choose(rng: random.Random, s: Session, weights: dict[str, float]) -> tuple[s
     return action, {"w_sentence": rng.choice(SENTENCES)}
 
 
-async def student(i: int, args, base: str, page: str, t0: float, records: list[Record], stop_at: float) -> None:
-    """Open the page, then move a control after every think time until the end of the test."""
+async def student(i: int, args, base: str, page: str, model: str, t0: float, records: list[Record], stop_at: float) -> None:
+    """Open the page on `model`, then move a control after every think time until the end of the test."""
     rng = random.Random(args.seed * 100_003 + i)
     await asyncio.sleep(args.ramp * i / max(args.students - 1, 1))
-    url_query = ""  # a reload keeps the address bar, which holds the app's state
+    url_query = urlencode({"model": model}) if model else ""  # a reload keeps the address bar, which holds the app's state
     while time.perf_counter() < stop_at:
         s = Session(base, page_name(page))
         s.query_string = url_query
@@ -222,7 +225,7 @@ async def student(i: int, args, base: str, page: str, t0: float, records: list[R
             while True:
                 sent = time.perf_counter()
                 run: Run = await s.rerun(changes, timeout=args.timeout)
-                records.append(Record(sent - t0, i, page, action, run.latency, run.first_msg, run.nbytes, run.status, len(run.exceptions)))
+                records.append(Record(sent - t0, i, page, model, action, run.latency, run.first_msg, run.nbytes, run.status, len(run.exceptions)))
                 if run.exceptions and args.verbose:
                     print(f"student {i} {action}: {run.exceptions[:2]}", file=sys.stderr)
                 if run.status != "FINISHED_SUCCESSFULLY" or run.exceptions:
@@ -232,7 +235,7 @@ async def student(i: int, args, base: str, page: str, t0: float, records: list[R
                     return
                 action, changes = choose(rng, s, args.actions)
         except (TimeoutError, OSError, KeyError) as err:
-            records.append(Record(time.perf_counter() - t0, i, page, action, 0.0, 0.0, 0, f"CONNECT_ERROR {type(err).__name__}", 0))
+            records.append(Record(time.perf_counter() - t0, i, page, model, action, 0.0, 0.0, 0, f"CONNECT_ERROR {type(err).__name__}", 0))
             if args.verbose:
                 print(f"student {i}: {err!r}", file=sys.stderr)
         finally:
@@ -307,13 +310,18 @@ def report(args, records: list[Record], samples, rss_start: float, client_cpu: f
         "steal_mean_pct": round(statistics.fmean(steal), 1) if steal else float("nan"),
         "steal_max_pct": round(max(steal), 1) if steal else float("nan"),
         "by_action_p50_ms": {a: round(pct([1000 * r.latency for r in ok if r.action == a], 50), 1) for a in ACTIONS if any(r.action == a for r in ok)},
+        "model": args.model,
+        "by_model_p50_p95_ms": {m: [round(pct(v, 50), 1), round(pct(v, 95), 1)] for m in args.model.split(",") if (v := [1000 * r.latency for r in ok if r.model == m])},
     }
-    print(f"\n=== {res['students']} students on {args.page}, moves {args.actions}, {res['duration_s']} s (warm-up {args.warmup} s excluded from latency, ramp {args.ramp} s)")
+    model = args.model or "the server's default"
+    print(f"\n=== {res['students']} students on {args.page} with model {model}, moves {args.actions}, {res['duration_s']} s (warm-up {args.warmup} s excluded from latency, ramp {args.ramp} s)")
     print(f"reruns: {res['reruns_total']} total, {res['reruns_measured']} measured ({res['reruns_per_s']}/s)")
     print(f"page loads: {res['page_loads']} (p50 {res['load_p50_ms']} ms, max {res['load_max_ms']} ms)")
     print(f"rerun latency: p50 {res['p50_ms']} ms, p95 {res['p95_ms']} ms, max {res['max_ms']} ms   by action p50: {res['by_action_p50_ms']}")
     # When the server is busy its event loop sends a run's messages in bursts: a late first message then means a late flush, not a late start.
     print(f"  = first message (new_session) after p50 {res['first_msg_p50_ms']} / p95 {res['first_msg_p95_ms']} ms, the rest of the run p50 {res['rest_p50_ms']} / p95 {res['rest_p95_ms']} ms")
+    if "," in args.model:
+        print(f"  by model (p50, p95 ms): {res['by_model_p50_p95_ms']}")
     print(f"errors: {errors or 'none'}")
     print(f"bytes: {res['kib_per_rerun']} KiB per rerun (websocket payload, after the message cache)")
     print(f"server RSS: start {res['rss_start_mib']} MiB, after warm-up {res['rss_after_warmup_mib']} MiB, end {res['rss_end_mib']} MiB, slope after warm-up {res['rss_slope_mib_per_min']} MiB/min")
@@ -340,7 +348,8 @@ async def load_test(args, base: str, pages: list[str], pids: list[int]) -> dict:
     t0 = time.perf_counter()
     sampler = asyncio.create_task(sample(pids, t0, samples, stop))
     stop_at = t0 + args.duration
-    await asyncio.gather(*(student(i, args, base, pages[i % len(pages)], t0, records, stop_at) for i in range(args.students)))
+    models = args.model.split(",")
+    await asyncio.gather(*(student(i, args, base, pages[i % len(pages)], models[i % len(models)], t0, records, stop_at) for i in range(args.students)))
     wall = time.perf_counter() - t0
     stop.set()
     await sampler
@@ -354,12 +363,13 @@ async def load_test(args, base: str, pages: list[str], pids: list[int]) -> dict:
 # --------------------------------------------------------------------------- protocol check
 
 
-async def check(base: str, page: str) -> bool:
+async def check(base: str, page: str, model: str = "") -> bool:
     """One session on the page: no exception after any move, the app takes each new value (it mirrors its
     state into the URL), and on the One head page every move changes at least one chart."""
-    print(f"--- {page}")
+    print(f"--- {page} on {model or 'the default model'}")
     strict = page_name(page) == "One_head"  # other pages may ignore some sidebar controls on purpose
     s = Session(base, page_name(page), keep_content=True)
+    s.query_string = urlencode({"model": model}) if model else ""
     await s.open()
     ok = True
 
@@ -370,6 +380,9 @@ async def check(base: str, page: str) -> bool:
 
     first = await s.rerun()
     verdict("page load", first.ok, f"{first.status}, {len(first.charts)} charts, {len(first.exceptions)} exceptions {first.exceptions[:1]}, {first.nbytes / 1024:.1f} KiB")
+    if model:
+        shown = parse_qs(s.query_string).get("model", [""])[0]
+        verdict("model", shown == model, f"URL model={shown}")
     prev = first
     label = next((tab for name, tab in SHOWN_TAB.items() if page_name(name) == page_name(page)), None)
     if label:  # open the tab that the moves below change
@@ -405,6 +418,7 @@ def main() -> None:
     ap.add_argument("--warmup", type=float, default=20, help="seconds excluded from the latency statistics and the RSS slope")
     ap.add_argument("--ramp", type=float, default=None, help="seconds over which students arrive (default: min(10, warmup/2))")
     ap.add_argument("--page", default="3_One_head", help='a page file stem ("3_One_head", "app" = home), a comma-separated list (students round-robin), or "mix"')
+    ap.add_argument("--model", default="shakespeare-gpt", help='the model the students open (query string model=…); a comma-separated list: students round-robin; "" = the server\'s default')
     ap.add_argument("--think", type=float, nargs=2, default=(1.0, 3.0), metavar=("MIN", "MAX"), help="think time between moves, seconds (uniform)")
     ap.add_argument("--timeout", type=float, default=60, help="a rerun slower than this counts as an error; the student reloads")
     ap.add_argument("--actions", type=weights, default=ACTIONS, help='weights of the moves, e.g. "temperature=0.6,head=0.4" (default: temperature=0.4,head=0.25,sentence=0.15,step=0.2)')
@@ -430,7 +444,7 @@ def main() -> None:
             base = args.url.rstrip("/") if args.url else stack.enter_context(serve_app())
             pids = [args.pid or pid_listening_on(urlparse(base).port or 80)]
         if args.check:
-            results = [asyncio.run(check(base, page)) for page in pages]
+            results = [asyncio.run(check(base, page, model)) for page in pages for model in args.model.split(",")]
             sys.exit(0 if all(results) else 1)
         pids = [p for p in pids if p]
         for _ in range(args.busy):
