@@ -54,8 +54,8 @@ def rotate_at(x: np.ndarray, positions: np.ndarray, cfg: ModelConfig) -> np.ndar
     """One pre-RoPE vector x (d,) turned as if it stood at each of `positions` (S,): (S, d), with the model's own angles."""
     positions = torch.as_tensor(np.asarray(positions), dtype=torch.int64)  # (S,)
     angles = rotary_angles(positions, cfg.d_head, cfg.rope_theta)  # (S, d/2)
-    xs = torch.from_numpy(np.array(x, dtype=np.float32)).expand(1, len(positions), 1, -1)  # (1, S, 1, d)
-    return rotate(xs, angles)[0, :, 0].numpy()  # (S, d)
+    xs = torch.from_numpy(np.array(x, dtype=np.float32)).expand(len(positions), -1)  # (S, d)
+    return rotate(xs, angles).numpy()  # (S, d)
 
 
 @dataclass(frozen=True)

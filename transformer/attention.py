@@ -47,6 +47,13 @@ class Interventions:
 NO_INTERVENTIONS = Interventions()
 
 
+def wants(rec: Record, name: str) -> bool:
+    """Will `rec` keep what is written under `name`? A plain dict keeps everything; a record with a `keep` test
+    (trace.Recorder) only the names it accepts. A layer asks before computing an intermediate that only a record needs."""
+    keep = getattr(rec, "keep", None)
+    return rec is not None and (keep is None or keep(name))
+
+
 def visible_mask(T: int, causal: bool, real: torch.Tensor | None = None, S: int | None = None) -> torch.Tensor:
     """mask[b, 0, i, j]: may query i look at key j? Shape (1 or B, 1, T, S).
 

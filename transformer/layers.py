@@ -13,7 +13,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .attention import Interventions, Record, attention
+from .attention import Interventions, Record, attention, wants
 from .config import ModelConfig
 
 
@@ -52,12 +52,12 @@ def rotary_angles(positions: torch.Tensor, d_head: int, theta: float) -> torch.T
 
 
 def rotate(x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
-    """Turn each pair (x_i, x_{i+h}) of x (B, T, heads, d_head) by its angle (T, d_head/2), h = d_head/2:
+    """Turn each pair (x_i, x_{i+h}) of x (…, T, d_head) by its angle (T, d_head/2), h = d_head/2:
     (x_i, x_{i+h}) → (x_i cos a − x_{i+h} sin a, x_{i+h} cos a + x_i sin a)."""
-    cos = torch.cat([angles.cos(), angles.cos()], dim=-1)[None, :, None, :]  # (1, T, 1, d_head)
-    sin = torch.cat([angles.sin(), angles.sin()], dim=-1)[None, :, None, :]  # (1, T, 1, d_head)
-    x1, x2 = x.chunk(2, dim=-1)  # 2 × (B, T, heads, d_head/2)
-    return x * cos + torch.cat([-x2, x1], dim=-1) * sin  # (B, T, heads, d_head)
+    cos = torch.cat([angles.cos(), angles.cos()], dim=-1)  # (T, d_head)
+    sin = torch.cat([angles.sin(), angles.sin()], dim=-1)  # (T, d_head)
+    x1, x2 = x.chunk(2, dim=-1)  # 2 × (…, T, d_head/2)
+    return x * cos + torch.cat([-x2, x1], dim=-1) * sin  # (…, T, d_head)
 
 
 class LayerNorm(nn.Module):
@@ -108,21 +108,21 @@ class Attention(nn.Module):
     def forward(self, x, mask, layer: int, iv: Interventions, rec: Record = None, name: str = "", kv=None, rope=None):
         B, T, d = x.shape
         kv = x if kv is None else kv  # (B, S, d); S = T for self-attention
-        # Q = X·W_Q, K = X·W_K, V = X·W_V, for every head at once
-        q = torch.einsum("btd,hdk->bthk", x, self.W_Q)  # (B, T, nh, hs)
-        k = torch.einsum("bsd,hdk->bshk", kv, self.W_K)  # (B, S, n_kv, hs)
-        v = torch.einsum("bsd,hdk->bshk", kv, self.W_V)  # (B, S, n_kv, hs)
+        # Q = X·W_Q, K = X·W_K, V = X·W_V, for every head at once: (B, 1, T, d) @ (heads, d, hs), head by head
+        q = x[:, None] @ self.W_Q  # (B, nh, T, hs)
+        k = kv[:, None] @ self.W_K  # (B, n_kv, S, hs)
+        v = kv[:, None] @ self.W_V  # (B, n_kv, S, hs)
         if self.bias:
-            q, k, v = q + self.b_Q, k + self.b_K, v + self.b_V
-        if rec is not None:
-            rec[name + "hook_q"], rec[name + "hook_k"], rec[name + "hook_v"] = q, k, v
+            q, k, v = q + self.b_Q[:, None], k + self.b_K[:, None], v + self.b_V[:, None]
+        if rec is not None:  # recorded token-major, (B, T, heads, hs), as TransformerLens does
+            rec[name + "hook_q"], rec[name + "hook_k"], rec[name + "hook_v"] = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
         if rope is not None:
             # RoPE: q_m and k_n turned by angles proportional to m and n, so q_m·k_n depends on m − n only
-            q, k = rotate(q, rope), rotate(k, rope)  # (B, T, nh, hs), (B, S, n_kv, hs)
+            q, k = rotate(q, rope), rotate(k, rope)  # (B, nh, T, hs), (B, n_kv, S, hs)
             if rec is not None:
-                rec[name + "hook_rot_q"], rec[name + "hook_rot_k"] = q, k
+                rec[name + "hook_rot_q"], rec[name + "hook_rot_k"] = q.transpose(1, 2), k.transpose(1, 2)
         tau = iv.temperatures(layer, self.W_Q.size(0))
-        z = attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), mask, tau, rec, name)  # (B, nh, T, hs)
+        z = attention(q, k, v, mask, tau, rec, name)  # (B, nh, T, hs)
         keep = iv.kept_heads(layer, z.size(1))
         if keep is not None:
             z = z * keep.view(1, -1, 1, 1)  # an ablated head's output becomes exactly 0
@@ -134,6 +134,7 @@ class Attention(nn.Module):
             out = out + self.b_O
         if rec is not None:
             rec[name + "hook_z"], rec[name + "hook_concat"] = z, concat
+        if wants(rec, name + "hook_result"):  # as costly as W_O itself: only when kept
             rec[name + "hook_result"] = torch.einsum("bthk,hkd->bthd", z, self.W_O)  # (B, T, nh, d_model) each head's share
         return out
 
