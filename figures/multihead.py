@@ -94,8 +94,9 @@ def mosaic_slices(n_layer: int, n_head: int, n: int) -> tuple[dict[tuple[int, in
     return where, (n_layer * step - gap, n_head * step - gap)
 
 
-def head_overview(thumbs: np.ndarray, selected: tuple[int, int], title: str, *, zmax: float = 1.0) -> go.Figure:
-    """Every head's (n × n) thumbnail, thumbs (n_layer, n_head, n, n), in one heatmap: rows = layers, columns = heads; `selected` outlined."""
+def head_overview(thumbs: np.ndarray, selected: tuple[int, int], title: str, *, zmax: float = 1.0, badges: dict[tuple[int, int], str] | None = None) -> go.Figure:
+    """Every head's (n × n) thumbnail, thumbs (n_layer, n_head, n, n), in one heatmap: rows = layers, columns = heads; `selected` outlined;
+    `badges` written in their thumbnails' top-right corner (a decoder's empty future)."""
     n_layer, n_head, n, _ = thumbs.shape
     where, shape = mosaic_slices(n_layer, n_head, n)
     grid = np.full(shape, np.nan, dtype=np.float32)
@@ -111,8 +112,14 @@ def head_overview(thumbs: np.ndarray, selected: tuple[int, int], title: str, *, 
         "yaxis": {"tickmode": "array", "tickvals": centre, "ticktext": [f"layer {lay}" for lay in range(n_layer)], "range": [shape[0], -1], "showgrid": False, "zeroline": False, "scaleanchor": "x"},
         "shapes": [box],
     }
+    if badges:
+        axes["annotations"] = [badge(where[head][1].stop - 0.5, where[head][0].start - 0.5, text) for head, text in badges.items()]
     return figure([hm], layout_dict(title, 120 + int(np.clip(1800 // n_layer, 40, 110)) * n_layer, plot_bgcolor="white", **axes))
 
+
+def badge(x: float, y: float, text: str) -> dict:
+    """A small label on a white ground, its top-right corner at (x, y) in data coordinates."""
+    return {"x": x, "y": y, "text": text, "showarrow": False, "xanchor": "right", "yanchor": "top", "font": {"size": 10, "color": "#333"}, "bgcolor": "rgba(255,255,255,0.85)", "borderpad": 1}
 
 
 def pair_markers(x: np.ndarray, y: np.ndarray, i: np.ndarray, j: np.ndarray, w: np.ndarray, labels: Sequence[str], name: str, **marker) -> dict:

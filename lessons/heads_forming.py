@@ -10,61 +10,8 @@ import numpy as np
 from transformer import head_scores as hs
 from transformer.train_induction import SYMBOLS, Replay
 
+from .head_roles import SCORES
 from .heads import all_heads, parse_head
-
-
-@dataclass(frozen=True)
-class ScoreInfo:
-    title: str
-    latex: str
-    plain: str
-
-
-SCORES = {
-    "induction": ScoreInfo(
-        "Induction",
-        r"I = \operatorname{mean}_i \sum_{j<i:\ x_{j-1} = x_i} \alpha_{ij}",
-        "Weight on the token that came right AFTER an earlier copy of the current token. If “K f” appeared before and the "
-        "current token is K again, an induction head looks at f, and so the model can guess that f comes next.",
-    ),
-    "previous_token": ScoreInfo(
-        "Previous token",
-        r"P = \operatorname{mean}_i\ \alpha_{i,\,i-1}",
-        "Weight on the token just before. A previous-token head writes “the token before me was K” into every position: "
-        "exactly what an induction head in the next layer searches for.",
-    ),
-    "duplicate_token": ScoreInfo(
-        "Duplicate token",
-        r"D = \operatorname{mean}_i \sum_{j<i:\ x_j = x_i} \alpha_{ij}",
-        "Weight on earlier copies of the current token itself (not on the token after them).",
-    ),
-    "first_token": ScoreInfo(
-        "First token (sink)",
-        r"S = \operatorname{mean}_i\ \alpha_{i,0}",
-        "Weight parked on the very first token: many heads of large models do this when they have nothing to look for.",
-    ),
-    "self_token": ScoreInfo("Self", r"\sigma = \operatorname{mean}_i\ \alpha_{ii}", "Weight a token puts on itself."),
-    "distance": ScoreInfo(
-        "Mean distance",
-        r"d = \operatorname{mean}_i \sum_j \alpha_{ij}\,\lvert i-j \rvert",
-        "How far back a head looks, in tokens: 1 for a previous-token head, about the distance to the earlier copy for an induction head.",
-    ),
-    "spread": ScoreInfo(
-        "Spread (entropy)",
-        r"H = \operatorname{mean}_i \Big(-\sum_j \alpha_{ij} \log_2 \alpha_{ij}\Big)",
-        "How spread out each row of weights is, in bits: 0 when one key gets all the weight, log₂ n when n keys share it evenly.",
-    ),
-}
-assert set(SCORES) == set(hs.SCORE_NAMES)
-
-
-def threshold_of(name: str) -> float | None:
-    """The threshold at which a score gives a head its label (transformer.head_scores.LABELS), if it gives one."""
-    return next((t for score, t in hs.LABELS.values() if score == name), None)
-
-
-def label_of(name: str) -> str | None:
-    return next((label for label, (score, _) in hs.LABELS.items() if score == name), None)
 
 
 def head_names(replay: Replay) -> list[str]:

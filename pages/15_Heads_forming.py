@@ -4,6 +4,7 @@ live training on the server."""
 import streamlit as st
 
 import ui
+from lessons import head_roles as roles
 from lessons import heads_forming as hf
 from ui import training
 
@@ -38,7 +39,7 @@ def replay_view() -> None:
     c1, c2, c3 = st.columns([6, 1, 2], vertical_alignment="bottom")
     step = c1.select_slider("Training step", steps, key="heads_step", help="Snapshots at log-spaced steps: dense early, sparse late.")
     c2.button("⏸ Pause" if playing else "▶ Play", key="heads_play", on_click=training.toggle_play, args=("heads_playing", "heads_step", steps))
-    score = c3.selectbox("Score to follow", list(hf.SCORES), format_func=lambda n: hf.SCORES[n].title, key="heads_score")
+    score = c3.selectbox("Score to follow", list(roles.SCORES), format_func=lambda n: roles.SCORES[n].title, key="heads_score")
     i = steps.index(step)
     s = rp.snapshots[i]
     m = st.columns(4)
@@ -100,8 +101,8 @@ st.markdown(
     "Each score reads a head's attention weights α (row i = the query) and averages over the queries i ≥ 1. The engine's "
     "`python -m transformer heads --model NAME --out heads.json` measures them for every head of any model."
 )
-for name, info in hf.SCORES.items():
-    threshold = hf.threshold_of(name)
-    rule = f" A head with {info.title.lower()} ≥ {threshold} is labelled **{hf.label_of(name)}**." if threshold is not None else ""
+for name, info in roles.SCORES.items():
+    threshold = roles.threshold_of(name)
+    rule = f" A head with {info.title.lower()} ≥ {threshold} is labelled **{roles.label_of(name)}**." if threshold is not None else ""
     st.markdown(f"**{info.title}.** {info.plain}{rule}")
     st.latex(info.latex)

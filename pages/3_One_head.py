@@ -37,6 +37,9 @@ if not scale_on:
     st.info(one_head.scaling_note(one_head.head_steps(run, L, H), s))
 if not mask_on and cfg.causal:
     st.info(one_head.mask_off_note(s, L))
+with st.expander(f"What layer {L}, head {H} does in general (measured)"):
+    ui.head_role(state.model, L, H)
+
 
 def step_input() -> None:
     st.latex(r.x_latex)

@@ -4,7 +4,7 @@ import streamlit as st
 
 import ui
 from figures import multihead as fm
-from lessons import heads
+from lessons import head_roles, heads
 from ui import cached_model as cm
 
 st.set_page_config(page_title="Multi-head attention", page_icon="🐙", layout="wide")
@@ -75,10 +75,11 @@ def averages() -> None:
 def every_head_part() -> None:
     name = lambda n: "layer {}, head {}".format(*heads.parse_head(n))  # noqa: E731
     OL, OH = heads.parse_head(st.selectbox("Open layer L, head H", every_head, format_func=name, key="multihead_open", help="Which head to show large, with its line view (red box below)."))
-    fig, block, n = cm.overview_figure(*key, (OL, OH), hide, tr)
+    fig, block, n = cm.overview_figure(*key, (OL, OH), hide, tr, head_roles.badges(cm.head_scores(state.model)))
     pooled = f"each cell is the mean of a {block} × {block} block of weights{', future cells left out' * causal}, so {T} tokens fit in {n} cells" if block > 1 else "every weight is shown"
-    st.markdown(f"Rows are layers, columns heads: one small map per head ({pooled}). The head chosen above (red box) is opened large below.")
+    st.markdown(f"Rows are layers, columns heads: one small map per head ({pooled}); a badge says what the head does. The head chosen above (red box) is opened large below.")
     ui.show_figure(fig, key="multihead_overview")
+    ui.head_role(state.model, OL, OH)
     c1, c2 = st.columns(2)
     threshold = c2.slider("Hide lines below weight", 0.01, 1.0, step=0.01, key="multihead_threshold", help="Only (query, key) pairs with at least this much weight get a line.")
     help_token = "Keep only the lines of one token: the keys it looks at and the queries that look at it."

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -176,12 +177,19 @@ def patterns_of(model: torch.nn.Module, ids: np.ndarray) -> np.ndarray:
     return np.stack([rec[f"blocks.{layer}.attn.hook_pattern"].float().numpy() for layer in range(model.cfg.n_layer)], axis=1)
 
 
-def probe_scores(model: torch.nn.Module, tokenizer=None, half: int = PROBE_HALF, batch: int = PROBE_BATCH, seed: int = PROBE_SEED) -> HeadScores:
-    """Every head's scores, (n_layer, n_head) each, averaged over `batch` seeded repeated-random-token probes."""
+def probe_scores(
+    model: torch.nn.Module, tokenizer=None, half: int = PROBE_HALF, batch: int = PROBE_BATCH, seed: int = PROBE_SEED, on_progress: Callable[[int, int], None] | None = None
+) -> HeadScores:
+    """Every head's scores, (n_layer, n_head) each, averaged over `batch` seeded repeated-random-token probes, run one
+    probe at a time (on_progress(done, batch) before each: SmolLM2 takes ~1.2 s per probe on one core)."""
     half = min(half, model.cfg.n_ctx // 2)
     ids = probe_ids(allowed_ids(tokenizer, model.cfg.vocab_size), half, batch, seed)  # (B, 2·half)
-    patterns = patterns_of(model, ids)  # (B, L, nh, T, T)
-    return mean_scores([score_patterns(p, row) for p, row in zip(patterns, ids, strict=True)])
+    scores = []
+    for b, row in enumerate(ids):
+        if on_progress is not None:
+            on_progress(b, len(ids))
+        scores.append(score_patterns(patterns_of(model, row[None])[0], row))  # patterns (L, nh, T, T)
+    return mean_scores(scores)
 
 
 def head_labels(scores: HeadScores, *index: int) -> list[str]:

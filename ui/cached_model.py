@@ -9,6 +9,7 @@ sending it, so figures are cached per input.
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
 
 import numpy as np
@@ -30,6 +31,7 @@ from lessons import heads
 from lessons import logit_lens as ll
 from lessons.pca import PCA, pca
 from transformer import Trace, sinusoidal_encoding
+from transformer.head_scores import HeadScores, probe_scores
 
 from .models import get_model
 
@@ -156,15 +158,16 @@ THUMB = 32  # overview thumbnails are at most THUMB × THUMB cells
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
-def overview_figure(model_name: str, sentence: str, tau: float, opened: tuple[int, int], hide: tuple[int, ...], _tr: Trace) -> tuple[go.Figure, int, int]:
-    """Every head's pattern as a small map (b × b blocks averaged), the opened head outlined; b and the thumbnail size."""
+def overview_figure(model_name: str, sentence: str, tau: float, opened: tuple[int, int], hide: tuple[int, ...], _tr: Trace, _badges: dict) -> tuple[go.Figure, int, int]:
+    """Every head's pattern as a small map (b × b blocks averaged), the opened head outlined, with the badges (fixed by
+    the model); b and the thumbnail size."""
     n_layer = _tr.cfg.n_layer
     every_w = np.stack([_tr[f"blocks.{layer}.attn.hook_pattern"] for layer in range(n_layer)])  # (n_layer, nh, T, T)
     shown = heads.key_mask(_tr).copy()  # (T, T)
     shown[:, list(hide)] = False
     thumbs, block = heads.pool(np.where(shown, every_w, np.nan), THUMB)  # (n_layer, nh, n, n)
     zmax = float(np.nanmax(thumbs, initial=0.0)) or 1.0
-    return fm.head_overview(thumbs, opened, f"All {n_layer * _tr.cfg.n_head} heads", zmax=zmax), block, thumbs.shape[-1]
+    return fm.head_overview(thumbs, opened, f"All {n_layer * _tr.cfg.n_head} heads", zmax=zmax, badges=_badges), block, thumbs.shape[-1]
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
@@ -349,6 +352,25 @@ def attention_figure(model_name: str, sentence: str, tau: float, layer: int, hea
     """The weights of the word's token over its sentence's tokens, for one head."""
     row = _tr[f"blocks.{layer}.attn.hook_pattern"][head, position]  # (T,) weights over the keys
     return fa.weight_bars(row, _tr.encoding.labels, f"Sentence {number} · token {position}")
+
+
+# --- What each head does: its scores on a probe of repeated random tokens (badges on One head and Multi-head) ---
+
+_HEAD_SCORES: dict[str, HeadScores] = {}  # model name → scores; a plain dict, not st.cache_resource: its progress bar must not be replayed
+_HEAD_SCORES_LOCK = threading.Lock()
+
+
+def head_scores(model_name: str) -> HeadScores:
+    """Every head's scores (transformer.head_scores.probe_scores), measured once per model and server process, with a
+    progress bar meanwhile (SmolLM2: ~5 s on one core); sessions that ask at the same time wait for the one result."""
+    with _HEAD_SCORES_LOCK:
+        if model_name not in _HEAD_SCORES:
+            slot = st.empty()
+            shown = lambda done, total: slot.progress(done / total, text=f"Measuring what every head does (once per model): probe {done + 1} of {total}…")  # noqa: E731
+            m = get_model(model_name)
+            _HEAD_SCORES[model_name] = probe_scores(m.model, m.tokenizer, on_progress=shown)
+            slot.empty()
+        return _HEAD_SCORES[model_name]
 
 
 # --- Messages ---

@@ -8,10 +8,12 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from figures.common import Spec
+from lessons import head_roles
 from transformer import Trace, TraceInputError
 from transformer.trace import token_limit
 
 from . import widths
+from .cached_model import head_scores
 from .models import get_model, get_trace
 from .state import State
 
@@ -62,3 +64,14 @@ def show_figure(fig: go.Figure, key: str) -> None:
         spec = fig.to_dict()
         fig = Spec({**spec, "layout": {**spec["layout"], "width": width}})
     st.plotly_chart(fig, config=PLOTLY_CONFIG, key=key)
+
+
+def head_role(model_name: str, layer: int, head: int) -> None:
+    """What the head does, measured: its labels and scores on the repeated-random-token probe, and how to read them."""
+    st.markdown("**What this head does, measured.** " + head_roles.summary(head_scores(model_name), layer, head))
+    st.caption(
+        "Measured on random tokens repeated twice, not on your sentence, so they describe the head's habit: "
+        + head_roles.legend()
+        + ". A head can look idle on your sentence: an induction head has nothing to find in a text that repeats nothing. "
+        "The scores' formulas are on the *Heads forming* page."
+    )

@@ -21,6 +21,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from figures import heads_forming as fh
+from lessons import head_roles as roles
 from lessons import heads_forming as hf
 from transformer import train_induction as ti
 
@@ -54,10 +55,10 @@ def charts(rp: ti.Replay, index: int, score: str) -> dict[str, go.Figure]:
     colors = ("#1f4e79", "#2ca02c", "#d62728")
     train = ("each step's own batch", range(1, len(rp.train_loss) + 1), rp.train_loss)
     loss = fh.step_lines(steps, losses, "Loss while training (nats per symbol)", "loss (nats)", current=step, band=band, band_text=text, faint=train, colors=colors)
-    info = hf.SCORES[score]
+    info = roles.SCORES[score]
     curves = dict(zip([f"head {n}" for n in hf.head_names(rp)], hf.score_curves(rp, score).T, strict=True))
     head_colors = fh.head_colors(cfg.n_layer, cfg.n_head)
-    scores = fh.step_lines(steps, curves, f"{info.title} score of every head", info.title.lower(), current=step, band=band, threshold=hf.threshold_of(score), colors=head_colors)
+    scores = fh.step_lines(steps, curves, f"{info.title} score of every head", info.title.lower(), current=step, band=band, threshold=roles.threshold_of(score), colors=head_colors)
     title = f"Every head on the probe at step {step}"
     maps = fh.head_patterns(rp.snapshots[index].patterns, hf.probe_labels(rp), hf.head_titles(rp, index), title, repeat_from=rp.repeat_from, run=cfg.probe_run)
     return {"loss": loss, "scores": scores, "patterns": maps}

@@ -10,27 +10,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.app.conftest import MINI, SENTENCE, SMOL
 from tests.apptest_utils import array, assert_ok, chart, chart_titled, charts_by_key, each_tab, open_tab, page_path, run_page, texts
 from tests.apptest_utils import chart_z as z
 from transformer import Interventions, run_trace
-from transformer.loading import missing_real_models, shared_model
+from transformer.loading import missing_real_models
 
 pytestmark = pytest.mark.skipif(bool(missing_real_models()), reason="the real models are not installed")
 SLOW = pytest.mark.slow  # the SmolLM2 tests: the first to run loads the model (~4 s), and its traces cost ~0.2 s each
 
-SMOL, MINI = "smollm2-135m", "minilm-l6"
-SENTENCE = "The animal didn't cross the street because it was too tired."
 OTHER = "The cat sat."  # the Masking page's default second sentence
-
-
-@pytest.fixture(scope="module")
-def smol():
-    return shared_model(SMOL)
-
-
-@pytest.fixture(scope="module")
-def mini():
-    return shared_model(MINI)
 
 
 def trace(lm, text=SENTENCE, **iv):

@@ -10,26 +10,18 @@ import math
 
 import numpy as np
 import pytest
+import torch
 
 from figures.common import esc
+from figures.multihead import mosaic_slices
+from tests.app.conftest import MINI, SENTENCE, SMOL
 from tests.apptest_utils import array, assert_ok, chart, charts_by_key, each_tab, open_tab, page_path, run_page, texts
 from transformer import Interventions, run_trace, run_traces
-from transformer.loading import missing_real_models, shared_model
+from transformer import head_scores as hs
+from transformer.loading import missing_real_models
 
 pytestmark = pytest.mark.skipif(bool(missing_real_models()), reason="the real models are not installed")
 
-SMOL, MINI = "smollm2-135m", "minilm-l6"
-SENTENCE = "The animal didn't cross the street because it was too tired."
-
-
-@pytest.fixture(scope="module")
-def smol():
-    return shared_model(SMOL)
-
-
-@pytest.fixture(scope="module")
-def mini():
-    return shared_model(MINI)
 
 
 def page(name: str, model: str, **query):
@@ -157,6 +149,33 @@ def test_multihead_on_smollm2(smol):
     np.testing.assert_allclose(array(bars[0]["y"])[:8], p[ids], rtol=1e-3)
     np.testing.assert_allclose(array(bars[1]["y"])[:8], q[ids], rtol=1e-3)
     assert f"**{0.5 * np.abs(p - q).sum():.1%}** of the probability moved" in texts(at)
+
+
+def badges_by_head(fig: dict, n_layer: int, n_head: int) -> dict[tuple[int, int], str]:
+    """The overview's badges as {(layer, head): text}, placed by the thumbnail whose top-right corner each sits at."""
+    rows, cols = array(fig["data"][0]["z"]).shape
+    n = next(n for n in range(1, rows + 1) if mosaic_slices(n_layer, n_head, n)[1] == (rows, cols))
+    corner = {(c.stop - 0.5, r.start - 0.5): head for head, (r, c) in mosaic_slices(n_layer, n_head, n)[0].items()}
+    return {corner[(a["x"], a["y"])]: a["text"] for a in fig["layout"].get("annotations", [])}
+
+
+@pytest.mark.slow
+def test_head_badges_on_smollm2(smol):
+    """The previous-token head 16.0 and the induction head 18.6 carry their badges, with scores measured here by hand."""
+    at = page("7_Multi_head", SMOL, layer="18", head="6")
+    at = open_tab(at, "multihead_part", "3 ·")
+    found = badges_by_head(chart(at, "multihead_overview"), 30, 9)
+    assert "prev" in found[(16, 0)].split("·") and "ind" in found[(18, 6)].split("·")
+    assert len(found) > 20  # many heads are labelled (most of them sinks)
+    ids = hs.probe_ids(hs.allowed_ids(smol.tokenizer, smol.cfg.vocab_size))  # (4, 96): 48 random tokens, twice
+    rec = {}
+    with torch.inference_mode():
+        smol.model(torch.as_tensor(ids), rec=rec)
+    w = rec["blocks.18.attn.hook_pattern"][:, 6].numpy()  # (4, 96, 96)
+    half = ids.shape[1] // 2
+    induction = np.mean([w[b, i, i - half + 1] for b in range(len(ids)) for i in range(half, 2 * half)])  # on the token after the earlier copy
+    assert induction >= 0.4
+    assert f"induction {induction:.2f}" in texts(at)  # the opened head's summary under the overview
 
 
 def test_multihead_on_minilm_sinks_and_final_vectors(mini):

@@ -8,6 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from lessons import head_roles as roles
 from lessons import heads_forming as hf
 from tests.apptest_utils import array, assert_ok, chart, chart_keys, page_path, run_page, texts
 from transformer import head_scores as hs
@@ -83,14 +84,14 @@ def test_step_slider_moves_every_view():
 
 def test_score_picker_shows_each_score():
     at = run_page(PAGE)
-    for name, info in hf.SCORES.items():
+    for name, info in roles.SCORES.items():
         at.selectbox(key="heads_score").set_value(name).run()
         assert_ok(at)
         fig = chart(at, "heads_scores")
         assert fig["layout"]["title"]["text"] == f"{info.title} score of every head"
         np.testing.assert_allclose(np.stack(list(lines(fig).values())).T, hf.score_curves(RP, name), rtol=1e-6)
         dotted = [s for s in fig["layout"]["shapes"] if s["type"] == "line" and s["xref"] == "paper"]
-        assert [s["y0"] for s in dotted] == ([] if hf.threshold_of(name) is None else [hf.threshold_of(name)])
+        assert [s["y0"] for s in dotted] == ([] if roles.threshold_of(name) is None else [roles.threshold_of(name)])
         assert info.latex in texts(at)
 
 
@@ -118,7 +119,7 @@ def test_play_and_pause():
 
 def test_every_score_is_explained():
     at = run_page(PAGE)
-    for info in hf.SCORES.values():
+    for info in roles.SCORES.values():
         assert f"**{info.title}.** {info.plain}" in texts(at) and info.latex in texts(at)
     assert "labelled **induction**" in texts(at) and "labelled **previous-token**" in texts(at)
     start, run, again = hf.probe_parts(RP)

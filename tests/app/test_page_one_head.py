@@ -6,10 +6,12 @@ import math
 
 import numpy as np
 import pytest
+import torch
 
 from tests.apptest_utils import BAD_INPUTS, array, assert_ok, chart_titled, charts, each_tab, open_tab, page_path, run_page, run_typed, texts
 from tests.apptest_utils import chart_z as z
 from transformer import Interventions, run_trace
+from transformer import head_scores as hs
 from ui.state import DEFAULT_SENTENCE, PRESETS
 
 PAGE = page_path("3_One_head")
@@ -220,3 +222,20 @@ def test_hover_names_the_tokens_and_says_minus_infinity_on_masked_cells(lm):
         else:
             assert "−∞" not in scores[i][j] and f"weight = {tr['blocks.0.attn.hook_pattern'][0, i, j]:.4g}" in weights[i][j]
     assert masked[0, 1] and not masked[3, 3]  # both kinds of cell were checked
+
+
+def test_what_the_head_does_gives_its_scores_measured_by_hand(lm):
+    """The expander names the head's measured scores: previous-token and self weight on the probe, recomputed here."""
+    at = run_page(PAGE, layer="1", head="2")
+    assert_ok(at)
+    ids = hs.probe_ids(hs.allowed_ids(lm.tokenizer, lm.cfg.vocab_size), min(hs.PROBE_HALF, lm.cfg.n_ctx // 2))  # (4, 2·half)
+    rec = {}
+    with torch.inference_mode():
+        lm.model(torch.as_tensor(ids), rec=rec)
+    w = rec["blocks.1.attn.hook_pattern"][:, 2].double().numpy()  # (4, T, T)
+    T = w.shape[-1]
+    previous = np.mean([w[b, i, i - 1] for b in range(len(w)) for i in range(1, T)])
+    itself = np.mean([w[b, i, i] for b in range(len(w)) for i in range(1, T)])
+    text = texts(at)
+    assert [e.label for e in at.expander] == ["What layer 1, head 2 does in general (measured)"]
+    assert f"previous token {previous:.2f}" in text and f"self {itself:.2f}" in text
