@@ -9,7 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .common import SEQUENTIAL, esc, figure, heatmap, layout_dict, title_dict, token_axis
-from .embeddings import chip_rows
+from .embeddings import chip_figure
 
 WORD_COLOR, TARGET_COLOR, OTHER_COLOR, LATER_COLOR = "#d62728", "#2ca02c", "#4c78a8", "#f58518"
 CHIP_WORD, CHIP_TARGET, CHIP_OTHER = "#f4cccc", "#d9ead3", "#eeeeee"
@@ -18,28 +18,10 @@ MODEL_COLORS = ("#4c78a8", "#e45756")
 
 def token_strip(labels: Sequence[str], word: Sequence[int], target: Sequence[int], title: str) -> go.Figure:
     """One chip per token, numbered by position: the chosen word's tokens red, the target's green."""
-    x0, width, row = chip_rows(labels, range(len(labels)), row_units=70)
     role = ["the word" if i in word else "the target" if i in target else "" for i in range(len(labels))]
     color = [CHIP_WORD if r == "the word" else CHIP_TARGET if r else CHIP_OTHER for r in role]
-    chips = {
-        "type": "bar",
-        "orientation": "h",
-        "base": x0,
-        "x": width,
-        "y": row,
-        "width": 0.8,
-        "marker": {"color": color, "line": {"color": "#888", "width": 1}},
-        "text": [f"{esc(s)}<br><span style='font-size:10px;color:#555'>{i}</span>" for i, s in enumerate(labels)],
-        "textposition": "inside",
-        "insidetextanchor": "middle",
-        "textangle": 0,
-        "textfont": {"family": "monospace", "size": 13, "color": "#111"},
-        "hovertext": [f"position {i}: {esc(s)}" + (f" ({r})" if r else "") for i, (s, r) in enumerate(zip(labels, role, strict=True))],
-        "hovertemplate": "%{hovertext}<extra></extra>",
-    }
-    n_rows = int(row.max()) + 1 if len(row) else 1
-    axes = {"xaxis": {"visible": False, "range": [-0.5, 70.5]}, "yaxis": {"visible": False, "autorange": "reversed"}}
-    return figure([chips], layout_dict(title, 70 + 46 * n_rows, bargap=0, showlegend=False, plot_bgcolor="white", uniformtext={"minsize": 8, "mode": "show"}, **axes))
+    hover = [f"position {i}: {esc(s)}" + (f" ({r})" if r else "") for i, (s, r) in enumerate(zip(labels, role, strict=True))]
+    return chip_figure(labels, range(len(labels)), color, hover, title, row_units=70)
 
 
 def row_bars(weights: np.ndarray, labels: Sequence[str], position: int, target: Sequence[int], causal: bool, title: str) -> go.Figure:

@@ -36,14 +36,10 @@ def chip_rows(labels: Sequence[str], ids: Sequence[int], row_units: int = ROW_UN
     return np.array(x0), np.array(width), np.array(row)
 
 
-def token_chips(enc: Encoding) -> go.Figure:
-    """One chip per token: its readable label over its id; hover names the characters of the text it covers."""
-    x0, width, row = chip_rows(enc.labels, enc.ids)
-    hover = []
-    for pos, (label, i, (s, e)) in enumerate(zip(enc.labels, enc.ids, enc.offsets, strict=True)):
-        piece = enc.text[s:e]
-        codes = " ".join(f"U+{ord(c):04X}" for c in piece) if any(ord(c) > 126 or ord(c) < 32 for c in piece) else ""
-        hover.append(f"position {pos} · id {i} · token {esc(label)}<br>characters {s}–{e}: «{esc(shown_chars(piece))}»" + (f"<br>{codes}" if codes else ""))
+def chip_figure(labels: Sequence[str], numbers: Sequence[int], colors: Sequence[str], hover: Sequence[str], title: str, row_units: int = ROW_UNITS) -> go.Figure:
+    """One chip per token, left to right in rows of row_units characters: its label over a number (its id or its
+    position), in its colour; `hover` per chip (already escaped)."""
+    x0, width, row = chip_rows(labels, numbers, row_units)
     chips = {
         "type": "bar",
         "orientation": "h",
@@ -51,20 +47,29 @@ def token_chips(enc: Encoding) -> go.Figure:
         "x": width,
         "y": row,
         "width": 0.8,
-        "marker": {"color": [CHIP_COLORS[p % len(CHIP_COLORS)] for p in range(len(enc))], "line": {"color": "#888", "width": 1}},
-        "text": [f"{esc(label)}<br><span style='font-size:10px;color:#555'>{i}</span>" for label, i in zip(enc.labels, enc.ids, strict=True)],
+        "marker": {"color": list(colors), "line": {"color": "#888", "width": 1}},
+        "text": [f"{esc(label)}<br><span style='font-size:10px;color:#555'>{i}</span>" for label, i in zip(labels, numbers, strict=True)],
         "textposition": "inside",
         "insidetextanchor": "middle",
         "textangle": 0,
         "textfont": {"family": "monospace", "size": 13, "color": "#111"},
-        "hovertext": hover,
+        "hovertext": list(hover),
         "hovertemplate": "%{hovertext}<extra></extra>",
     }
     n_rows = int(row.max()) + 1 if len(row) else 1
-    axes = {"xaxis": {"visible": False, "range": [-0.5, ROW_UNITS + 0.5]}, "yaxis": {"visible": False, "autorange": "reversed"}}
-    return figure(
-        [chips], layout_dict("Your text, token by token (hover a chip)", 60 + 46 * n_rows, bargap=0, showlegend=False, plot_bgcolor="white", uniformtext={"minsize": 8, "mode": "show"}, **axes)
-    )
+    axes = {"xaxis": {"visible": False, "range": [-0.5, row_units + 0.5]}, "yaxis": {"visible": False, "autorange": "reversed"}}
+    return figure([chips], layout_dict(title, 60 + 46 * n_rows, bargap=0, showlegend=False, plot_bgcolor="white", uniformtext={"minsize": 8, "mode": "show"}, **axes))
+
+
+def token_chips(enc: Encoding) -> go.Figure:
+    """One chip per token: its readable label over its id; hover names the characters of the text it covers."""
+    hover = []
+    for pos, (label, i, (s, e)) in enumerate(zip(enc.labels, enc.ids, enc.offsets, strict=True)):
+        piece = enc.text[s:e]
+        codes = " ".join(f"U+{ord(c):04X}" for c in piece) if any(ord(c) > 126 or ord(c) < 32 for c in piece) else ""
+        hover.append(f"position {pos} · id {i} · token {esc(label)}<br>characters {s}–{e}: «{esc(shown_chars(piece))}»" + (f"<br>{codes}" if codes else ""))
+    colors = [CHIP_COLORS[p % len(CHIP_COLORS)] for p in range(len(enc))]
+    return chip_figure(enc.labels, enc.ids, colors, hover, "Your text, token by token (hover a chip)")
 
 
 def sentence_rows_heatmap(z: np.ndarray, labels: Sequence[str], title: str, value_name: str) -> go.Figure:

@@ -11,9 +11,8 @@ import torch
 import torch.nn.functional as F
 
 from lessons import block_stats as bs
-from tests.conftest import SENTENCES, randomize
+from tests.conftest import SENTENCES, randomize, small_model
 from transformer import GPT, ModelConfig, run_trace
-from transformer.families.bert import BERT
 
 TEXT = SENTENCES[0]
 
@@ -127,27 +126,12 @@ def test_gelu_is_the_models_activation(tr, tiny_cfg, tokenizer):
 
 @pytest.fixture(scope="module")
 def llama_tr(tokenizer):
-    cfg = ModelConfig(vocab_size=tokenizer.vocab_size, n_ctx=64, d_model=32, n_layer=3, n_head=4, n_kv_head=2, d_mlp=48, family="llama", pos_encoding="rotary", activation="silu")
-    return run_trace(randomize(GPT(cfg), seed=4), tokenizer, TEXT)
+    return run_trace(small_model("llama", tokenizer, 3, seed=4), tokenizer, TEXT)
 
 
 @pytest.fixture(scope="module")
 def bert_tr(tokenizer):
-    cfg = ModelConfig(
-        vocab_size=tokenizer.vocab_size,
-        n_ctx=64,
-        d_model=32,
-        n_layer=3,
-        n_head=4,
-        d_mlp=48,
-        family="bert",
-        pos_encoding="learned",
-        activation="gelu",
-        tie_embeddings=False,
-        n_token_types=2,
-        has_lm_head=False,
-    )
-    model = randomize(BERT(cfg), seed=5)
+    model = small_model("bert", tokenizer, 3, seed=5)
     return run_trace(model, tokenizer, TEXT), model
 
 

@@ -6,9 +6,8 @@ import numpy as np
 import pytest
 
 from lessons import context as cx
-from tests.conftest import randomize
-from transformer import ModelConfig, run_trace
-from transformer.families.bert import BERT
+from tests.conftest import small_model
+from transformer import run_trace
 from ui import PRESETS
 
 BEARS = [PRESETS[k] for k in ("I love bears", "She bears the pain", "Bears won the game", "Bear country")]
@@ -125,21 +124,7 @@ def test_trajectories_are_a_pca_of_all_the_vectors():
 
 def test_an_encoders_word_vectors_are_its_blocks_outputs(tokenizer):
     """In BERT's post-norm blocks a block hands on LN2(h + mlp), not the sum before it."""
-    cfg = ModelConfig(
-        vocab_size=tokenizer.vocab_size,
-        n_ctx=64,
-        d_model=32,
-        n_layer=3,
-        n_head=4,
-        d_mlp=48,
-        family="bert",
-        pos_encoding="learned",
-        activation="gelu",
-        tie_embeddings=False,
-        n_token_types=2,
-        has_lm_head=False,
-    )
-    model = randomize(BERT(cfg), seed=9)
+    model = small_model("bert", tokenizer, 3, seed=9)
     tr = run_trace(model, tokenizer, BEARS[0])
     pos = cx.find_word(tr.encoding, "bears").position
     vec = cx.word_vectors(tr, pos)

@@ -8,9 +8,8 @@ import pytest
 import torch
 
 from lessons import heads, qk_map
-from tests.conftest import SENTENCES, randomize
-from transformer import GPT, Interventions, ModelConfig
-from transformer.families.bert import BERT
+from tests.conftest import SENTENCES, small_model
+from transformer import Interventions, ModelConfig
 from transformer.tokenizer import Encoding
 from transformer.trace import run_trace
 
@@ -199,27 +198,12 @@ def test_row_ranks_average_ties():
 
 @pytest.fixture(scope="module")
 def llama(tokenizer):
-    cfg = ModelConfig(vocab_size=tokenizer.vocab_size, n_ctx=64, d_model=32, n_layer=2, n_head=4, n_kv_head=2, d_mlp=48, family="llama", pos_encoding="rotary", activation="silu")
-    return randomize(GPT(cfg), seed=6)
+    return small_model("llama", tokenizer, 2, seed=6)
 
 
 @pytest.fixture(scope="module")
 def bert(tokenizer):
-    cfg = ModelConfig(
-        vocab_size=tokenizer.vocab_size,
-        n_ctx=64,
-        d_model=32,
-        n_layer=2,
-        n_head=4,
-        d_mlp=48,
-        family="bert",
-        pos_encoding="learned",
-        activation="gelu",
-        tie_embeddings=False,
-        n_token_types=2,
-        has_lm_head=False,
-    )
-    return randomize(BERT(cfg), seed=7)
+    return small_model("bert", tokenizer, 2, seed=7)
 
 
 def test_key_mask_is_the_mask_the_scores_had(tr, llama, bert, tokenizer):

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from lessons.logit_lens import column, logit_lens, residual_streams, stage_logits, stage_names, top_table, window, window_size
-from tests.conftest import SENTENCES, randomize
-from transformer import GPT, Interventions, ModelConfig, run_trace
+from tests.conftest import SENTENCES, small_model
+from transformer import Interventions, run_trace
 from transformer.loading import load_model
 
 
@@ -87,8 +87,7 @@ def test_without_logits_the_tops_are_the_same(tiny_model, tokenizer):
 
 def test_rmsnorm_lens_of_a_llama(tokenizer):
     """The final norm of a Llama is RMSNorm: x/√(mean(x²) + ε)·w, no mean subtracted, no bias."""
-    cfg = ModelConfig(vocab_size=tokenizer.vocab_size, n_ctx=64, d_model=32, n_layer=2, n_head=4, n_kv_head=2, d_mlp=48, family="llama", pos_encoding="rotary", activation="silu")
-    model = randomize(GPT(cfg), seed=8)
+    model = small_model("llama", tokenizer, 2, seed=8)
     tr = run_trace(model, tokenizer, "the cat and the dog")
     T = len(tr.encoding)
     x = residual_streams(tr, range(T)).astype(np.float64)  # (L+1, T, d)
