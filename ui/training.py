@@ -28,7 +28,19 @@ from transformer import train_induction as ti
 PLAY_SECONDS = 0.8  # one snapshot further every this many seconds while the replay plays (a rerun of the replay view each: 50 students playing = ~60 reruns/s)
 LIVE_SECONDS = 1.0  # the live view refreshes every this many seconds
 LIVE_CONFIG = dataclasses.replace(ti.InductionConfig(), threads=1)  # the replay's settings, seed and one torch thread
-DUTY = float(os.environ.get("ATLAS_TRAIN_DUTY", "0.5"))  # share of the time the live training computes
+
+
+def duty_from(text: str | None) -> float:
+    """ATLAS_TRAIN_DUTY, the share of the time the live training computes: a number in (0, 1]; 0.5 when unset or not
+    such a number (a bad setting must not stop the server from starting)."""
+    try:
+        value = float(text) if text is not None else 0.5
+    except ValueError:
+        return 0.5
+    return value if 0 < value <= 1 else 0.5
+
+
+DUTY = duty_from(os.environ.get("ATLAS_TRAIN_DUTY"))
 NICE = 10  # the training process' niceness: the server's own threads come first
 
 _REPLAY: ti.Replay | None = None

@@ -175,3 +175,11 @@ def test_phase_change_is_where_the_loss_falls_fastest():
     assert hf.phase_change(steps, 4.2 - 0.001 * steps) is None  # a steady fall: no phase change
     assert hf.phase_change(steps, np.full(len(steps), 4.2)) is None
     assert "no phase change" in hf.phase_sentence(dataclasses.replace(RP, snapshots=[dataclasses.replace(s, loss=4.2 - 0.001 * s.step) for s in RP.snapshots]))
+
+
+def test_train_duty_setting_is_read_safely():
+    """ATLAS_TRAIN_DUTY: a share in (0, 1]; anything else falls back to 0.5 instead of stopping the server."""
+    assert training.duty_from(None) == 0.5
+    assert training.duty_from("0.25") == 0.25 and training.duty_from("1") == 1.0
+    for bad in ("", "abc", "0", "-1", "1.5", "nan", "inf"):
+        assert training.duty_from(bad) == 0.5
