@@ -100,7 +100,8 @@ def trace_names(cfg: ModelConfig) -> list[str]:
 # What a trace keeps of every layer: the residual stream, what each sublayer adds, and the attention pattern.
 # The rest of a layer (Q, K, V, scores, norms, MLP neurons…) is recomputed from its hook_resid_pre when a page
 # reads it, for at most OPEN_LAYERS layers at a time: a 30-layer model's full trace at 64 tokens is ~135 MiB,
-# what it keeps ~39 MiB.
+# what it keeps ~39 MiB. The logits (T × vocabulary: 12 MiB for SmolLM2 at 64 tokens, and a fifth of its forward
+# pass) are computed from ln_final.hook_normalized when a page first reads them.
 KEPT = ("hook_resid_pre", "hook_resid_mid", "hook_resid_post", "hook_attn_out", "hook_mlp_out", "attn.hook_pattern")
 OPEN_LAYERS = 2
 
@@ -113,7 +114,7 @@ def layer_of(name: str) -> int | None:
 
 
 def is_kept(name: str) -> bool:
-    return layer_of(name) is None or name.endswith(KEPT)
+    return (layer_of(name) is None and name != "logits") or name.endswith(KEPT)
 
 
 class Recorder(dict):
@@ -151,7 +152,9 @@ class Trace:
     names: tuple[str, ...] = ()  # every name the trace answers
     open_layer: Callable[[int], dict[str, np.ndarray]] | None = field(default=None, repr=False, compare=False)
     layer_nbytes: int = 0  # bytes of one layer's full internals
+    unembed: Callable[[np.ndarray], np.ndarray] | None = field(default=None, repr=False, compare=False)  # LN(x) (T, d) → logits (T, vocab)
     _open: OrderedDict = field(default_factory=OrderedDict, repr=False, compare=False)  # layer → its arrays, most recent last
+    _logits: list = field(default_factory=list, repr=False, compare=False)  # the logits, once read
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
@@ -160,8 +163,9 @@ class Trace:
 
     @property
     def nbytes(self) -> int:
-        """Bytes the trace may hold: the kept arrays and OPEN_LAYERS layers' full internals."""
-        return sum(arr.nbytes for arr in self.cache.values()) + OPEN_LAYERS * self.layer_nbytes
+        """Bytes the trace may hold: the kept arrays, OPEN_LAYERS layers' full internals and the logits once read."""
+        logits = len(self.encoding) * self.cfg.vocab_size * 4 if self.unembed is not None else 0
+        return sum(arr.nbytes for arr in self.cache.values()) + OPEN_LAYERS * self.layer_nbytes + logits
 
     def __contains__(self, name: str) -> bool:
         return name in self.names
@@ -170,6 +174,11 @@ class Trace:
         arr = self.cache.get(name)
         if arr is not None:
             return arr
+        if name == "logits" and self.unembed is not None:
+            with self._lock:
+                if not self._logits:
+                    self._logits.append(self.unembed(self.cache["ln_final.hook_normalized"]))  # (T, vocab)
+                return self._logits[0]
         layer = layer_of(name)
         if layer is None or self.open_layer is None or name not in self.names:
             raise KeyError(name)
@@ -269,8 +278,19 @@ def run_traces(model: GPT, tokenizer: Tokenizer, texts: Sequence[str], intervent
         kept = {name: arr for name, arr in arrays.items() if is_kept(name)}
         opener = layer_opener(model, kept, T, interventions)
         layer_nbytes = sum(a.nbytes for a in layer0.values())
-        traces.append(Trace(enc, kept, interventions, n_in, cut_chars, model.cfg, names, opener, layer_nbytes, OrderedDict({0: layer0})))
+        unembed = unembedder(model) if "logits" in names else None
+        traces.append(Trace(enc, kept, interventions, n_in, cut_chars, model.cfg, names, opener, layer_nbytes, unembed, OrderedDict({0: layer0})))
     return traces
+
+
+def unembedder(model: GPT) -> Callable[[np.ndarray], np.ndarray]:
+    """logits = LN(x)·W_U, as the model's forward computes them, for a trace's final normalized stream (T, d)."""
+
+    def unembed(final: np.ndarray) -> np.ndarray:
+        with torch.inference_mode():
+            return read_only(torch.from_numpy(np.array(final)) @ model.W_U)  # (T, vocab)
+
+    return unembed
 
 
 def layer_opener(model: GPT, kept: dict[str, np.ndarray], T: int, interventions: Interventions) -> Callable[[int], dict[str, np.ndarray]]:

@@ -244,3 +244,16 @@ def test_a_layer_opened_on_demand_equals_the_full_forward_pass(tiny_model, token
         assert len(tr._open) <= 2
     with pytest.raises(KeyError):
         tr["blocks.9.attn.hook_q"]
+
+
+def test_logits_are_computed_when_first_read(tiny_model, tokenizer, tiny_cfg):
+    """run_trace skips the unembedding; the first read computes LN(x)·W_U, equal to the forward pass's logits, once."""
+    tr = run_trace(tiny_model, tokenizer, SENTENCES[0], Interventions(temperature=0.7))
+    assert "logits" in tr and "logits" not in tr.cache and not tr._logits
+    T = len(tr.encoding)
+    assert tr.nbytes >= sum(a.nbytes for a in tr.cache.values()) + T * tiny_cfg.vocab_size * 4  # counted before they exist
+    with torch.inference_mode():
+        want = tiny_model(torch.tensor([tr.encoding.ids]), interventions=Interventions(temperature=0.7))[0].numpy()  # (T, vocab)
+    got = tr["logits"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert tr["logits"] is got and not got.flags.writeable  # computed once, read-only

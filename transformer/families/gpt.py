@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from ..attention import NO_INTERVENTIONS, Interventions, Record, visible_mask
+from ..attention import NO_INTERVENTIONS, Interventions, Record, visible_mask, wants
 from ..config import ModelConfig
 from ..errors import ModelLoadError
 from ..layers import Block, LayerNorm, init_normal, per_head, rotary_angles, sinusoidal_encoding
@@ -54,7 +54,8 @@ class GPT(nn.Module):
         return mask, rope
 
     def forward(self, idx, attention_mask=None, interventions: Interventions = NO_INTERVENTIONS, rec: Record = None, token_type_ids=None):
-        """idx: (B, T) token ids; attention_mask: (B, T), 1 = real token, 0 = padding. Returns logits (B, T, vocab)."""
+        """idx: (B, T) token ids; attention_mask: (B, T), 1 = real token, 0 = padding. Returns logits (B, T, vocab), or None
+        when `rec` is a record that drops them (the unembedding is a fifth of SmolLM2's forward)."""
         B, T = idx.shape
         if T > self.cfg.n_ctx:
             raise ValueError(f"sequence of {T} tokens is longer than the context of {self.cfg.n_ctx}")
@@ -73,6 +74,8 @@ class GPT(nn.Module):
         for block in self.blocks:
             x = block(x, mask, interventions, rec, rope)
         final = self.ln_final(x, rec, "ln_final.")
+        if not (rec is None or wants(rec, "logits")):
+            return None  # a trace unembeds when a page first reads its logits (trace.Trace)
         # logits = LN(x)·W_U (W_U = W_Eᵀ when tied)
         logits = final @ self.W_U  # (B, T, vocab)
         if rec is not None:
