@@ -66,9 +66,10 @@ def agreement_heatmap(scores: np.ndarray, title: str) -> go.Figure:
     )
 
 
-def probability_bars(words: Sequence[str], probs: Sequence[float], title: str) -> go.Figure:
-    """The most likely next words at one decoding step."""
-    return bars(np.asarray(probs, dtype=np.float32), words, title=title, x_title="next word", y_title="probability", height=280, color="#2ca02c")
+def probability_bars(top: Sequence[tuple[str, float]], title: str) -> go.Figure:
+    """The most likely next words at one decoding step, (word, probability) pairs."""
+    probs = np.array([p for _, p in top], dtype=np.float32)  # (k,)
+    return bars(probs, [w for w, _ in top], title=title, x_title="next word", y_title="probability", height=280, color="#2ca02c")
 
 
 def source_bars(row: np.ndarray, source: Sequence[str], title: str) -> go.Figure:

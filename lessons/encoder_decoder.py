@@ -26,6 +26,11 @@ EXAMPLE = "The animal didn't cross the street because it was too tired."
 MAX_CHARS = 500  # the page compares at most this many characters (~125 tokens): two models, every layer's weights
 
 
+def md(text: str) -> str:
+    """Text shown as itself in markdown (no emphasis, links or code)."""
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$])", r"\\\1", text)
+
+
 def clip(text: str, n_chars: int = MAX_CHARS) -> tuple[str, bool]:
     """The text cut to at most n_chars characters, at a space when there is one; and whether it was cut."""
     if len(text) <= n_chars:
@@ -52,6 +57,17 @@ def tokens_of(enc: Encoding, word: Word) -> list[int]:
     return [i for i, (s, e) in enumerate(enc.offsets) if s < e and s < word.end and e > word.start]
 
 
+def pair_tokens(enc: Encoding, text: str, word: int, target: int) -> tuple[list[int], list[int]]:
+    """The tokens of the text's word number `word` and of its word number `target` (see tokens_of)."""
+    ws = words(text)
+    return tokens_of(enc, ws[word]), tokens_of(enc, ws[target])
+
+
+def shared_words(text: str, encodings: list[Encoding]) -> list[tuple[int, str]]:
+    """(number, text) of the words of `text` that every encoding holds (a model may cut the text before a word)."""
+    return [(i, w.text) for i, w in enumerate(words(text)) if all(tokens_of(enc, w) for enc in encodings)]
+
+
 def family(name: str) -> str | None:
     """The family of a model the app can open ("bert": an encoder; "gpt", "llama": decoders), without loading it; None if unknown."""
     try:
@@ -67,6 +83,11 @@ def family(name: str) -> str | None:
 def short_name(name: str) -> str:
     """A model's name for the page: a model directory's own folder name, not its whole path."""
     return Path(name).name if "/" in name or "\\" in name else name
+
+
+def default_decoder(decoders: list[str], preferred: str | None) -> str:
+    """The decoder offered first: `preferred` (the app's default model), else SmolLM2, else the bundled GPT, else the first."""
+    return next((d for d in (preferred, DECODER, FALLBACK_DECODER) if d in decoders), decoders[0])
 
 
 def row(tr: Trace, layer: int, head: int, position: int) -> np.ndarray:
@@ -116,3 +137,31 @@ def sinks(tr: Trace, n_layer: int, causal: bool) -> Sinks | None:
     seen = [(i + 1) if causal else T for i in rows]  # tokens row i may look at
     even = float(np.mean([len([p for p in positions if not causal or p <= i]) / n for i, n in zip(rows, seen, strict=True)]))
     return Sinks(positions, rows, share, even)
+
+
+# --- the page's texts ---
+
+
+def tokens_text(word: str) -> str:
+    """How a word is found in two models' different tokens, and followed."""
+    return (
+        f"The two models cut the text into different tokens (WordPiece vs byte-level pieces). The word “{md(word)}” is found in each through the "
+        "characters every token covers; a word split into several tokens is followed through its **last** token, and the weight it gives the target is the "
+        "sum over all the target's tokens. Temperature τ from the sidebar applies to both models."
+    )
+
+
+def row_text(row: np.ndarray, position: int, target: list[int], target_word: str, causal: bool) -> str:
+    """The weight that the word's token (at `position`) puts on the target's tokens, and on the tokens after it."""
+    later = float(row[position + 1 :].sum())
+    return f"On “{md(target_word)}”: {row[target].sum():.3f}. On tokens after the word: {later:.3f}" + (" (a decoder cannot look ahead)." if causal else ".")
+
+
+def sinks_text(models: list[tuple[str, bool]], sinks: list[Sinks]) -> str:
+    """Each model's share of attention on its sink tokens; models: (name, causal) each."""
+    says = {False: "the text's tokens put on average {:.0%} of their attention on [CLS] and [SEP]", True: "the later tokens put on average {:.0%} on the first token"}
+    lines = [
+        f"In {md(short_name(name))} {says[causal].format(s.share.mean())} (most in layer {int(s.share.argmax())}: {s.share.max():.0%}); spread evenly it would be {s.even:.0%}."
+        for (name, causal), s in zip(models, sinks, strict=True)
+    ]
+    return "Many heads have nothing useful to look at and park their weight on a token that carries little: an **attention sink**. " + " ".join(lines)

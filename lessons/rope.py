@@ -76,9 +76,18 @@ class QueryKey:
     score: float  # the trace's raw score hook_scores_raw[head, m, n] = rot_q · rot_k
 
     @property
+    def vectors(self) -> np.ndarray:
+        """q before, q turned, k before, k turned: (4, d)."""
+        return np.stack([self.q, self.rot_q, self.k, self.rot_k])  # (4, d)
+
+    @property
     def pair_dots(self) -> np.ndarray:
         """Each pair's share of the score, (d/2,): they add up to rot_q · rot_k."""
         return (pairs(self.rot_q) * pairs(self.rot_k)).sum(axis=-1)
+
+    def top_pairs(self, k: int = 3) -> list[int]:
+        """The k pairs that add the most to the score, by size |share|, largest first."""
+        return np.argsort(-np.abs(self.pair_dots))[:k].tolist()
 
 
 def query_key(tr: Trace, cfg: ModelConfig, layer: int, head: int, m: int, n: int) -> QueryKey:
@@ -116,6 +125,10 @@ class Shifts:
         """max |both − score|: 0 up to float32 rounding."""
         return float(np.abs(self.both - self.score).max())
 
+    def index(self, s: int) -> int:
+        """Where shift s is in `shifts`."""
+        return int(np.searchsorted(self.shifts, s))
+
 
 def shift_scores(q: np.ndarray, k: np.ndarray, m: int, n: int, shifts: np.ndarray, cfg: ModelConfig) -> Shifts:
     """q_m · k_n with both vectors rotated to (m + s, n + s), and with only the query moved to m + s, for every shift s.
@@ -132,3 +145,45 @@ def shift_scores(q: np.ndarray, k: np.ndarray, m: int, n: int, shifts: np.ndarra
     query_only = rq @ rk_fixed  # (S,)
     score = float(rotate_at(q, np.array([m]), cfg)[0].astype(np.float64) @ rk_fixed)
     return Shifts(shifts, both.astype(np.float32), query_only.astype(np.float32), score)
+
+
+# --- the page's texts ---
+
+NO_ROPE = (
+    "**No RoPE in this model.** This model adds a position vector to each token instead: see *Positional encoding*. "
+    "Its queries and keys are never turned; below are the position vectors it adds. The part *Shared key/value heads* applies to every model."
+)
+
+
+def angles_text(cfg: ModelConfig) -> str:
+    """How fast the fastest and the slowest pair turn, in this model."""
+    w = wavelengths(cfg)  # (d_head/2,)
+    return (
+        f"Each head has {cfg.d_head // 2} pairs of numbers. Pair 0 turns fastest, once every {w[0]:.1f} positions: it tells near neighbours apart. "
+        f"The last pair turns once every {w[-1]:,.0f} positions: over a whole text it barely moves, so it can match tokens by content wherever they are. "
+        f"The angles depend only on the position, never on the token (θ = {cfg.rope_theta:g}, d = {cfg.d_head})."
+    )
+
+
+def score_text(qk: QueryKey) -> str:
+    """The score is the sum of the pairs' shares; which pairs add the most."""
+    return (
+        f"The score in the trace, {qk.score:.4f}, is the sum of the bars ({qk.pair_dots.sum():.4f}); pairs {', '.join(map(str, qk.top_pairs()))} add the most here. "
+        f"Within a pair both hands keep their lengths; only the angle between them changes, by (m − n)·ω_i = {qk.m - qk.n}·ω_i."
+    )
+
+
+def shift_text(m: int, n: int) -> str:
+    """What the shift chart does with q_m and k_n."""
+    return (
+        f"Take the model's own q_{m} and k_{n} (before turning) and pretend they stood elsewhere: turn them as if they were at {m} + s and {n} + s. "
+        "The offset stays the same, and so does the score. Move only the query and the offset changes, and the score with it."
+    )
+
+
+def shift_caption(sh: Shifts) -> str:
+    """How flat the "both moved" line is, and why."""
+    return (
+        f"Over all {len(sh.shifts)} shifts the blue line moves by at most {sh.largest_change:.1e}: rounding of 32-bit numbers, as in the model. "
+        "In a real longer text the vectors themselves would differ too (the tokens before would change them); RoPE alone never does."
+    )

@@ -1,7 +1,6 @@
 """RoPE and shared key/value heads: how a Llama-family model puts positions into attention (rotation), and how several
 query heads share one key/value head (grouped-query attention), with the model's own numbers."""
 
-import numpy as np
 import streamlit as st
 
 import ui
@@ -9,7 +8,6 @@ from figures import rope as frope
 from figures.attention import vectors_heatmap
 from lessons import gqa, rope
 from ui import cached
-from ui.models import model_choices
 
 st.set_page_config(page_title="RoPE and shared key/value heads", page_icon="🌀", layout="wide")
 state = ui.sidebar()
@@ -18,10 +16,9 @@ L, H = state.layer, state.head
 
 st.title("🌀 RoPE and shared key/value heads")
 st.markdown(
-    "Newer decoders such as Llama and SmolLM2 change two things inside attention. **RoPE** (rotary position embedding): instead of "
-    "adding a position vector to each token, every query and key is *turned* by an angle that grows with its position, so the score "
-    "of two tokens depends only on how far apart they are. **Shared key/value heads** (grouped-query attention): several query heads "
-    "read the same keys and values, which saves memory. Layer and head come from the sidebar."
+    "Newer decoders such as Llama and SmolLM2 change two things inside attention. **RoPE** (rotary position embedding): instead of adding a position vector to each token, "
+    "every query and key is *turned* by an angle that grows with its position, so the score of two tokens depends only on how far apart they are. "
+    "**Shared key/value heads** (grouped-query attention): several query heads read the same keys and values, which saves memory. Layer and head come from the sidebar."
 )
 ROTATION = r"\begin{pmatrix} \cos m\omega_i & -\sin m\omega_i \\ \sin m\omega_i & \cos m\omega_i \end{pmatrix}"  # turns pair i by m·ω_i
 st.latex(r"\begin{pmatrix} x'_i \\ y'_i \end{pmatrix} = " + ROTATION + r"\begin{pmatrix} x_i \\ y_i \end{pmatrix},\qquad \omega_i = \theta^{-2i/d}")
@@ -38,11 +35,8 @@ def no_rope(part: str) -> bool:
     """Say so when the model has no RoPE, show the position vectors it adds instead and offer a model that has RoPE; True when there is nothing to turn."""
     if rope.has_rope(cfg):
         return False
-    st.info(
-        "**No RoPE in this model.** This model adds a position vector to each token instead: see *Positional encoding*. "
-        "Its queries and keys are never turned; below are the position vectors it adds. The part *Shared key/value heads* applies to every model."
-    )
-    rotary = [name for name in model_choices() if cached.model_family(name) == "llama"]
+    st.info(rope.NO_ROPE)
+    rotary = cached.models_of("llama")
     if rotary:
         st.button(f"Switch to {rotary[0]}, which has RoPE", on_click=switch_model, args=(rotary[0],), key="rope_switch")
     title = f"What this model does instead: the position vectors added to your {T} tokens ({cfg.d_model} numbers each)"
@@ -67,12 +61,7 @@ def part_angles() -> None:
     for col, fig, key in zip(st.columns(2), (table, waves), ("rope_angles", "rope_waves"), strict=True):
         with col:
             ui.show_figure(fig, key=key)
-    w = rope.wavelengths(cfg)
-    st.markdown(
-        f"Each head has {cfg.d_head // 2} pairs of numbers. Pair 0 turns fastest, once every {w[0]:.1f} positions: it tells near neighbours apart. "
-        f"The last pair turns once every {w[-1]:,.0f} positions: over a whole text it barely moves, so it can match tokens by content wherever they are. "
-        f"The angles depend only on the position, never on the token (θ = {cfg.rope_theta:g}, d = {cfg.d_head})."
-    )
+    st.markdown(rope.angles_text(cfg))
 
 
 def part_query_key() -> None:
@@ -80,21 +69,15 @@ def part_query_key() -> None:
         return
     m, n = positions()
     qk = rope.query_key(tr, cfg, L, H, m, n)
-    rows = np.stack([qk.q, qk.rot_q, qk.k, qk.rot_k])  # (4, d)
     title = f"Query head {H} at m = {m} and its key (K/V head {qk.kv_head}) at n = {n}, layer {L}"
-    ui.show_figure(frope.before_after_heatmap(rows, ["q before", "q turned", "k before", "k turned"], title), key="rope_vectors")
+    ui.show_figure(frope.before_after_heatmap(qk.vectors, ["q before", "q turned", "k before", "k turned"], title), key="rope_vectors")
     P = cfg.d_head // 2
     st.session_state["rope_pairs"] = [i for i in st.session_state.get("rope_pairs", sorted({0, 1, P // 4, P - 1})) if i < P]
     chosen = st.multiselect("Pairs to draw", range(P), max_selections=6, key="rope_pairs", help="Pair i is dimensions i and i + d/2.")
     if chosen:
-        qp, rqp, kp, rkp = (rope.pairs(v) for v in (qk.q, qk.rot_q, qk.k, qk.rot_k))
-        ui.show_figure(frope.clock_hands(qp, rqp, kp, rkp, sorted(chosen), qk.angle_m, qk.angle_n, m, n, "Each pair is a clock hand"), key="rope_clocks")
+        ui.show_figure(frope.clock_hands(*rope.pairs(qk.vectors), sorted(chosen), qk.angle_m, qk.angle_n, m, n, "Each pair is a clock hand"), key="rope_clocks")
     ui.show_figure(frope.pair_bars(qk.pair_dots, f"What each pair adds to the score q_{m}·k_{n} = {qk.score:.4f}"), key="rope_pair_bars")
-    top = np.argsort(-np.abs(qk.pair_dots))[:3]
-    st.caption(
-        f"The score in the trace, {qk.score:.4f}, is the sum of the bars ({qk.pair_dots.sum():.4f}); pairs {', '.join(map(str, top))} add the most here. "
-        f"Within a pair both hands keep their lengths; only the angle between them changes, by (m − n)·ω_i = {m - n}·ω_i."
-    )
+    st.caption(rope.score_text(qk))
 
 
 def part_shift() -> None:
@@ -105,44 +88,30 @@ def part_shift() -> None:
     lo, hi = int(sh.shifts[0]), int(sh.shifts[-1])
     st.session_state["rope_shift"] = min(max(st.session_state.get("rope_shift", 100), lo), hi)  # the range moves with m and n
     s = st.slider("Shift s", lo, hi, key="rope_shift", help="Move the query to m + s and the key to n + s.")
-    k = int(np.searchsorted(sh.shifts, s))
-    st.markdown(
-        f"Take the model's own q_{m} and k_{n} (before turning) and pretend they stood elsewhere: turn them as if they were at {m} + s and {n} + s. "
-        "The offset stays the same, and so does the score. Move only the query and the offset changes, and the score with it."
-    )
+    k = sh.index(s)
+    st.markdown(rope.shift_text(m, n))
     ui.show_figure(frope.shift_chart(sh.shifts, sh.both, sh.query_only, s, m, n, f"Layer {L}, head {H}: the score when the positions move"), key="rope_shift_chart")
     c1, c2, c3 = st.columns(3)
     c1.metric(f"q_{m} · k_{n}", f"{sh.score:.4f}")
     c2.metric(f"both moved by {s}", f"{sh.both[k]:.4f}", f"{sh.both[k] - sh.score:+.1e}", delta_color="off")
     c3.metric(f"only the query moved by {s}", f"{sh.query_only[k]:.4f}", f"{sh.query_only[k] - sh.score:+.4f}", delta_color="off")
-    st.caption(
-        f"Over all {len(sh.shifts)} shifts the blue line moves by at most {sh.largest_change:.1e}: rounding of 32-bit numbers, as in the model. "
-        "In a real longer text the vectors themselves would differ too (the tokens before would change them); RoPE alone never does."
-    )
+    st.caption(rope.shift_caption(sh))
 
 
 def part_shared() -> None:
-    G = gqa.group_size(cfg)
-    st.latex(rf"g = \left\lfloor h \,/\, (n_{{\mathrm{{head}}}} / n_{{\mathrm{{kv}}}}) \right\rfloor = \left\lfloor h / {G} \right\rfloor")
+    st.latex(rf"g = \left\lfloor h \,/\, (n_{{\mathrm{{head}}}} / n_{{\mathrm{{kv}}}}) \right\rfloor = \left\lfloor h / {gqa.group_size(cfg)} \right\rfloor")
     c1, c2 = st.columns([1, 2])
     with c1:
         ui.show_figure(frope.sharing_heatmap(gqa.sharing_table(cfg), f"{cfg.n_head} query heads, {cfg.n_kv_heads} key/value heads"), key="gqa_table")
     if not gqa.has_gqa(cfg):
         c2.info(f"**No shared heads here:** every head has its own keys and values ({cfg.n_head} query heads, {cfg.n_head} key/value heads).")
         return
-    c2.markdown(
-        rf"Each key/value head serves {G} query heads: their scores $Q_h K_g^\top$ use the **same** keys $K_g$, and they mix the same values $V_g$. "
-        f"This model keeps {cfg.n_kv_heads} keys and values per token and layer instead of {cfg.n_head}: {G}× less memory while it writes."
-    )
+    c2.markdown(gqa.sharing_text(cfg))
     ui.keep_choice("gqa_group", range(cfg.n_kv_heads), cfg.kv_head(H))
     g = st.selectbox("Key/value head", range(cfg.n_kv_heads), key="gqa_group", format_func=lambda k: f"K/V head {k} (query heads {', '.join(map(str, gqa.group_heads(cfg, k)))})")
     k_fig, v_fig, p_fig, grp = cached.gqa_figures(state.model, state.sentence, state.temperature, L, g, tr)
     ui.show_figure(p_fig, key="gqa_patterns")
-    diff = grp.differences()[np.triu_indices(len(grp.heads), 1)]  # every pair of heads of the group
-    st.caption(
-        f"Same keys, different questions: two heads of this group differ by {diff.mean():.2f} on average (half the summed gap between their weights, "
-        "averaged over the rows: 0 = identical, 1 = no key in common). Each query head has its own W_Q."
-    )
+    st.caption(gqa.differences_text(grp))
     ui.show_figure(k_fig, key="gqa_keys")
     ui.show_figure(v_fig, key="gqa_values")
 

@@ -2,7 +2,6 @@
 links it to another word, and the attention sinks of each."""
 
 import os
-import re
 
 import streamlit as st
 
@@ -13,31 +12,21 @@ from transformer import TraceInputError
 from transformer.loading import missing_real_models
 from transformer.trace import token_limit
 from ui import cached
-from ui.models import model_choices
 from ui.state import DEFAULT_MODEL_ENV
 
 st.set_page_config(page_title="Encoder vs decoder", page_icon="↔️", layout="wide")
 state = ui.sidebar()
 EXAMPLE, OWN = "The lecture's example", "The sentence in the sidebar"
 
-
-def md(text: str) -> str:
-    """Text shown as itself in markdown (no emphasis, links or code)."""
-    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$])", r"\\\1", text)
-
-
 st.title("↔️ Encoder vs decoder, side by side")
 st.markdown(
-    "An **encoder** (BERT) reads the whole sentence at once: every token may look at every other token, before and after it. "
-    "A **decoder** (GPT, Llama) writes text one token at a time, so a token may look only at itself and the tokens before it. "
-    "Here the same sentence goes through one model of each kind."
+    "An **encoder** (BERT) reads the whole sentence at once: every token may look at every other token, before and after it. A **decoder** (GPT, Llama) writes text "
+    "one token at a time, so a token may look only at itself and the tokens before it. Here the same sentence goes through one model of each kind."
 )
 st.latex(r"\text{encoder: }\ \alpha_{ij} = \operatorname{softmax}_{j \in 1..T}(s_{ij}) \qquad \text{decoder: }\ \alpha_{ij} = \operatorname{softmax}_{j \le i}(s_{ij})")
 for hint in missing_real_models():
     st.info(f"A real pretrained model is not installed here: `{hint}` installs it (then reload the page).")
-choices = model_choices()
-encoders = [name for name in choices if cached.model_family(name) == "bert"]
-decoders = [name for name in choices if cached.model_family(name) in ("gpt", "llama")]
+encoders, decoders = cached.models_of("bert"), cached.models_of("gpt", "llama")
 c1, c2 = st.columns(2)
 if encoders:
     ui.keep_choice("compare_encoder", encoders, ed.ENCODER if ed.ENCODER in encoders else encoders[0])
@@ -45,14 +34,14 @@ if encoders:
 else:
     enc_name = None
     c1.warning("No encoder to compare with: this page needs MiniLM (all-MiniLM-L6-v2), installed as shown above. Until then it shows the decoder alone.")
-ui.keep_choice("compare_decoder", decoders, next((d for d in (os.environ.get(DEFAULT_MODEL_ENV), ed.DECODER, ed.FALLBACK_DECODER) if d in decoders), decoders[0]))
+ui.keep_choice("compare_decoder", decoders, ed.default_decoder(decoders, os.environ.get(DEFAULT_MODEL_ENV)))
 dec_name = c2.selectbox("Decoder", decoders, key="compare_decoder", format_func=ed.short_name)
 if ed.DECODER not in decoders:
     st.caption("SmolLM2 is not installed: the decoder offered first is the bundled Shakespeare GPT, a small model whose heads are far less clear-cut.")
 ui.keep("compare_source", EXAMPLE)
 source = st.radio("Sentence", [EXAMPLE, OWN], key="compare_source", horizontal=True)
 text, cut = ed.clip(ed.EXAMPLE if source == EXAMPLE else state.sentence)
-st.caption(f"«{md(text)}»")
+st.caption(f"«{ed.md(text)}»")
 if cut:
     st.warning(f"The text is long: this page compares its first {len(text)} characters (two models, every layer).")
 
@@ -69,9 +58,8 @@ def trace_of(name: str):
     return tr
 
 
-# kind → (model, its trace, reads earlier tokens only)
-MODELS = {kind: (name, trace_of(name), kind == "decoder") for kind, name in (("encoder", enc_name), ("decoder", dec_name)) if name}
-found = [(i, w.text) for i, w in enumerate(ed.words(text)) if all(ed.tokens_of(tr.encoding, w) for _, tr, _ in MODELS.values())]
+MODELS = {kind: (name, trace_of(name), kind == "decoder") for kind, name in (("encoder", enc_name), ("decoder", dec_name)) if name}  # kind → (model, trace, causal)
+found = ed.shared_words(text, [tr.encoding for _, tr, _ in MODELS.values()])
 if len(found) < 2:
     st.info("This page follows one word to another: type a sentence with at least two words (letters or digits).")
     st.stop()
@@ -80,15 +68,7 @@ ui.keep_choice("compare_word", found, next((f for f in found if f[1].lower() == 
 word = c1.selectbox("Word", found, format_func=lambda f: f"{f[0]}: {f[1]}", key="compare_word", help="The word whose attention we follow (the query).")
 ui.keep_choice("compare_target", found, next((f for f in found if f[1].lower() == "animal" and f != word), found[0]))
 target = c2.selectbox("Target word", found, format_func=lambda f: f"{f[0]}: {f[1]}", key="compare_target", help="The word we hope it looks at (the key).")
-st.markdown(
-    f"The two models cut the text into different tokens (WordPiece vs byte-level pieces). The word “{md(word[1])}” is found in each through the "
-    "characters every token covers; a word split into several tokens is followed through its **last** token, and the weight it gives the target is the "
-    "sum over all the target's tokens. Temperature τ from the sidebar applies to both models."
-)
-
-
-def tokens(tr, wi: int) -> list[int]:
-    return ed.tokens_of(tr.encoding, ed.words(text)[wi])
+st.markdown(ed.tokens_text(word[1]))
 
 
 def go_to_best(kind: str, layer: int, head: int) -> None:
@@ -101,8 +81,8 @@ def part_rows() -> None:
         grid, _ = cached.compare_grid(name, text, state.temperature, word[0], target[0], tr)
         best = ed.best_head(grid)
         with col:
-            st.subheader(f"{kind.capitalize()}: {md(ed.short_name(name))}")
-            src, tgt = tokens(tr, word[0]), tokens(tr, target[0])
+            st.subheader(f"{kind.capitalize()}: {ed.md(ed.short_name(name))}")
+            src, tgt = ed.pair_tokens(tr.encoding, text, word[0], target[0])
             ui.show_figure(fcmp.token_strip(tr.encoding.labels, src, tgt, f"{len(tr.encoding)} tokens"), key=f"compare_{kind}_tokens")
             for key, top, default in (("layer", cfg.n_layer - 1, best[0]), ("head", cfg.n_head - 1, best[1])):
                 st.session_state[f"compare_{kind}_{key}"] = min(st.session_state.get(f"compare_{kind}_{key}", default), top)
@@ -112,18 +92,17 @@ def part_rows() -> None:
             row = ed.row(tr, layer, head, src[-1])
             title = f"Weights of “{word[1]}” (token {src[-1]}), layer {layer}, head {head}"
             ui.show_figure(fcmp.row_bars(row, tr.encoding.labels, src[-1], tgt, causal, title), key=f"compare_{kind}_row")
-            later = float(row[src[-1] + 1 :].sum())
-            st.caption(f"On “{md(target[1])}”: {row[tgt].sum():.3f}. On tokens after the word: {later:.3f}" + (" (a decoder cannot look ahead)." if causal else "."))
+            st.caption(ed.row_text(row, src[-1], tgt, target[1], causal))
 
 
 def part_best() -> None:
-    st.markdown(f"Every head of every layer: how much weight does “{md(word[1])}” put on “{md(target[1])}”? The red box marks the largest.")
+    st.markdown(f"Every head of every layer: how much weight does “{ed.md(word[1])}” put on “{ed.md(target[1])}”? The red box marks the largest.")
     for col, (kind, (name, tr, causal)) in zip(st.columns(2), MODELS.items(), strict=False):
         grid, fig = cached.compare_grid(name, text, state.temperature, word[0], target[0], tr)
         layer, head, w = ed.best_head(grid)
         with col:
             ui.show_figure(fig, key=f"compare_{kind}_grid")
-            st.markdown(f"**{md(ed.short_name(name))}**: layer {layer}, head {head} puts **{w:.2f}** of “{md(word[1])}”'s attention on “{md(target[1])}”.")
+            st.markdown(f"**{ed.md(ed.short_name(name))}**: layer {layer}, head {head} puts **{w:.2f}** of “{ed.md(word[1])}”'s attention on “{ed.md(target[1])}”.")
             if causal and target[0] > word[0]:
                 st.caption("The target comes after the word: a decoder cannot look at it, so every head gives it 0.")
 
@@ -134,12 +113,7 @@ def part_sinks() -> None:
         st.info("The text is too short to measure: the decoder needs at least two tokens.")
         return
     ui.show_figure(fig, key="compare_sinks")
-    says = {False: "the text's tokens put on average {:.0%} of their attention on [CLS] and [SEP]", True: "the later tokens put on average {:.0%} on the first token"}
-    lines = [
-        f"In {md(ed.short_name(name))} {says[causal].format(s.share.mean())} (most in layer {int(s.share.argmax())}: {s.share.max():.0%}); spread evenly it would be {s.even:.0%}."
-        for (name, _, causal), s in zip(MODELS.values(), sinks, strict=True)
-    ]
-    st.markdown("Many heads have nothing useful to look at and park their weight on a token that carries little: an **attention sink**. " + " ".join(lines))
+    st.markdown(ed.sinks_text([(name, causal) for name, _, causal in MODELS.values()], sinks))
     st.caption("A caveat: attention weights show where information flows, not why a model predicts what it does.")
 
 

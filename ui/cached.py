@@ -15,7 +15,7 @@ from transformer.data import phrases as td
 from transformer.families import seq2seq as s2s
 from transformer.loading import get_translator
 
-from .models import get_model
+from .models import get_model, model_choices
 
 # --- Cross-attention (the translator) ---
 
@@ -57,6 +57,11 @@ def model_family(name: str) -> str | None:
     return ed.family(name)
 
 
+def models_of(*families: str) -> list[str]:
+    """The models the picker offers whose family is one of `families`, in the picker's order."""
+    return [name for name in model_choices() if model_family(name) in families]
+
+
 @st.cache_resource(max_entries=16, show_spinner=False)
 def rope_angle_figures(model_name: str, n_pos: int, n_tokens: int) -> tuple[go.Figure, go.Figure]:
     """The angle table m·ω_i of the first n_pos positions, and each pair's wavelength next to the text's length."""
@@ -94,10 +99,10 @@ def gqa_figures(model_name: str, sentence: str, tau: float, layer: int, g: int, 
 @st.cache_resource(max_entries=32, show_spinner=False)
 def compare_grid(model_name: str, sentence: str, tau: float, word: int, target: int, _tr: Trace) -> tuple[np.ndarray, go.Figure]:
     """The weight from word `word` (its last token) on word `target` (all its tokens) in every head, and its heatmap."""
-    ws = ed.words(sentence)  # the text the page shows (a trace cut by its model holds fewer words)
-    src, tgt = ed.tokens_of(_tr.encoding, ws[word]), ed.tokens_of(_tr.encoding, ws[target])
+    src, tgt = ed.pair_tokens(_tr.encoding, sentence, word, target)  # words of the text the page shows (a trace cut by its model holds fewer)
     grid = ed.weight_grid(_tr, get_model(model_name).cfg.n_layer, src, tgt)  # (n_layer, n_head)
     layer, head, _ = ed.best_head(grid)
+    ws = ed.words(sentence)
     return grid, fcmp.head_grid(grid, (layer, head), f"{ed.short_name(model_name)}: weight from “{ws[word].text}” on “{ws[target].text}”")
 
 

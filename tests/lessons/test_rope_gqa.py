@@ -156,6 +156,22 @@ def test_negative_positions_are_refused(llama):
         rope.shift_scores(np.ones(8, np.float32), np.ones(8, np.float32), 2, 5, np.array([-3, 0]), llama.cfg)
 
 
+def test_the_pages_numbers_and_texts_by_hand(llama, llama_trace):
+    cfg = llama.cfg
+    qk = rope.query_key(llama_trace, cfg, 1, 4, 9, 3)
+    np.testing.assert_array_equal(qk.vectors, [qk.q, qk.rot_q, qk.k, qk.rot_k])
+    shares = [float(qk.rot_q[i]) * float(qk.rot_k[i]) + float(qk.rot_q[i + 4]) * float(qk.rot_k[i + 4]) for i in range(4)]  # pair i = (i, i + 4)
+    assert qk.top_pairs() == sorted(range(4), key=lambda i: -abs(shares[i]))[:3]
+    assert f"pairs {', '.join(map(str, qk.top_pairs()))} add the most here" in rope.score_text(qk) and "= 6·ω_i" in rope.score_text(qk)
+    sh = rope.shift_scores(qk.q, qk.k, 9, 3, np.arange(-3, 50), cfg)
+    assert sh.index(-3) == 0 and sh.index(37) == 40 and sh.shifts[sh.index(37)] == 37
+    assert f"Over all 53 shifts the blue line moves by at most {sh.largest_change:.1e}" in rope.shift_caption(sh)
+    assert "q_9 and k_3 (before turning)" in rope.shift_text(9, 3) and "at 9 + s and 3 + s" in rope.shift_text(9, 3)
+    w = [2 * math.pi * THETA ** (2 * i / 8) for i in range(4)]
+    assert f"Each head has 4 pairs of numbers. Pair 0 turns fastest, once every {w[0]:.1f} positions" in rope.angles_text(cfg)
+    assert f"once every {w[-1]:,.0f} positions" in rope.angles_text(cfg) and "(θ = 500, d = 8)" in rope.angles_text(cfg)
+
+
 # ---- grouped-query attention --------------------------------------------------------------------------------
 
 
@@ -190,6 +206,9 @@ def test_group_holds_its_keys_values_and_patterns(llama, llama_trace):
     a, b = grp.patterns[0], grp.patterns[1]
     assert diff[0, 1] == pytest.approx(float(np.mean(0.5 * np.abs(a - b).sum(axis=1))), abs=1e-6)
     assert diff[0, 1] > 0.01  # shared keys, own queries: the patterns differ
+    assert grp.mean_difference() == pytest.approx((diff[0, 1] + diff[0, 2] + diff[1, 2]) / 3, abs=1e-6)
+    assert f"two heads of this group differ by {grp.mean_difference():.2f} on average" in gqa.differences_text(grp)
+    assert "Each key/value head serves 3 query heads" in gqa.sharing_text(cfg) and "keeps 2 keys and values per token and layer instead of 6: 3× less" in gqa.sharing_text(cfg)
 
 
 def test_gpt_has_one_kv_head_per_query_head(lm):
@@ -272,3 +291,35 @@ def test_clip_cuts_long_text_at_a_space():
     assert ed.clip("short text") == ("short text", False)
     assert ed.clip("aa bb cc", 5) == ("aa", True)
     assert ed.clip("abcdef", 3) == ("abc", True)  # no space: cut inside the word
+
+
+def test_markdown_is_escaped():
+    assert ed.md("*a* _b_ [c](d) `e` #f <g> $h$ 1.") == r"\*a\* \_b\_ \[c\]\(d\) \`e\` \#f \<g\> \$h\$ 1\."
+    assert ed.md("plain words") == "plain words"
+
+
+def test_shared_words_pair_tokens_and_default_decoder(llama, bert):
+    encodings = [lm.tokenizer.encode(SENTENCE) for lm in (llama, bert)]
+    ws = ed.words(SENTENCE)
+    for enc in encodings:
+        assert ed.pair_tokens(enc, SENTENCE, 7, 1) == (ed.tokens_of(enc, ws[7]), ed.tokens_of(enc, ws[1]))  # "it", "animal"
+    assert ed.shared_words(SENTENCE, encodings) == [(i, w.text) for i, w in enumerate(ed.words(SENTENCE))]  # both hold every word
+    cut = bert.tokenizer.encode(SENTENCE[: SENTENCE.index(" because")])  # as if a model had read only the first words
+    assert ed.shared_words(SENTENCE, [encodings[0], cut]) == [(0, "The"), (1, "animal"), (2, "didn't"), (3, "cross"), (4, "the"), (5, "street")]
+    assert ed.default_decoder(["a", ed.FALLBACK_DECODER, ed.DECODER], "a") == "a"
+    assert ed.default_decoder(["a", ed.FALLBACK_DECODER, ed.DECODER], None) == ed.DECODER
+    assert ed.default_decoder(["a", ed.FALLBACK_DECODER], "missing") == ed.FALLBACK_DECODER
+    assert ed.default_decoder(["a", "b"], None) == "a"
+
+
+def test_the_pages_texts(llama, bert):
+    row = np.array([0.1, 0.2, 0.3, 0.15, 0.25], dtype=np.float32)
+    assert ed.row_text(row, 2, [0, 1], "cat_s", causal=False) == "On “cat\\_s”: 0.300. On tokens after the word: 0.400."
+    assert ed.row_text(row, 4, [3], "it", causal=True) == "On “it”: 0.150. On tokens after the word: 0.000 (a decoder cannot look ahead)."
+    assert "The word “it” is found in each" in ed.tokens_text("it")
+    sinks = [ed.sinks(run_trace(lm.model, lm.tokenizer, SENTENCE), lm.cfg.n_layer, causal) for lm, causal in ((bert, False), (llama, True))]
+    text = ed.sinks_text([("models/tiny-bert", False), ("tiny-llama", True)], sinks)
+    enc, dec = sinks
+    assert text.startswith("Many heads have nothing useful to look at")
+    assert f"In tiny\\-bert the text's tokens put on average {enc.share.mean():.0%} of their attention on [CLS] and [SEP] (most in layer {int(enc.share.argmax())}" in text
+    assert f"In tiny\\-llama the later tokens put on average {dec.share.mean():.0%} on the first token" in text and f"spread evenly it would be {dec.even:.0%}." in text
