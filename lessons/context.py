@@ -13,7 +13,7 @@ from itertools import combinations
 
 import numpy as np
 
-from transformer import Encoding, Trace
+from transformer import Encoding, ModelConfig, Trace
 
 from .block_stats import block_output, n_layers
 from .embedding_space import unit_rows
@@ -99,3 +99,58 @@ def match_row(number: int, text: str, enc: Encoding, m: WordMatch | None) -> dic
         return {"sentence": number, "text": text[:200], "word": "—", "tokens": "—", "followed token": "—", "position": None, "id": None}
     tokens = " + ".join(enc.labels[p] for p in m.tokens)
     return {"sentence": number, "text": text[:200], "word": enc.text[m.start : m.end], "tokens": tokens, "followed token": enc.labels[m.position], "position": m.position, "id": enc.ids[m.position]}
+
+
+# --- The Context page's words for one model ---
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the Context page says about one model: how its first block's input is built, which token of a split word it
+    follows and why, what the first point of the cosine lines is, and which tokens a word's token may look at."""
+
+    latex: str  # x^(0), x^(1), x^(l+1) and cos(a, b)
+    followed: str  # the caption under the word: which token of a split word is followed
+    similarity: str  # section 1: what the cosine lines show
+    looks: str  # section 3: what the attention bars show
+
+
+def reading(cfg: ModelConfig, byte_level: bool) -> Reading:
+    """The Context page's texts for this model (GPT, Llama or BERT) and its tokenizer (byte-level BPE or WordPiece)."""
+    first = {"gpt": r"\mathrm{Block}_0\big(x^{(0)} + PE_t\big)", "llama": r"\mathrm{Block}_0\big(x^{(0)}\big)", "bert": r"\mathrm{Block}_0\big(\mathrm{LN}(x^{(0)} + PE_t + T_{A})\big)"}[cfg.family]
+    stream = rf"x^{{(0)}} = W_E[\mathrm{{id}}], \quad x^{{(1)}} = {first}, \quad x^{{(l+1)}} = \mathrm{{Block}}_l\big(x^{{(l)}}\big)"
+    latex = stream + r", \qquad \cos(a, b) = \frac{a \cdot b}{\lVert a\rVert\,\lVert b\rVert}"
+    why = "with the causal mask that is the first position that has read the whole word."
+    if not cfg.causal:
+        why = "this model is an encoder (no causal mask), so every token of the word has read the whole sentence, both sides, from the first block on: the last is as good as any."
+    split = "*Bears* → B + ears" if byte_level else "*didn't* → didn + ' + t"
+    followed = f"A word may be split into several tokens ({split}). The page follows its **last** token: {why}"
+    before = {
+        "gpt": ", before the position vector is added",
+        "llama": " (no position vector is ever added in this model: RoPE turns queries and keys inside attention)",
+        "bert": ", before the position and token-type vectors and the embedding LayerNorm",
+    }[cfg.family]
+    similarity = (
+        f"For every pair of sentences, the cosine similarity of the word's vectors: 1 = same direction, 0 = unrelated. The first point is the token's embedding row W_E[id]{before}: "
+        f"it has no context at all. Every later point is what a block hands on{', after its LayerNorm' if cfg.post_norm else ''}, where position and context have been mixed in."
+    )
+    sides = "which tokens it gathers information from" + ("" if cfg.causal else ", on both sides: an encoder's tokens see the whole sentence")
+    looks = f"The attention weights of the word's token in each sentence, from the sidebar's layer and head: {sides}. Different neighbours, different vector."
+    return Reading(latex, followed, similarity, looks)
+
+
+def tokens_note(ids: set[int]) -> str:
+    """Whether the sentences spell the word with the same token (then the embeddings start identical) or with different ones."""
+    if len(ids) == 1:
+        return f"Every sentence uses the **same token** (id {next(iter(ids))}), so the embeddings are identical: cos = 1 at the start. Watch it fall as context flows in."
+    return f"The sentences use **different tokens** here (ids {', '.join(map(str, sorted(ids)))}; see the table), so even the embeddings differ and cos < 1 from the start."
+
+
+def cosine_note(cos: np.ndarray) -> str:
+    """The cosines (n_pairs, n_layer + 1) averaged over the pairs, at the embedding and after the last block."""
+    return f"Averaged over the pairs: cos = {cos[:, 0].mean():.3f} at the embedding, {cos[:, -1].mean():.3f} after the last block."
+
+
+def spread_note(explained: np.ndarray, n_vectors: int) -> str:
+    """How much of the spread of n_vectors vectors the two principal components drawn hold; explained (2,)."""
+    return f"These two directions hold {100 * explained.sum():.1f}% of the spread of the {n_vectors} vectors; points that look close may still differ in the hidden directions."

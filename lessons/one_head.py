@@ -194,3 +194,79 @@ def changes(with_mask: Trace, without: Trace) -> tuple[int, int, int]:
     ids = with_mask.encoding.ids
     rose = int((next_token_probs(without["logits"], ids) > next_token_probs(with_mask["logits"], ids)).sum())
     return top1, rose, len(ids) - 1
+
+
+# --- The Masking page's words: a decoder (causal and padding masks) or an encoder (padding mask only) ---
+
+WHY_CAUSAL = "In training a decoder predicts the next token at **every** position of a text at once: if position i could see token i+1, it would copy the answer and learn nothing."
+
+
+@dataclass(frozen=True)
+class MaskReading:
+    """What the Masking page says about one model. A (kind, message) pair names the Streamlit call that shows the message
+    ("markdown" for a decoder's explanation, "info" for an encoder's note that the part does not apply to it)."""
+
+    intro: str  # the page's opening paragraph: which masks this model uses
+    causal: tuple[str, str]  # part 1, under the causal mask's formula
+    before_after: tuple[str, str]  # part 2, over the scores and weights
+    unmasked: str  # part 3 for a decoder: what running it without the mask shows
+    encoder_style_help: str  # part 4: the help of the "Encoder-style: no causal mask" toggle
+
+
+def mask_reading(model_name: str, decoder: bool, vocab_size: int) -> MaskReading:
+    """The Masking page's texts for a decoder or an encoder (vocab_size: the decoder's vocabulary, over which part 3's softmax runs)."""
+    kinds = "A decoder like this model uses two masks: the **causal** mask (no peeking at the future) and, when sentences are batched, the **padding** mask."
+    if not decoder:
+        kinds = f"**{model_name} is an encoder**: it reads the whole sentence in both directions, so it uses no causal mask, only the **padding** mask when sentences are batched."
+    intro = (
+        "Attention lets each token look at other tokens. A **mask** says where it may *not* look: it adds −∞ to those scores before softmax; e^−∞ = 0, so a hidden token gets weight "
+        f"exactly 0 and nothing of it can leak through. {kinds}"
+    )
+    why = f"{WHY_CAUSAL[0].lower()}{WHY_CAUSAL[1:]}"
+    causal = ("markdown", f"Token i may look at itself and every earlier token, never at a later one. Why? {WHY_CAUSAL} Move the slider to see what each position may see.")
+    before_after = (
+        "markdown",
+        "Left: the scaled scores, the future included (computed, then thrown away). Middle: after the mask the future is −∞ (grey). Right: softmax; the grey triangle is exactly 0.",
+    )
+    encoder_style_help = "Let every token see the whole sentence, as in an encoder (BERT): only the padding mask then guards."
+    if not decoder:
+        causal = ("info", f"**An encoder uses no causal mask**: every token sees every token. Left, for comparison only, the mask a decoder uses; {why} Right: where position i looks.")
+        before_after = (
+            "info",
+            "**Nothing to mask here**: an encoder's scores go into softmax as they are (no −∞, no grey cells). Left the scaled scores, right the weights: the future is used too.",
+        )
+        encoder_style_help = f"{model_name} is an encoder: it has no causal mask at all."
+    unmasked = (
+        "Here the whole model runs again with the causal mask switched off in every layer, and we compare its next-token predictions. It was trained *with* the mask, so it never "
+        "learned to use the future: without it, it reads a context it has never seen, and its predictions change, even at the last position (the earlier tokens it reads have "
+        f"changed). Probabilities are the model's softmax over all {vocab_size:,} tokens."
+    )
+    return MaskReading(intro, causal, before_after, unmasked, encoder_style_help)
+
+
+def position_words(weights: np.ndarray, pos: int, decoder: bool) -> tuple[str, str]:
+    """What position `pos` may see, and where its weight goes (weights (T, T)): (the words over its text, the caption under its bars)."""
+    T = len(weights)
+    later, rest = weights[pos, pos + 1 :].sum(), weights[pos, : pos + 1].sum()
+    seen = f"may see **{pos + 1}** token(s), positions 0–{pos}; **{T - pos - 1}** later token(s) are hidden"
+    if decoder:
+        return f"**Position {pos}** {seen}. The text it may see:", f"Weight on the hidden (later) tokens: {later:g}, exactly. The visible ones share {rest:.4f}."
+    return f"**Position {pos}** sees all **{T}** tokens. In a decoder it {seen}; it would see only:", f"Weight on later tokens: {later:.4f} (a decoder's: exactly 0)."
+
+
+def encoder_future_note(model_name: str, weights: np.ndarray, layer: int, head: int) -> str:
+    """Part 3 for an encoder: there is no mask to switch off; how much of a row's weight this head puts on later tokens, on average (weights (T, T))."""
+    future = future_weight(weights)[:-1].mean() if len(weights) > 1 else 0  # the last row has no later token
+    return (
+        f"**An encoder always sees the future**: {model_name} reads the whole sentence at once, so there is no causal mask to switch off (and no next-token prediction to compare: "
+        f"it has no language-model head). Layer {layer}, head {head} puts on average **{future:.1%}** of a row's weight on "
+        "later tokens. The page *Encoder vs decoder* runs one sentence through an encoder and a decoder side by side."
+    )
+
+
+def changes_note(top1: int, rose: int, n: int, T: int) -> str:
+    """What switching the causal mask off changed (see `changes`), for a text of T tokens."""
+    return (
+        f"The most likely next token changed at **{top1} of {T}** positions, and the actual next token, now in view, became more likely at **{rose} of {n}**. "
+        "Below, the same head without the mask: now row 0 sees all the tokens too."
+    )

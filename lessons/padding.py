@@ -97,3 +97,18 @@ def verdict(use_padding_mask: bool, causal: bool) -> tuple[str, str]:
         "With right padding and the causal mask, the padding comes after every real token, so the causal mask already hides it from them: "
         "the differences stay 0. Switch on encoder-style to see the padding mask matter."
     )
+
+
+def mask_latex(decoder: bool) -> str:
+    """The padding mask's formula, and how it adds to a decoder's causal mask (an encoder has the padding mask only)."""
+    both = r"M = M^{\mathrm{causal}} + M^{\mathrm{pad}}" if decoder else r"M = M^{\mathrm{pad}}"
+    return r"M^{\mathrm{pad}}_{ij} = \begin{cases} 0 & \text{token } j \text{ is real} \\ -\infty & \text{token } j \text{ is padding} \end{cases},\qquad " + both
+
+
+def shorter_note(chk: PaddingCheck, b: int) -> str:
+    """Text b of the batch (A = 0, B = 1), its padding, and the check that follows, in words."""
+    length, T = chk.lengths[b], chk.real.shape[1]
+    return (
+        f"Sentence {'AB'[b]} has {length} tokens and {T - length} padding position(s). Each real token's output should not depend on the padding. "
+        f"Check: run each sentence alone, then compare its {chk.output_words} with those from the padded batch."
+    )

@@ -32,4 +32,4 @@ def masked_softmax(scores: np.ndarray, mask: np.ndarray | None = None, temperatu
 def entropy_bits(p: np.ndarray, axis: int = -1) -> np.ndarray:
     """H(p) = −Σ p_i log₂ p_i in bits (0·log 0 = 0): 0 for one-hot, log₂ n for uniform over n."""
     p = np.asarray(p, dtype=np.float64)
-    return -np.sum(p * np.log2(np.where(p > 0, p, 1.0)), axis=axis)
+    return np.sum(p * -np.log2(np.where(p > 0, p, 1.0)), axis=axis)  # each term ≥ 0, so a one-hot row gives 0, not −0

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from transformer import GPT, NO_INTERVENTIONS, Interventions, Tokenizer, encode_for_model
+from transformer import GPT, NO_INTERVENTIONS, Interventions, ModelConfig, Tokenizer, encode_for_model
 from transformer.trace import token_limit
 
 from .probability import softmax
@@ -210,3 +210,43 @@ def timeline_rows(gen: Generation) -> list[dict]:
         }
         for i, s in enumerate(gen.steps)
     ]
+
+
+def actual_next_note(dist: Distribution, token: int, position: int) -> str:
+    """The token that really follows `position - 1` (it stands at `position`), in words: its p, its rank, whether the filters kept it."""
+    p, rank, kept = actual_next(dist, token)
+    return f"The token that really follows (position {position}) has p = {p:.4f}, rank {rank:,} of {len(dist.probs):,}: {'kept' if kept else 'dropped by the filters'}."
+
+
+# --- The Next token page's words for one model ---
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the Next token page says about one model: why an encoder has nothing to show here, or how a decoder's final
+    norm and W_U (tied to W_E or not) turn its last stream into logits, and what the logit lens reads."""
+
+    no_head: str  # an encoder has no next-token head: this message, and nothing more
+    intro: str  # the page's opening paragraph
+    lens: str  # section 3: the logit lens
+
+
+def reading(cfg: ModelConfig, model_name: str) -> Reading:
+    """The Next token page's texts for this model (RMSNorm or LayerNorm, W_U tied to W_E or not)."""
+    norm = "RMSNorm" if cfg.norm == "rmsnorm" else "LayerNorm"
+    no_head = (
+        f"**{model_name} is an encoder: it has no next-token head.** It does not write text one token at a time; it reads the whole sentence at once and turns every token "
+        "into a vector that depends on the whole sentence (both directions), used to compare or classify texts. So there are no logits, no next-token probabilities "
+        "and no logit lens here. Pick a decoder in the sidebar (**smollm2-135m** or **shakespeare-gpt**) to see prediction, or open **Encoder vs decoder** to compare the two kinds."
+    )
+    tied = ": in this model W_U is W_E transposed" if cfg.tie_embeddings else ""
+    intro = (
+        f"After the last block and a final {norm}, each position holds one vector. Multiplying it by the **unembedding matrix** W_U gives one score per token of the vocabulary "
+        f"({cfg.vocab_size:,} **logits**{tied}). Softmax turns the logits into probabilities for the next token. To write text, the model then **draws** one token from them, appends it, "
+        "and runs again. A **temperature** T reshapes the probabilities before the draw; **top-k** and **top-p** throw away the unlikely tail."
+    )
+    lens = (
+        f"The final {norm} and W_U normally read only the **last** block's output. The logit lens applies them to the stream after **every** block (and to the embedding "
+        "itself), as if the model stopped there. It shows how the prediction builds up layer by layer. At the last block it is exactly the model's own prediction (T = 1, no filters)."
+    )
+    return Reading(no_head, intro, lens)

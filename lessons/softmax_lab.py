@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from transformer import GPT, Interventions, Trace
+from transformer import GPT, Interventions, ModelConfig, Trace
 from transformer.trace import layer_opener
 
 from .probability import entropy_bits, softmax
@@ -139,3 +139,31 @@ def sqrt_dk_experiment(d_ks: tuple[int, ...] = D_KS, n_queries: int = 256, n_key
         top_raw=softmax(scores).max(-1).mean(-1),
         top_scaled=softmax(scores / root).max(-1).mean(-1),
     )
+
+
+# --- The Softmax & temperature page's words ---
+
+
+def dk_note(ex: DkExperiment, i: int) -> str:
+    """The spread of the scores at d_k = d_ks[i], without and with ÷√d_k, in words."""
+    d_k = int(ex.d_ks[i])
+    return f"At d_k = {d_k} the scores spread by **{ex.std_raw[i]:.2f}** (√d_k = {math.sqrt(d_k):.2f}); divided by √d_k, by **{ex.std_scaled[i]:.2f}**. One query's {ex.scores.shape[2]} weights:"
+
+
+def real_row_text(cfg: ModelConfig, layer: int, head: int) -> str:
+    """What section 3 shows for this model: which scores (after RoPE in a rotary model), over which keys (a decoder's
+    earlier tokens, an encoder's whole sentence), and how the page's τ differs from the sidebar's."""
+    qk = "q·k (after RoPE, as the model dots them)" if cfg.pos_encoding == "rotary" else "q·k"
+    seen = "the earlier tokens and itself" if cfg.causal else "the whole sentence: an encoder has no causal mask"
+    return (
+        f"Now real scores: the sidebar sentence, layer {layer}, head {head}. Pick a query token; its scores are the model's {qk} / √d_k for every key it may see "
+        f"({seen}). The page's τ divides them before softmax. The orange bars come from the engine running layer {layer} again with τ applied to this one head "
+        "only (an intervention; the layers before it do not change): they equal the blue ones. The sidebar's τ is different: it divides the scores of every head in every "
+        "layer, so later layers also receive different inputs."
+    )
+
+
+def real_row_note(r: RealRow, tau: float) -> str:
+    """The row's top weight and entropy at τ, against the model as trained (τ = 1)."""
+    p, p1 = r.weights, r.weights_at_1
+    return f"Top weight {p.max():.3f} and entropy {entropy_bits(p):.3f} bits at τ = {tau:g}; at τ = 1 (as trained): {p1.max():.3f} and {entropy_bits(p1):.3f} bits."

@@ -7,10 +7,13 @@ import ui
 from lessons import context as cx
 from transformer.trace import token_limit
 from ui import cached_model as cm
+from ui.page import side_by_side
 
 st.set_page_config(page_title="Context changes meaning · Attention Atlas", page_icon="🐻", layout="wide")
 state = ui.sidebar()
-cfg = ui.get_model(state.model).cfg
+lm = ui.get_model(state.model)
+cfg = lm.cfg
+read = cx.reading(cfg, lm.tokenizer.byte_level)  # the page's words for this model and its tokenizer
 L, H = state.layer, state.head
 MAX_SENTENCES = 4
 SETS = {  # preset: (sentences, word)
@@ -43,10 +46,7 @@ st.markdown(
     "surrounding tokens, block after block, so the same token ends up with a different vector in each sentence. Here you follow one word through the model in 2 to 4 "
     "sentences and measure how far apart its vectors drift."
 )
-first = {"gpt": r"\mathrm{Block}_0\big(x^{(0)} + PE_t\big)", "llama": r"\mathrm{Block}_0\big(x^{(0)}\big)", "bert": r"\mathrm{Block}_0\big(\mathrm{LN}(x^{(0)} + PE_t + T_{A})\big)"}[cfg.family]
-st.latex(
-    rf"x^{{(0)}} = W_E[\mathrm{{id}}], \quad x^{{(1)}} = {first}, \quad x^{{(l+1)}} = \mathrm{{Block}}_l\big(x^{{(l)}}\big), \qquad \cos(a, b) = \frac{{a \cdot b}}{{\lVert a\rVert\,\lVert b\rVert}}"
-)
+st.latex(read.latex)
 
 c1, c2 = st.columns([3, 2])
 c1.selectbox("Preset", list(SETS), key="context_set", on_change=apply_set, help="Sentences from the lecture, with a word they share. Editing the box below overrides it.")
@@ -57,11 +57,7 @@ c1.button(
 )
 word = c2.text_input("Word", key="context_word", max_chars=40, help="Matched in each sentence as a whole word, ignoring upper/lower case. The first occurrence is followed.")
 forms = c2.toggle("Also longer words that start with it (bear → bears, Bears)", key="context_forms", help="Off: only the exact word matches.")
-why = "with the causal mask that is the first position that has read the whole word."
-if not cfg.causal:
-    why = "this model is an encoder (no causal mask), so every token of the word has read the whole sentence, both sides, from the first block on: the last is as good as any."
-split = "*Bears* → B + ears" if ui.get_model(state.model).tokenizer.byte_level else "*didn't* → didn + ' + t"
-c2.caption(f"A word may be split into several tokens ({split}). The page follows its **last** token: {why}")
+c2.caption(read.followed)
 if notice := st.session_state.pop("context_notice", None):
     st.info(notice)
 
@@ -99,22 +95,11 @@ ids = {tr.encoding.ids[m.position] for tr, m in found.values()}
 key = (state.model, tuple(sentences), word.strip(), forms, state.temperature)  # fixes the traces and the vectors
 
 st.header("1 · How alike are the vectors, layer by layer?")
-before = {
-    "gpt": ", before the position vector is added",
-    "llama": " (no position vector is ever added in this model: RoPE turns queries and keys inside attention)",
-    "bert": ", before the position and token-type vectors and the embedding LayerNorm",
-}[cfg.family]
-st.markdown(
-    f"For every pair of sentences, the cosine similarity of the word's vectors: 1 = same direction, 0 = unrelated. The first point is the token's embedding row W_E[id]{before}: "
-    f"it has no context at all. Every later point is what a block hands on{', after its LayerNorm' if cfg.post_norm else ''}, where position and context have been mixed in."
-)
-if len(ids) == 1:
-    st.markdown(f"Every sentence uses the **same token** (id {next(iter(ids))}), so the embeddings are identical: cos = 1 at the start. Watch it fall as context flows in.")
-else:
-    st.markdown(f"The sentences use **different tokens** here (ids {', '.join(map(str, sorted(ids)))}; see the table), so even the embeddings differ and cos < 1 from the start.")
+st.markdown(read.similarity)
+st.markdown(cx.tokens_note(ids))
 cos_fig, cos = cm.cosine_figure(*key, numbers, vectors)
 ui.show_figure(cos_fig, key="context_cosine")
-st.caption(f"Averaged over the pairs: cos = {cos[:, 0].mean():.3f} at the embedding, {cos[:, -1].mean():.3f} after the last block.")
+st.caption(cx.cosine_note(cos))
 
 st.header("2 · Trajectories through the layers")
 st.markdown(
@@ -124,14 +109,10 @@ st.markdown(
 help_unit = "On: only directions count, as in the cosine above. Off: the vectors as they are; their lengths differ from layer to layer, which stretches the map."
 pca_fig, explained = cm.pca_figure(*key, st.toggle("Scale every vector to length 1 first", key="context_unit", help=help_unit), numbers, vectors)
 ui.show_figure(pca_fig, key="context_pca")
-st.caption(
-    f"These two directions hold {100 * explained.sum():.1f}% of the spread of the {vectors.shape[0] * vectors.shape[1]} vectors; points that look close may still differ in the hidden directions."
-)
+st.caption(cx.spread_note(explained, vectors.shape[0] * vectors.shape[1]))
 
 st.header(f"3 · Where the word looks (layer {L}, head {H})")
-sides = "which tokens it gathers information from" + ("" if cfg.causal else ", on both sides: an encoder's tokens see the whole sentence")
-st.markdown(f"The attention weights of the word's token in each sentence, from the sidebar's layer and head: {sides}. Different neighbours, different vector.")
+st.markdown(read.looks)
 st.latex(r"\alpha_{ij} = \mathrm{softmax}_j\!\left(\frac{q_i \cdot k_j}{\sqrt{d_k}\,\tau}\right), \quad i = \text{the word's token}")
-for col, (n, (tr, m)) in zip(st.columns(len(found)), found.items(), strict=True):
-    with col:
-        ui.show_figure(cm.attention_figure(state.model, sentences[n - 1], state.temperature, L, H, n, m.position, tr), key=f"context_attn_{n}")
+bars = {f"context_attn_{n}": cm.attention_figure(state.model, sentences[n - 1], state.temperature, L, H, n, m.position, tr) for n, (tr, m) in found.items()}
+side_by_side(bars)  # one chart per sentence that holds the word

@@ -4,7 +4,7 @@ import streamlit as st
 
 import ui
 from figures.embeddings import shown_chars
-from lessons.embedding_space import analogy_words, merged_ids, read_words, word_pieces
+from lessons import embedding_space as es
 from ui import cached_model as cm
 
 st.set_page_config(page_title="Tokens & embeddings · Attention Atlas", page_icon="🧭", layout="wide")
@@ -12,28 +12,18 @@ state = ui.sidebar()
 lm = ui.get_model(state.model)
 tok, cfg = lm.tokenizer, lm.cfg
 bpe = tok.byte_level  # byte-level BPE (GPT-2, SmolLM2); else WordPiece (BERT)
+words = es.analogy_words(tok)  # the default a − b + c of this vocabulary
+read = es.reading(tok, cfg.d_model, words)  # the page's words for this tokenizer
 
 st.title("Tokens and embeddings")
-how = 'byte-pair encoding, BPE): common words are one piece, rare words are split into several ("prejudice" may become "pre" + "judice")'
-if not bpe:
-    how = 'WordPiece, BERT\'s tokenizer): common words are one piece, rare words are split into several, and a piece that continues a word starts with "##"'
-st.markdown(
-    f"A transformer never sees letters. A **tokenizer** first cuts the text into pieces from a fixed vocabulary learned from the training text ({how}). Each piece has "
-    "a number, its **id**. Then an **embedding matrix** $W_E$ turns every id into a vector of numbers — one row of $W_E$ per vocabulary token, learned during training."
-)
+st.markdown(read.intro)
 
 tr = ui.trace_or_stop(state)
 enc, labels, T = tr.encoding, tr.encoding.labels, len(tr.encoding)
 chips_fig, embed_fig, cosine_fig = cm.sentence_figures(state.model, state.sentence, tr)
 
 st.header("1. Text → tokens")
-kind = "A token like `<F0>` holds one byte of a character that needs several (an emoji, an Arabic letter): byte-level BPE can write *any* text, even characters it never saw."
-if not bpe:
-    kind = (
-        "This WordPiece vocabulary lowercases the text and strips accents; a piece that continues a word starts with ## (no ␣: a new word is simply a new piece). "
-        "It adds **[CLS]** at the start and **[SEP]** at the end of every sentence, and a character it does not know becomes **[UNK]** (🐻 → [UNK])."
-    )
-st.markdown(f"Each chip is one token: its text on top (␣ marks a space, ↵ a new line) and its id below. Hover a chip to see which characters of your text it covers. {kind}")
+st.markdown(read.chips)
 st.caption(f"{T} tokens from {len(enc.text):,} characters; the vocabulary has {tok.vocab_size:,} tokens.")
 ui.show_figure(chips_fig, key="tokens_chips")
 with st.expander("The same tokens as a table"):
@@ -51,16 +41,9 @@ if n_repeated := T - len(set(enc.ids)):
     st.caption(f"Your sentence repeats a token {n_repeated} time(s): each copy keeps its own row, and the rows are identical, because the lookup ignores context.")
 
 st.header("3. A map of the embedding space")
-frequent = "the first tokens BPE learned beyond the single bytes: BPE merges the most common pair first, so a low id is a good sign of a frequent token"
-if not bpe:
-    frequent = "the first words of the WordPiece vocabulary after its single characters: BERT's vocabulary lists them roughly from most to least frequent"
-st.markdown(
-    f"Each token is a point in {cfg.d_model} dimensions. **PCA** finds the few directions along which the vectors spread the most, and we draw the points along those. "
-    "The grey cloud is the vocabulary's frequent tokens; red are your sentence's. In a trained model, tokens used alike tend to land near each other (the word2vec idea). "
-    f'"Frequent" here means {frequent} (a proxy; we do not recount the training text).'
-)
+st.markdown(read.map)
 c1, c2 = st.columns([3, 1])
-n_vocab = n_max = len(merged_ids(tok))
+n_vocab = n_max = len(es.merged_ids(tok))
 if n_max > 50:  # a real vocabulary; a toy one is drawn whole
     help_n = "How many frequent vocabulary tokens to draw behind your sentence; the PCA is fitted on them."
     n_vocab = c1.slider("Vocabulary tokens in the map (N)", 50, min(3000, n_max), min(500, n_max), step=50, key="tokens_n_vocab", help=help_n)
@@ -83,14 +66,9 @@ k = c2.slider("Neighbours (k)", 3, 30, 10, key="tokens_k", help="How many neares
 ui.show_figure(cm.neighbours_figure(state.model, enc.ids[query], k, labels[query]), key="tokens_neighbours")
 
 st.header("6. Directions: a − b + c")
-words = analogy_words(tok)
 if st.session_state.get("tokens_analogy_model") != state.model:  # another model: its own default words
     st.session_state.update({"tokens_analogy_model": state.model, **{f"tokens_analogy_{n}": w for n, w in zip("abc", words, strict=True)}})
-defaults = "*king − man + woman*" if words[1] == "man" else "*king − he + she*, because *woman* is two tokens in this small vocabulary"
-st.markdown(
-    f"In word2vec, differences between vectors can carry meaning: *king − man + woman* lands near *queen*. Here the defaults are {defaults}. Type three words, each one "
-    "token of this vocabulary; we add and subtract their (unit-length) vectors and list the nearest tokens, leaving out a, b and c themselves."
-)
+st.markdown(read.analogy)
 st.latex(r"v = \hat w_a - \hat w_b + \hat w_c, \qquad \text{answer} = \arg\max_{t \notin \{a,b,c\}} \cos(v, w_t)")
 boxes = {name: col.text_input(name, max_chars=40, key=f"tokens_analogy_{name}", help=f"One token of the vocabulary (box {name}).") for col, name in zip(st.columns(3), "abc", strict=True)}
 c1, c2 = st.columns([2, 1])
@@ -99,7 +77,7 @@ space = bpe and c1.checkbox("Words inside a sentence (add a leading space)", val
 if not bpe:
     c1.caption("WordPiece has no leading-space tokens: a word is the same token wherever it stands.")
 k_analogy = c2.slider("Tokens to list", 3, 30, 10, key="tokens_analogy_k", help="How many nearest tokens to list.")
-ids, bad = read_words(tok, boxes, space)
+ids, bad = es.read_words(tok, boxes, space)
 for name, pieces in bad.items():
     st.warning(f"Box {name} must be ONE token of the vocabulary, but it splits into {len(pieces)}:" if pieces else f"Box {name} is empty: type one word.")
     if pieces:
@@ -108,20 +86,8 @@ if bad:
     st.info("Fix the boxes above to see the nearest tokens.")
 else:
     ui.show_figure(cm.analogy_figure(state.model, ids["a"], ids["b"], ids["c"], k_analogy), key="tokens_analogy")
-note = "this is a small model trained on about a million characters of Shakespeare. Its embedding space holds only rough relations (spelling, word class, a few frequent pairs); "
-note += "the famous analogies need large models trained on billions of words, and even there they work less often than the examples suggest."
-if lm.name != "shakespeare-gpt" and (answer := cm.analogy_answer(state.model, words)):
-    note = f"{lm.name} learned its embeddings from billions of words, so classic analogies often work when every word is one token ({words[0]} − {words[1]} + {words[2]} gives "
-    note += f"{answer} here). They still work less often than the examples suggest: try a few of your own."
-st.caption(f"An honest note: {note}")
+answer = cm.analogy_answer(state.model, words) if lm.name != "shakespeare-gpt" else None  # the small model: no answer worth quoting
+st.caption(es.analogy_note(lm.name, words, answer))
 
 st.header('7. One vector per word: the "bank" problem')
-bank, presets = word_pieces(tok, " bank" if bpe else "bank")[1], 'identical in the presets "River bank" and "Money bank"'
-in_vocab = f"In this vocabulary {bank[0]} is a single token, so every sense shares one row of $W_E$: its row is {presets}."
-if len(bank) > 1:
-    in_vocab = f"This small vocabulary splits ␣bank into {' + '.join(bank)}, but the point stands: each piece has one row, {presets}."
-st.markdown(
-    "The lookup gives every token **one** vector, whatever the sentence. But words have many senses: the *bank* of a river, a *bank* that lends money, *banking* a shot "
-    f"in basketball. {in_vocab} A static embedding has to average the senses. Telling them apart is the job of **attention**, which mixes in the surrounding tokens; "
-    "see the page *Context changes meaning*."
-)
+st.markdown(read.bank)

@@ -9,6 +9,7 @@ from figures.common import grouped_bars
 from figures.softmax import dk_lines, temperature_curves
 from lessons import softmax_lab as lab
 from ui import cached_attention as cached
+from ui.page import side_by_side
 
 st.set_page_config(page_title="Softmax & temperature", page_icon="🌡️", layout="wide")
 state = ui.sidebar()
@@ -74,15 +75,13 @@ def dk_section() -> None:
     i = list(lab.D_KS).index(d_k)
     n_q, n_k = ex.scores.shape[1:]
     st.caption(f"{n_q} random queries, each against {n_k} random keys, every entry drawn from a normal distribution with mean 0 and spread 1 (seed {seed}).")
-    left, right = st.columns(2)
-    with left:
-        spread = {"q·k": ex.std_raw, "q·k / √d_k": ex.std_scaled, "√d_k": np.sqrt(ex.d_ks)}
-        ui.show_figure(dk_lines(ex.d_ks, spread, title="Spread (std) of the scores", y_title="standard deviation", chosen=i, log_y=True), key="softmax_dk_spread")
-    with right:
-        top = {"softmax(q·k)": ex.top_raw, "softmax(q·k / √d_k)": ex.top_scaled, f"equal weights (1/{n_k})": np.full(len(ex.d_ks), 1 / n_k)}
-        ui.show_figure(dk_lines(ex.d_ks, top, title="Saturation: average largest weight of a row", y_title="largest softmax weight", chosen=i), key="softmax_dk_top")
+    spread = {"q·k": ex.std_raw, "q·k / √d_k": ex.std_scaled, "√d_k": np.sqrt(ex.d_ks)}
+    top = {"softmax(q·k)": ex.top_raw, "softmax(q·k / √d_k)": ex.top_scaled, f"equal weights (1/{n_k})": np.full(len(ex.d_ks), 1 / n_k)}
+    spread_fig = dk_lines(ex.d_ks, spread, title="Spread (std) of the scores", y_title="standard deviation", chosen=i, log_y=True)
+    top_fig = dk_lines(ex.d_ks, top, title="Saturation: average largest weight of a row", y_title="largest softmax weight", chosen=i)
+    side_by_side({"softmax_dk_spread": spread_fig, "softmax_dk_top": top_fig})
     raw, scaled = ex.example(i)
-    st.markdown(f"At d_k = {d_k} the scores spread by **{ex.std_raw[i]:.2f}** (√d_k = {np.sqrt(d_k):.2f}); divided by √d_k, by **{ex.std_scaled[i]:.2f}**. One query's {n_k} weights:")
+    st.markdown(lab.dk_note(ex, i))
     example = grouped_bars({"softmax(q·k)": raw, "softmax(q·k / √d_k)": scaled}, [f"k{j + 1}" for j in range(n_k)], title=f"One query, {n_k} keys, d_k = {d_k}", y_title="weight", y_range=(0, 1))
     ui.show_figure(example, key="softmax_dk_example")
 
@@ -90,15 +89,7 @@ def dk_section() -> None:
 def real_row_section() -> None:
     """The page's τ applied to one query row of the sidebar's layer and head."""
     st.subheader("3. The same temperature on one of the model's rows")
-    cfg = ui.get_model(state.model).cfg
-    qk = "q·k (after RoPE, as the model dots them)" if cfg.pos_encoding == "rotary" else "q·k"
-    seen = "the earlier tokens and itself" if cfg.causal else "the whole sentence: an encoder has no causal mask"
-    st.markdown(
-        f"Now real scores: the sidebar sentence, layer {state.layer}, head {state.head}. Pick a query token; its scores are the model's {qk} / √d_k for every key it may see "
-        f"({seen}). The page's τ divides them before softmax. The orange bars come from the engine running layer {state.layer} again with τ applied to this one head "
-        "only (an intervention; the layers before it do not change): they equal the blue ones. The sidebar's τ is different: it divides the scores of every head in every "
-        "layer, so later layers also receive different inputs."
-    )
+    st.markdown(lab.real_row_text(ui.get_model(state.model).cfg, state.layer, state.head))
     tr1 = ui.trace_or_stop(state, temperature=1.0)
     labels = tr1.encoding.labels
     ui.keep_choice("softmax_query", range(len(labels)), len(labels) - 1)
@@ -107,13 +98,10 @@ def real_row_section() -> None:
     key_labels = [labels[j] for j in r.keys]
     st.latex(rf"\alpha_{{{q},j}} = \operatorname{{softmax}}_j\!\left(\frac{{q_{{{q}}}\cdot k_j}}{{\sqrt{{d_k}}\;\tau}}\right), \quad \tau = {tau:g}")
     weights = {f"softmax at this page's τ = {tau:g}": r.weights, f"the model with τ = {tau:g} on this head only": r.model}
-    left, right = st.columns(2)
-    with left:
-        ui.show_figure(grouped_bars({"q·k / √d_k (τ = 1)": r.scores}, key_labels, title=f"Scores of query {q}", x_title="key", y_title="score"), key="softmax_real_scores")
-    with right:
-        ui.show_figure(grouped_bars(weights, key_labels, title=f"Weights of query {q} over the keys", y_title="weight", y_range=(0, 1)), key="softmax_real_weights")
-    p, p1 = r.weights, r.weights_at_1
-    st.caption(f"Top weight {p.max():.3f} and entropy {lab.entropy_bits(p):.3f} bits at τ = {tau:g}; at τ = 1 (as trained): {p1.max():.3f} and {lab.entropy_bits(p1):.3f} bits.")
+    scores_fig = grouped_bars({"q·k / √d_k (τ = 1)": r.scores}, key_labels, title=f"Scores of query {q}", x_title="key", y_title="score")
+    weights_fig = grouped_bars(weights, key_labels, title=f"Weights of query {q} over the keys", y_title="weight", y_range=(0, 1))
+    side_by_side({"softmax_real_scores": scores_fig, "softmax_real_weights": weights_fig})
+    st.caption(lab.real_row_note(r, tau))
 
 
 try:

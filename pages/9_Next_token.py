@@ -14,23 +14,15 @@ st.set_page_config(page_title="Next-token prediction", page_icon="🎲", layout=
 state = ui.sidebar()
 lm = ui.get_model(state.model)
 vocab, cfg = lm.tokenizer.vocab_labels(), lm.cfg
-V, n_ctx, NORM = cfg.vocab_size, token_limit(cfg), "RMSNorm" if cfg.norm == "rmsnorm" else "LayerNorm"
+V, n_ctx = cfg.vocab_size, token_limit(cfg)
+read = sampling.reading(cfg, lm.name)  # the page's words for this model
 TIMELINE = "next_timeline"  # session_state: (model, sentence, τ) → the Generation grown from it
 
 st.title("🎲 Next-token prediction")
 if not cfg.has_lm_head:
-    st.info(
-        f"**{lm.name} is an encoder: it has no next-token head.** It does not write text one token at a time; it reads the whole sentence at once and turns every token "
-        "into a vector that depends on the whole sentence (both directions), used to compare or classify texts. So there are no logits, no next-token probabilities "
-        "and no logit lens here. Pick a decoder in the sidebar (**smollm2-135m** or **shakespeare-gpt**) to see prediction, or open **Encoder vs decoder** to compare the two kinds."
-    )
+    st.info(read.no_head)
     st.stop()
-tied = ": in this model W_U is W_E transposed" if cfg.tie_embeddings else ""
-st.markdown(
-    f"After the last block and a final {NORM}, each position holds one vector. Multiplying it by the **unembedding matrix** W_U gives one score per token of the vocabulary "
-    f"({V:,} **logits**{tied}). Softmax turns the logits into probabilities for the next token. To write text, the model then **draws** one token from them, appends it, "
-    "and runs again. A **temperature** T reshapes the probabilities before the draw; **top-k** and **top-p** throw away the unlikely tail."
-)
+st.markdown(read.intro)
 st.latex(r"z = \mathrm{N}_{\mathrm{final}}(h_t)\, W_U \in \mathbb{R}^{V}, \qquad p_i = \operatorname{softmax}(z / T)_i = \frac{e^{z_i / T}}{\sum_{j=1}^{V} e^{z_j / T}}")
 st.latex(r"\text{top-}k:\ S_k = \text{the } k \text{ largest } p_i, \qquad \text{top-}p:\ S_p = \text{the smallest set of the largest } p_i \text{ with} \sum_{i \in S_p} p_i \ge p")
 st.latex(r"S = S_k \cap S_p, \qquad p'_i = \frac{p_i}{\sum_{j \in S} p_j} \text{ for } i \in S, \quad p'_i = 0 \text{ otherwise}")
@@ -65,8 +57,7 @@ with right:
     m3.metric("Top token", f"{dist.probs[dist.order[0]]:.3f}", help="The largest p_i at this temperature.")
     st.dataframe(pd.DataFrame(table), hide_index=True, key="next_table", height=240)
     if pos < T - 1:
-        p, rank, kept = sampling.actual_next(dist, tr.encoding.ids[pos + 1])
-        st.caption(f"The token that really follows (position {pos + 1}) has p = {p:.4f}, rank {rank:,} of {V:,}: {'kept' if kept else 'dropped by the filters'}.")
+        st.caption(sampling.actual_next_note(dist, tr.encoding.ids[pos + 1], pos + 1))
 if temperature < sampling.GREEDY_BELOW:
     st.info("T = 0 is **greedy** decoding: softmax(z / T) tends to all probability on the largest logit, so the top token is always chosen.")
 
@@ -114,10 +105,7 @@ if gen is not None and gen.steps:
             st.caption("Step 0 is the sidebar sentence itself: move the slider to see a step's candidates.")
 
 st.header("3 · The logit lens: what would each layer predict?")
-st.markdown(
-    f"The final {NORM} and W_U normally read only the **last** block's output. The logit lens applies them to the stream after **every** block (and to the embedding "
-    "itself), as if the model stopped there. It shows how the prediction builds up layer by layer. At the last block it is exactly the model's own prediction (T = 1, no filters)."
-)
+st.markdown(read.lens)
 st.latex(r"z^{(\ell)} = \mathrm{N}_{\mathrm{final}}\big(x^{(\ell)}_t\big)\, W_U, \qquad p^{(\ell)} = \operatorname{softmax}\big(z^{(\ell)}\big), \qquad \ell = \text{embedding}, 0, \dots, L-1")
 lens_fig, window = cm.lens_figure(*key, pos, tr)
 ui.show_figure(lens_fig, key="next_lens")

@@ -66,6 +66,13 @@ def show_figure(fig: go.Figure, key: str) -> None:
     st.plotly_chart(fig, config=PLOTLY_CONFIG, key=key)
 
 
+def side_by_side(figures: dict[str, go.Figure]) -> None:
+    """Draw the figures in equal columns, left to right, each under its chart key (key → figure)."""
+    for col, (key, fig) in zip(st.columns(len(figures)), figures.items(), strict=True):
+        with col:
+            show_figure(fig, key=key)
+
+
 def head_role(model_name: str, layer: int, head: int) -> None:
     """What the head does, measured: its labels and scores on the repeated-random-token probe, and how to read them."""
     st.markdown("**What this head does, measured.** " + head_roles.summary(head_scores(model_name), layer, head))

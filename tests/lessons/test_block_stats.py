@@ -229,3 +229,54 @@ def test_stand_out_finds_one_huge_token():
     assert bs.stand_out(norms) == (0, 900.0, 5.0)
     assert bs.stand_out(np.array([[1.0, 2.0], [3.0, 9.0]])) is None  # 9 < 5 × 3
     assert bs.stand_out(np.ones((3, 1))) is None  # one token: nothing to compare
+
+
+# ---- the Inside a block page's words ----
+
+LLAMA_CFG = ModelConfig(family="llama", n_head=4, n_kv_head=2, d_model=32, d_mlp=48, pos_encoding="rotary", activation="silu")
+BERT_CFG = ModelConfig(family="bert", n_head=4, d_model=32, d_mlp=48, pos_encoding="learned", activation="gelu", has_lm_head=False)
+
+
+def test_reading_names_each_familys_norm_and_mlp(tiny_cfg):
+    gpt = bs.reading(tiny_cfg, 1)
+    assert gpt.norm == "LayerNorm" and "Before each step a **LayerNorm**" in gpt.intro and "picks block **1**" in gpt.intro
+    assert r"\mathrm{Attn}\big(\mathrm{LN}_1(x)\big)" in gpt.block_latex and "(embed + pos)" in gpt.stream
+    assert "GELU" in gpt.mlp_text and len(gpt.mlp_latex) == 2 and "tanh form" in gpt.mlp_latex[1] and r"\mathbb{R}^{32 \times 64}" in gpt.mlp_latex[0]
+    assert gpt.ln_names["ln2"] == "LayerNorm 2 (before the MLP, reads x_mid)" and "Right: block 1, token by token" in gpt.adds_text
+    llama = bs.reading(LLAMA_CFG, 0)
+    assert llama.norm == "RMSNorm" and r"\mathrm{RMS}_1" in llama.block_latex and "(here 1e-05)" in llama.norm_text
+    assert "**SwiGLU**" in llama.mlp_text and len(llama.mlp_latex) == 1 and "W_{\\mathrm{gate}}" in llama.mlp_latex[0]
+    bert = bs.reading(BERT_CFG, 0)
+    assert "come *after* each step (post-norm)" in bert.intro and r"h = \mathrm{LN}_1(x_{\mathrm{mid}})" in bert.block_latex
+    assert bert.ln_names["ln1"].startswith("LayerNorm 1 (after attention") and "In BERT, LN1 reads x + attention" in bert.norm_text
+    assert "exact form" in bert.mlp_latex[1] and r"\lVert h_t \rVert_2" in bert.adds_latex
+
+
+def test_block_notes_by_hand():
+    assert bs.stand_out_note((0, 20000.0, 300.0), "The").startswith("Token 0 (The) grows to 20,000, far longer than any other (at most 300), so the colours stop at 300")
+    # LayerNorm of (1, 2, 3) and (−1, 0, 1): each has σ² = 2/3, so x̂ has std √(σ² / (σ² + ε)), a hair under 1
+    x = np.array([[1.0, 2.0, 3.0], [-1.0, 0.0, 1.0]])
+    steps = bs.NormSteps(x, bs.normalize(x, 1e-5), x)
+    std_hat, std_x = math.sqrt((2 / 3) / (2 / 3 + 1e-5)), math.sqrt(2 / 3)
+    note = bs.norm_note(steps, "layernorm", 1e-5)
+    assert f"standard deviation between {std_hat:.6f} and {std_hat:.6f} (a hair under 1 because of ε)" in note
+    assert note.endswith(f"The input's spread ranged from {std_x:.3g} to {std_x:.3g}.")
+    # RMSNorm of (3, 4): rms √12.5; x̂'s rms √(12.5 / (12.5 + ε)) is within 5e-7 of 1, its mean 3.5 / √(12.5 + ε)
+    x = np.array([[3.0, 4.0]])
+    note = bs.norm_note(bs.NormSteps(x, bs.normalize(x, 1e-5, "rmsnorm"), x), "rmsnorm", 1e-5)
+    mean_hat = 3.5 / math.sqrt(12.5 + 1e-5)
+    assert "(ε = 1e-05 is too small to show here)" in note and f"its mean is not moved to 0: {mean_hat:.3g} … {mean_hat:.3g}" in note
+    # neurons above 0.1: token 0 has one (0.5), all tokens three of six; by size token 0 has two (0.5, −0.2), all four of six
+    post = np.array([[0.5, 0.05, -0.2], [0.2, 0.3, 0.0]])
+    assert bs.active_note(post, 0, by_size=False) == "For this token 1 of 3 neurons output more than 0.1; over all tokens, 50.0% do."
+    assert bs.active_note(post, 0, by_size=True) == "For this token 2 of 3 neurons output a size |output| of more than 0.1; over all tokens, 66.7% do."
+
+
+def test_adds_note_reads_the_average_lengths(tr):
+    def mean_norm(name: str) -> float:
+        """‖v‖ averaged over the tokens, for block 1's recorded `name`."""
+        return float(np.linalg.norm(np.asarray(tr[f"blocks.1.{name}"], dtype=np.float64), axis=-1).mean())
+
+    attn, x, mlp, mid = (mean_norm(n) for n in ("hook_attn_out", "hook_resid_pre", "hook_mlp_out", "hook_resid_mid"))
+    expected = f"In block 1, attention adds vectors of average length {attn:.3g} to a stream of average length {x:.3g} ({attn / x:.1%} of it); the MLP adds {mlp:.3g} to {mid:.3g} ({mlp / mid:.1%})."
+    assert bs.adds_note(tr, 1) == expected

@@ -214,3 +214,28 @@ def test_position_helpers():
     assert es.sinusoid_difference(sinusoidal_encoding(30, 8).numpy()) == 0
     assert es.sinusoid_difference(sinusoidal_encoding(30, 8).numpy() + 0.25) == pytest.approx(0.25)
     assert es.mean_length(np.array([[3.0, 4.0], [0.0, 1.0]])) == pytest.approx(3.0)
+
+
+# ---- the Tokens & embeddings page's words ----
+
+
+def test_reading_for_byte_level_bpe(tokenizer):
+    r = es.reading(tokenizer, 64, ("king", "he", "she"))
+    assert "(byte-pair encoding, BPE): common words" in r.intro and "A token like `<F0>` holds one byte" in r.chips
+    assert r.map.startswith("Each token is a point in 64 dimensions.") and '"Frequent" here means the first tokens BPE learned' in r.map
+    assert "Here the defaults are *king − he + she*, because *woman* is two tokens" in r.analogy
+    pieces = [tokenizer.label(t) for t in tokenizer.hf.encode(" bank", add_special_tokens=False).tokens]  # this 400-token vocabulary splits it
+    assert len(pieces) > 1 and f"This small vocabulary splits ␣bank into {' + '.join(pieces)}, but the point stands" in r.bank
+
+
+def test_reading_for_wordpiece(wordpiece):
+    r = es.reading(wordpiece, 384, ("king", "man", "woman"))
+    assert "(WordPiece, BERT's tokenizer)" in r.intro and "**[CLS]** at the start" in r.chips and "the first words of the WordPiece vocabulary" in r.map
+    assert "Here the defaults are *king − man + woman*. Type" in r.analogy and "In this vocabulary bank is a single token, so every sense shares one row" in r.bank
+
+
+def test_analogy_note():
+    assert es.analogy_note("smollm2-135m", ("king", "man", "woman"), "␣queen").startswith(
+        "An honest note: smollm2-135m learned its embeddings from billions of words, so classic analogies often work when every word is one token (king − man + woman gives ␣queen here)."
+    )
+    assert es.analogy_note("shakespeare-gpt", ("king", "he", "she"), None).startswith("An honest note: this is a small model trained on about a million characters of Shakespeare.")

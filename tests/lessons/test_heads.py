@@ -259,3 +259,48 @@ def test_change_table(tr):
     table = heads.change_table(change, labels)
     assert table["next token"] == [f"t{i}" for i in change.ids]
     np.testing.assert_allclose(table["change"], change.after - change.before)
+
+
+# ---- the Multi-head page's words ----
+
+LLAMA = ModelConfig(family="llama", n_head=9, n_kv_head=3, d_model=72, pos_encoding="rotary", activation="silu")
+BERT = ModelConfig(family="bert", pos_encoding="learned", activation="gelu", has_lm_head=False, n_layer=6)
+
+
+def test_reading_names_each_familys_heads_sink_and_ablation(tiny_cfg):
+    gpt = heads.reading(tiny_cfg, 2)
+    assert "each with its own W_Q, W_K, W_V (d_head = d_model / h = 32 / 4 = 8)" in gpt.intro and "**layer 2**" in gpt.intro and "encoder" not in gpt.intro
+    assert gpt.b_O == heads.out_bias(tiny_cfg) == " + b_O" and r"W_O + b_O, \qquad" in gpt.formula
+    assert (gpt.sink, gpt.sink_to, gpt.columns) == ("first-token", "the first token", "first-token column")
+    assert gpt.sink_label == "Hide the first-token column (attention sink)" and "very first token" in gpt.sink_note
+    assert "prediction of the next token" in gpt.ablation and not gpt.encoder_note and r"\mathrm{logits}_{T-1}" in gpt.ablation_latex
+    llama = heads.reading(LLAMA, 0)
+    assert "groups of 3 share one W_K and W_V (3 key/value heads" in llama.intro and llama.b_O == "" and r"W_O, \qquad" in llama.formula
+    bert = heads.reading(BERT, 0)
+    assert bert.intro.endswith("This model is an encoder: no causal mask (M = 0), every token sees the whole sentence.")
+    assert bert.sink_label == "Hide the [CLS] and [SEP] columns (attention sinks)" and bert.sink == "[CLS]/[SEP]"
+    assert "final vector of every token" in bert.ablation and bert.encoder_note and r"\cos(x_t, x'_t)" in bert.ablation_latex and "the output needs it" in bert.caveat
+
+
+def test_sink_notes_by_hand(tiny_cfg):
+    read = heads.reading(tiny_cfg, 1)
+    # one row 0.5 | 0.3 0.2 with column 0 hidden: 0.5 still shown, 0.5 hidden
+    expected = "First-token column hidden, weights not renormalised: in layer 1, head 2, the last row's weights still shown add up to 0.500, not 1 (the hidden 0.500 went to the first token)."
+    assert heads.hidden_note(read, np.array([0.5, 0.3, 0.2]), (0,), 1, 2) == expected
+    bert_note = heads.hidden_note(heads.reading(BERT, 0), np.array([0.5, 0.3, 0.2]), (0, 2), 0, 1)
+    assert bert_note.startswith("[CLS] and [SEP] columns hidden") and "still shown add up to 0.300" in bert_note  # the tokens' names keep their case
+    # a decoder's rows 1 and 2 on column 0: head 0 (0.6 + 0.2) / 2 = 40 %, head 1 (0.1 + 0.4) / 2 = 25 %
+    w = np.array([[[1, 0, 0], [0.6, 0.4, 0], [0.2, 0.3, 0.5]], [[1, 0, 0], [0.1, 0.9, 0], [0.4, 0.4, 0.2]]])
+    assert heads.sink_share_note(read, w, (0,), True) == "Weight on the first token, averaged over rows 1…T−1: head 0 40.0%, head 1 25.0%."
+
+
+def test_overview_concat_and_ablation_words(tiny_cfg):
+    assert "each cell is the mean of a 2 × 2 block of weights, future cells left out, so 16 tokens fit in 8 cells" in heads.overview_note(2, 8, 16, True)
+    assert "(every weight is shown)" in heads.overview_note(1, 5, 5, False)
+    # T = 5, 4 heads of 8: concat (5, 32), W_O (32, 32), b_O (32,)
+    note = heads.concat_note(tiny_cfg, 1, 5)
+    assert note.startswith("Layer 1: `hook_z` **(5, 4, 8)**") and "`hook_concat` **(5, 32)** → times W_O **(32, 32)** plus b_O **(32,)**" in note
+    assert "(this model has no bias b_O)" in heads.concat_note(LLAMA, 0, 5)
+    assert heads.ablation_verdict(tiny_cfg, [], 0.0, 5) == ("info", "No head is switched off: both bars are the model as trained. Choose heads above.")
+    assert heads.ablation_verdict(tiny_cfg, ["0.1", "2.3"], 0.1234, 5)[1].startswith("Switched off: 0.1, 2.3. **12.3%** of the probability moved")
+    assert heads.ablation_verdict(BERT, ["0.1"], 0.01234, 7) == ("markdown", "Switched off: 0.1. The final vectors turned by **0.0123** on average (1 − cos over the 7 tokens; 0 = unchanged).")

@@ -11,6 +11,7 @@ from figures.softmax import dk_lines, temperature_curves
 from lessons import softmax_lab as lab
 from lessons.lecture import LECTURE_X, STEPS, lecture_example, lecture_weights
 from tests.apptest_utils import array
+from transformer import ModelConfig
 
 X_LECTURE = np.array([[1, 0, 0], [0, 1, 0], [1, 1, 0], [0, 0, 1]])
 
@@ -218,3 +219,23 @@ def test_matrix_figure_writes_values_and_keeps_repeated_labels():
     assert fig["layout"]["yaxis"]["tickvals"] == [0, 1, 2] and fig["layout"]["yaxis"]["ticktext"] == ["the", "cat", "the"]
     assert hm["zmid"] == 0  # both signs: diverging around 0
     assert "zmid" not in matrix(np.abs(m), ["a", "b", "c"], ["x", "y"], title="M").to_dict()["data"][0]
+
+
+# ---- the Softmax & temperature page's words ----
+
+
+def test_dk_note_by_hand():
+    ex = lab.sqrt_dk_experiment(d_ks=(4, 16), n_queries=8, n_keys=3, seed=0)
+    raw = ex.scores[1].std()  # the spread of the 8 × 3 raw scores at d_k = 16, and divided by √16 = 4
+    assert lab.dk_note(ex, 1) == f"At d_k = 16 the scores spread by **{raw:.2f}** (√d_k = 4.00); divided by √d_k, by **{raw / 4:.2f}**. One query's 3 weights:"
+
+
+def test_real_row_words():
+    rotary = lab.real_row_text(ModelConfig(family="llama", pos_encoding="rotary", activation="silu"), 3, 5)
+    assert "layer 3, head 5" in rotary and "the model's q·k (after RoPE, as the model dots them) / √d_k" in rotary and "(the earlier tokens and itself)" in rotary
+    assert "running layer 3 again" in rotary
+    encoder = lab.real_row_text(ModelConfig(family="bert", pos_encoding="learned", activation="gelu", has_lm_head=False), 0, 1)
+    assert "the model's q·k / √d_k" in encoder and "(the whole sentence: an encoder has no causal mask)" in encoder
+    # weights (½, ½): 1 bit; at τ = 1 (0.9, 0.1): −(0.9 log₂ 0.9 + 0.1 log₂ 0.1) = 0.1368 + 0.3322 = 0.469 bits
+    r = lab.RealRow(np.arange(2), np.zeros(2), np.array([0.5, 0.5]), np.array([0.5, 0.5]), np.array([0.9, 0.1]))
+    assert lab.real_row_note(r, 2.0) == "Top weight 0.500 and entropy 1.000 bits at τ = 2; at τ = 1 (as trained): 0.900 and 0.469 bits."

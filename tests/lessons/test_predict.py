@@ -9,7 +9,7 @@ import torch
 
 from lessons import padding
 from lessons.next_token import next_token_probs, top_tokens
-from lessons.one_head import causal_mask, changes, future_table, head_steps, reading, sharing, weighted_values
+from lessons.one_head import WHY_CAUSAL, causal_mask, changes, changes_note, encoder_future_note, future_table, head_steps, mask_reading, position_words, reading, sharing, weighted_values
 from lessons.padding import pad_id, padded_forward
 from lessons.probability import entropy_bits, masked_softmax
 from lessons.softmax_lab import tempered_pattern
@@ -184,3 +184,39 @@ def test_tempered_pattern_equals_the_whole_model_run_with_that_head_tempered(tin
     for layer, head, tau in ((0, 1, 0.5), (2, 3, 3.0)):
         whole = run_trace(tiny_model, tokenizer, SENTENCES[2], Interventions(head_temperature=((layer, head, tau),)))
         np.testing.assert_allclose(tempered_pattern(tiny_model, at_1, layer, head, tau), whole[f"blocks.{layer}.attn.hook_pattern"][head], atol=1e-6)
+
+
+# ---- the Masking page's words ----
+
+
+def test_mask_reading_for_a_decoder_and_an_encoder():
+    dec = mask_reading("smollm2-135m", True, 49152)
+    assert "uses two masks" in dec.intro and dec.causal[0] == dec.before_after[0] == "markdown"
+    assert WHY_CAUSAL in dec.causal[1] and "all 49,152 tokens" in dec.unmasked and "only the padding mask then guards" in dec.encoder_style_help
+    enc = mask_reading("minilm-l6", False, 30522)
+    assert "**minilm-l6 is an encoder**" in enc.intro and enc.causal[0] == enc.before_after[0] == "info"
+    assert "the mask a decoder uses; in training a decoder predicts" in enc.causal[1] and enc.encoder_style_help == "minilm-l6 is an encoder: it has no causal mask at all."
+
+
+def test_position_words_and_future_notes_by_hand():
+    # a decoder's row 1 sees positions 0–1 (weights 0.25 + 0.75 = 1) and hides position 2 (weight 0)
+    w = np.array([[1.0, 0, 0], [0.25, 0.75, 0], [0.2, 0.3, 0.5]])
+    seen, note = position_words(w, 1, decoder=True)
+    assert seen == "**Position 1** may see **2** token(s), positions 0–1; **1** later token(s) are hidden. The text it may see:"
+    assert note == "Weight on the hidden (later) tokens: 0, exactly. The visible ones share 1.0000."
+    # an encoder's row 1 puts 0.3 on the later position 2; rows 0 and 1 put 0.3 + 0.5 = 0.8 and 0.3 on later tokens: 55 % on average
+    e = np.array([[0.2, 0.3, 0.5], [0.1, 0.6, 0.3], [0.4, 0.4, 0.2]])
+    seen, note = position_words(e, 1, decoder=False)
+    assert seen.startswith("**Position 1** sees all **3** tokens. In a decoder it may see **2** token(s)") and note == "Weight on later tokens: 0.3000 (a decoder's: exactly 0)."
+    assert "Layer 2, head 1 puts on average **55.0%** of a row's weight" in encoder_future_note("minilm-l6", e, 2, 1)
+    assert changes_note(2, 3, 4, 5).startswith("The most likely next token changed at **2 of 5** positions, and the actual next token, now in view, became more likely at **3 of 4**.")
+
+
+def test_padding_words(tiny_model, tokenizer):
+    assert padding.mask_latex(True).endswith(r"M = M^{\mathrm{causal}} + M^{\mathrm{pad}}") and padding.mask_latex(False).endswith(r"\qquad M = M^{\mathrm{pad}}")
+    texts = ["the king and the queen", "a"]
+    batch = padded_forward(tiny_model, tokenizer, texts, keep=["logits", padding.MASK_NAME])
+    chk = padding.check(batch, "logits", [run_trace(tiny_model, tokenizer, t)["logits"] for t in texts])
+    n_a, n_b = (len(tokenizer.encode(t)) for t in texts)  # the longer text sets the batch's length
+    assert padding.shorter_note(chk, 1).startswith(f"Sentence B has {n_b} tokens and {n_a - n_b} padding position(s).")
+    assert "compare its logits (the model's output for every real token) with those" in padding.shorter_note(chk, 1)

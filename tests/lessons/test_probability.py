@@ -66,6 +66,7 @@ def test_entropy_of_uniform_is_log2_n(n):
 
 def test_entropy_hand_values():
     np.testing.assert_array_equal(entropy_bits(np.eye(5)), 0)  # one-hot: 0 bits
+    assert f"{entropy_bits([0.0, 1.0, 0.0]):.3f}" == "0.000"  # printed as 0, not −0
     assert entropy_bits([0.5, 0.25, 0.25, 0.0]) == pytest.approx(1.5)  # ½·1 + ¼·2 + ¼·2
     assert entropy_bits([0.9, 0.1]) == pytest.approx(-(0.9 * math.log2(0.9) + 0.1 * math.log2(0.1)))
     columns = np.array([[0.5, 1.0], [0.5, 0.0]])  # one distribution per column

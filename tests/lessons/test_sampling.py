@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from lessons.sampling import GREEDY_BELOW, actual_next, distribution, distribution_rows, draw, generate, probabilities, sample_next, step_generator, timeline_rows
+from lessons.sampling import GREEDY_BELOW, actual_next, actual_next_note, distribution, distribution_rows, draw, generate, probabilities, reading, sample_next, step_generator, timeline_rows
 from tests.conftest import CORPUS
-from transformer import Interventions, TraceInputError, run_trace
+from transformer import Interventions, ModelConfig, TraceInputError, run_trace
 
 
 def reference(logits: np.ndarray, T: float, k: int, p: float) -> tuple[np.ndarray, np.ndarray]:
@@ -206,3 +206,21 @@ def test_table_rows(logits, tiny_model, tokenizer):
     table = timeline_rows(gen)
     assert [r["step"] for r in table] == [1, 2, 3] and [r["id"] for r in table] == [s.id for s in gen.steps]
     assert table[0]["top candidates"].startswith(f"{gen.steps[0].top[0].label} {gen.steps[0].top[0].prob:.3f}")
+
+
+# ---- the Next token page's words ----
+
+
+def test_actual_next_note_by_hand():
+    # softmax(2, 1, 0, −1): e^0 / (e² + e¹ + e⁰ + e⁻¹) = 1 / 11.475 = 0.0871 for id 2, rank 3; top-2 drops it
+    dist = distribution(np.array([2.0, 1.0, 0.0, -1.0]), 1.0, top_k=2)
+    assert actual_next_note(dist, 2, 5) == "The token that really follows (position 5) has p = 0.0871, rank 3 of 4: dropped by the filters."
+    assert actual_next_note(distribution(np.array([2.0, 1.0, 0.0, -1.0])), 0, 1).endswith("rank 1 of 4: kept.")
+
+
+def test_reading_names_the_final_norm_and_the_unembedding():
+    llama = reading(ModelConfig(family="llama", vocab_size=49152, pos_encoding="rotary", activation="silu"), "smollm2-135m")
+    assert "a final RMSNorm, each position" in llama.intro and "(49,152 **logits**: in this model W_U is W_E transposed)" in llama.intro
+    assert llama.lens.startswith("The final RMSNorm and W_U normally read only the **last** block's output.")
+    gpt = reading(ModelConfig(vocab_size=65, tie_embeddings=False), "shakespeare-gpt")
+    assert "a final LayerNorm" in gpt.intro and "(65 **logits**)" in gpt.intro and gpt.no_head.startswith("**shakespeare-gpt is an encoder")
