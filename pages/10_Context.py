@@ -7,7 +7,6 @@ import ui
 from lessons import context as cx
 from transformer.trace import token_limit
 from ui import cached_model as cm
-from ui.page import side_by_side
 
 st.set_page_config(page_title="Context changes meaning · Attention Atlas", page_icon="🐻", layout="wide")
 state = ui.sidebar()
@@ -115,4 +114,4 @@ st.header(f"3 · Where the word looks (layer {L}, head {H})")
 st.markdown(read.looks)
 st.latex(r"\alpha_{ij} = \mathrm{softmax}_j\!\left(\frac{q_i \cdot k_j}{\sqrt{d_k}\,\tau}\right), \quad i = \text{the word's token}")
 bars = {f"context_attn_{n}": cm.attention_figure(state.model, sentences[n - 1], state.temperature, L, H, n, m.position, tr) for n, (tr, m) in found.items()}
-side_by_side(bars)  # one chart per sentence that holds the word
+ui.side_by_side(bars)  # one chart per sentence that holds the word

@@ -7,7 +7,6 @@ from figures import attention as fa
 from lessons import one_head, padding
 from transformer import TraceInputError
 from ui import cached_attention as cached
-from ui.page import side_by_side
 
 st.set_page_config(page_title="Masking", page_icon="🎭", layout="wide")
 state = ui.sidebar()
@@ -52,7 +51,7 @@ def before_after() -> None:
     if decoder:
         figs["masking_masked"] = fa.scores_heatmap(s.masked, labels, "After the mask = before softmax", values=False)
     figs["masking_weights"] = fa.weights_heatmap(s.weights, labels, ~s.visible, "After softmax: weights", values=False)
-    side_by_side(figs)
+    ui.side_by_side(figs)
 
 
 def future() -> None:

@@ -9,7 +9,6 @@ from figures.common import grouped_bars
 from figures.softmax import dk_lines, temperature_curves
 from lessons import softmax_lab as lab
 from ui import cached_attention as cached
-from ui.page import side_by_side
 
 st.set_page_config(page_title="Softmax & temperature", page_icon="🌡️", layout="wide")
 state = ui.sidebar()
@@ -79,7 +78,7 @@ def dk_section() -> None:
     top = {"softmax(q·k)": ex.top_raw, "softmax(q·k / √d_k)": ex.top_scaled, f"equal weights (1/{n_k})": np.full(len(ex.d_ks), 1 / n_k)}
     spread_fig = dk_lines(ex.d_ks, spread, title="Spread (std) of the scores", y_title="standard deviation", chosen=i, log_y=True)
     top_fig = dk_lines(ex.d_ks, top, title="Saturation: average largest weight of a row", y_title="largest softmax weight", chosen=i)
-    side_by_side({"softmax_dk_spread": spread_fig, "softmax_dk_top": top_fig})
+    ui.side_by_side({"softmax_dk_spread": spread_fig, "softmax_dk_top": top_fig})
     raw, scaled = ex.example(i)
     st.markdown(lab.dk_note(ex, i))
     example = grouped_bars({"softmax(q·k)": raw, "softmax(q·k / √d_k)": scaled}, [f"k{j + 1}" for j in range(n_k)], title=f"One query, {n_k} keys, d_k = {d_k}", y_title="weight", y_range=(0, 1))
@@ -100,7 +99,7 @@ def real_row_section() -> None:
     weights = {f"softmax at this page's τ = {tau:g}": r.weights, f"the model with τ = {tau:g} on this head only": r.model}
     scores_fig = grouped_bars({"q·k / √d_k (τ = 1)": r.scores}, key_labels, title=f"Scores of query {q}", x_title="key", y_title="score")
     weights_fig = grouped_bars(weights, key_labels, title=f"Weights of query {q} over the keys", y_title="weight", y_range=(0, 1))
-    side_by_side({"softmax_real_scores": scores_fig, "softmax_real_weights": weights_fig})
+    ui.side_by_side({"softmax_real_scores": scores_fig, "softmax_real_weights": weights_fig})
     st.caption(lab.real_row_note(r, tau))
 
 

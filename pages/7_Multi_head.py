@@ -6,7 +6,6 @@ import ui
 from figures import multihead as fm
 from lessons import head_roles, heads
 from ui import cached_model as cm
-from ui.page import side_by_side
 
 st.set_page_config(page_title="Multi-head attention", page_icon="🐙", layout="wide")
 state = ui.sidebar()
@@ -81,7 +80,7 @@ def concat_wo() -> None:
     t = st.selectbox("Token", range(T), format_func=lambda j: f"{j}: {labels[j]}", key="multihead_token", help="Whose vectors to follow through the concatenation and W_O.")
     concat_fig, wo_fig, out_fig, error = cm.concat_figures(*key, L, t, tr)
     ui.show_figure(concat_fig, key="multihead_concat")
-    side_by_side({"multihead_wo": wo_fig, "multihead_out": out_fig})
+    ui.side_by_side({"multihead_wo": wo_fig, "multihead_out": out_fig})
     st.caption(f"Recomputed here: concat·W_O{read.b_O} differs from the model's attn_out for token {t} by at most {error:.1e} (float32 rounding).")
 
 

@@ -6,7 +6,6 @@ import streamlit as st
 import ui
 from lessons import block_stats as bs
 from ui import cached_model as cm
-from ui.page import side_by_side
 
 st.set_page_config(page_title="Inside a block · Attention Atlas", page_icon="🧱", layout="wide")
 state = ui.sidebar()
@@ -35,7 +34,7 @@ st.markdown(read.norm_text)
 st.latex(read.norm_latex)
 ln = st.radio(f"Which {read.norm}", list(read.ln_names), format_func=read.ln_names.get, horizontal=True, key="block_ln", help="Each block has two, one for each sublayer.")
 mean_fig, spread_fig, steps = cm.norm_figures(*key, L, ln, tr)
-side_by_side({"block_ln_mean": mean_fig, "block_ln_std": spread_fig})
+ui.side_by_side({"block_ln_mean": mean_fig, "block_ln_std": spread_fig})
 st.caption(bs.norm_note(steps, cfg.norm, cfg.ln_eps))
 ui.keep_choice("block_token", range(T), T - 1)
 tok = st.selectbox("Token to inspect", range(T), format_func=lambda p: f"{p}: {labels[p]}", key="block_token", help="One token, shown number by number here and neuron by neuron in section 3.")
@@ -46,7 +45,7 @@ st.header(f"3 · The MLP (block {L})")
 st.markdown(read.mlp_text)
 for formula in read.mlp_latex:
     st.latex(formula)
-side_by_side({"block_gelu": act_fig, "block_swiglu": swiglu_fig} if swiglu else {"block_gelu": act_fig})
+ui.side_by_side({"block_gelu": act_fig, "block_swiglu": swiglu_fig} if swiglu else {"block_gelu": act_fig})
 st.caption(bs.active_note(tr[f"blocks.{L}.mlp.hook_post"], tok, by_size=swiglu))
 step, biggest = min(8, cfg.d_mlp), "|output|" if swiglu else "output"
 help_n = f"The N neurons with the largest {biggest} on any token of the sentence, strongest first; {cfg.d_mlp} shows them all."
@@ -57,5 +56,5 @@ st.header("4 · What attention and the MLP add")
 st.markdown(read.adds_text)
 st.latex(read.adds_latex)
 layers_fig, tokens_fig = cm.adds_figures(*key, L, tr)  # every block averaged; block L token by token
-side_by_side({"block_adds_layers": layers_fig, "block_adds_tokens": tokens_fig})
+ui.side_by_side({"block_adds_layers": layers_fig, "block_adds_tokens": tokens_fig})
 st.caption(bs.adds_note(tr, L))
