@@ -43,6 +43,19 @@ def run_page(path: str, **query: str) -> AppTest:
     return at.run()
 
 
+REPEATED = "I saw the cat and the dog"  # "␣the" twice in the bundled model's tokens
+
+
+def run_repeated(path: str, tokenizer) -> tuple[AppTest, list[str], list[int]]:
+    """The page on REPEATED, checked to have run: (the page, the token labels, the two positions of "␣the")."""
+    at = run_page(path, sentence=REPEATED)
+    assert_ok(at)
+    labels = tokenizer.encode(REPEATED).labels
+    the = [p for p, label in enumerate(labels) if label == "␣the"]
+    assert len(the) == 2
+    return at, labels, the
+
+
 def checked_spec(spec_json: str) -> dict:
     """A figure the page sent, as a plotly JSON dict, after checking it is exactly what plotly.py's validation gives.
 

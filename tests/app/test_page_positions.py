@@ -11,14 +11,13 @@ import pytest
 import streamlit as st
 
 import ui.models
-from tests.apptest_utils import BAD_INPUTS, array, assert_ok, chart, chart_keys, page_path, run_page, texts
+from tests.apptest_utils import BAD_INPUTS, array, assert_ok, chart, chart_keys, page_path, run_page, run_repeated, texts
 from tests.conftest import randomize
 from transformer import GPT, ModelConfig, loading, sinusoidal_encoding
 from transformer.loading import LoadedModel
 from transformer.trace import run_trace
 
 PAGE = page_path("2_Positional_encoding")
-REPEATED = "I saw the cat and the dog"  # "␣the" twice
 SENTENCE_KEYS = ("positions_sum_embed", "positions_sum_pos", "positions_sum_input")
 
 
@@ -190,17 +189,13 @@ def test_attention_temperature_does_not_change_the_input(lm):
 
 
 def test_repeated_token_keeps_both_rows(lm):
-    at = run_page(PAGE, sentence=REPEATED)
-    assert_ok(at)
-    enc = lm.tokenizer.encode(REPEATED)
-    the = [p for p, label in enumerate(enc.labels) if label == "␣the"]
-    assert len(the) == 2
+    at, labels, the = run_repeated(PAGE, lm.tokenizer)
     embed, pos, inp = (z_of(at, k) for k in SENTENCE_KEYS)
     for z in (embed, pos, inp):
-        assert z.shape[0] == len(enc)
+        assert z.shape[0] == len(labels)
     np.testing.assert_array_equal(embed[the[0]], embed[the[1]])  # same token, same embedding …
     assert not np.allclose(inp[the[0]], inp[the[1]])  # … but a different input, thanks to its position
-    assert chart(at, "positions_sum_input")["layout"]["yaxis"]["tickvals"] == list(range(len(enc)))
+    assert chart(at, "positions_sum_input")["layout"]["yaxis"]["tickvals"] == list(range(len(labels)))
 
 
 @pytest.mark.parametrize("name,text", BAD_INPUTS, ids=[n for n, _ in BAD_INPUTS])

@@ -6,12 +6,11 @@ import numpy as np
 import pytest
 
 from figures.common import esc
-from tests.apptest_utils import BAD_INPUTS, array, assert_ok, chart, chart_keys, page_path, run_page, texts
+from tests.apptest_utils import BAD_INPUTS, array, assert_ok, chart, chart_keys, page_path, run_page, run_repeated, texts
 from transformer.trace import run_trace
 from ui import PRESETS
 
 PAGE = page_path("1_Tokens_and_embeddings")
-REPEATED = "I saw the cat and the dog"  # "␣the" twice
 
 
 @pytest.fixture(scope="module")
@@ -238,19 +237,16 @@ def test_changing_the_sentence_changes_every_sentence_figure(lm):
 
 
 def test_repeated_token_keeps_both_rows(lm):
-    at = run_page(PAGE, sentence=REPEATED)
-    assert_ok(at)
-    enc = lm.tokenizer.encode(REPEATED)
-    the = [p for p, label in enumerate(enc.labels) if label == "␣the"]
-    assert len(the) == 2
+    at, labels, the = run_repeated(PAGE, lm.tokenizer)
+    T = len(labels)
     z = array(chart(at, "tokens_embed")["data"][0]["z"])
-    assert z.shape[0] == len(enc)
+    assert z.shape[0] == T
     np.testing.assert_array_equal(z[the[0]], z[the[1]])
     cos = array(chart(at, "tokens_cosine")["data"][0]["z"])
-    assert cos.shape == (len(enc), len(enc)) and cos[the[0], the[1]] == pytest.approx(1, abs=1e-6)
-    assert chart(at, "tokens_embed")["layout"]["yaxis"]["tickvals"] == list(range(len(enc)))
-    assert len(chart(at, "tokens_chips")["data"][0]["text"]) == len(enc)
-    assert len(array(chart(at, "tokens_pca")["data"][1]["x"])) == len(enc)
+    assert cos.shape == (T, T) and cos[the[0], the[1]] == pytest.approx(1, abs=1e-6)
+    assert chart(at, "tokens_embed")["layout"]["yaxis"]["tickvals"] == list(range(T))
+    assert len(chart(at, "tokens_chips")["data"][0]["text"]) == T
+    assert len(array(chart(at, "tokens_pca")["data"][1]["x"])) == T
     assert "repeats a token 1 time" in texts(at)
 
 
