@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
+import pytest
 from streamlit.runtime.state.common import user_key_from_element_id
 from streamlit.testing.v1 import AppTest
 
@@ -28,6 +29,13 @@ BAD_INPUTS = [
     ("script", "<script>alert(1)</script>"),
     ("img", "<img src=x onerror=alert(1)>"),
 ]
+EACH_BAD_INPUT = pytest.mark.parametrize("name,text", BAD_INPUTS, ids=[n for n, _ in BAD_INPUTS])  # a test's (name, text) arguments
+
+
+def assert_escaped(figs) -> None:
+    """User text reaches plotly only escaped: no raw tag of the bad inputs in any figure."""
+    for c in figs:
+        assert "<script" not in str(c) and "<img" not in str(c)
 
 
 def page_path(name: str) -> str:

@@ -6,11 +6,10 @@ import json
 import math
 
 import numpy as np
-import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.apptest_utils import BAD_INPUTS, array, assert_ok, chart, charts, page_path, run_page, run_typed, texts
+from tests.apptest_utils import EACH_BAD_INPUT, array, assert_ok, chart, charts, page_path, run_page, run_typed, texts
 from transformer import Interventions, run_trace
 
 PAGE = page_path("8_Inside_a_block")
@@ -187,7 +186,7 @@ def test_sidebar_preset_changes_the_sentence(lm):
     assert_block(at, lm, tr, 0, "ln1", len(tr.encoding) - 1, 64)
 
 
-@pytest.mark.parametrize("name,text", BAD_INPUTS, ids=[n for n, _ in BAD_INPUTS])
+@EACH_BAD_INPUT
 def test_bad_inputs(name, text):
     at = run_typed(PAGE, text)
     if at is None:

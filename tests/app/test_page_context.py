@@ -9,7 +9,7 @@ from itertools import combinations
 import numpy as np
 import pytest
 
-from tests.apptest_utils import BAD_INPUTS, array, assert_ok, chart, chart_keys, charts, page_path, run_page, texts
+from tests.apptest_utils import EACH_BAD_INPUT, array, assert_ok, chart, chart_keys, charts, page_path, run_page, texts
 from transformer import Interventions, run_trace
 from ui import PRESETS
 
@@ -199,7 +199,7 @@ def test_sidebar_sentence_button(page, lm):
     assert_context(page, lm, want, BEAR_FORMS)
 
 
-@pytest.mark.parametrize("name,text", BAD_INPUTS, ids=[n for n, _ in BAD_INPUTS])
+@EACH_BAD_INPUT
 def test_bad_inputs_in_the_sidebar(name, text, lm):
     at = run_page(PAGE)
     at.text_area(key="w_sentence").set_value(text).run()
@@ -222,7 +222,7 @@ def test_bad_inputs_in_the_sidebar(name, text, lm):
         assert "in its first 256 tokens" in at.warning[0].value and "the model reads only its first 256" in texts(at)
 
 
-@pytest.mark.parametrize("name,text", BAD_INPUTS, ids=[n for n, _ in BAD_INPUTS])
+@EACH_BAD_INPUT
 def test_bad_inputs_in_the_page(name, text):
     at = run_page(PAGE)
     at.text_area(key="context_sentences").set_value(text).run()  # the whole box

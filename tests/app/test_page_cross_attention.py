@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.apptest_utils import BAD_INPUTS, array, assert_ok, chart_titled, charts, page_path, run_page, texts
+from tests.apptest_utils import EACH_BAD_INPUT, array, assert_ok, chart_titled, charts, page_path, run_page, texts
 from tests.apptest_utils import chart_z as z
 from transformer.data import phrases as td
 from transformer.families import seq2seq as s2s
@@ -184,7 +184,7 @@ def test_phrase_from_the_link():
     assert at.code[0].value == "the cat" and "`onerror`" in at.warning[0].value and "<img" not in texts(at) + str(charts(at))
 
 
-@pytest.mark.parametrize("name,text", BAD_INPUTS, ids=[n for n, _ in BAD_INPUTS])
+@EACH_BAD_INPUT
 def test_bad_inputs(name, text):
     at = set_phrase(run_page(PAGE), text)
     if not text.strip():

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from lessons.next_token import top_tokens
-from tests.apptest_utils import BAD_INPUTS, array, assert_ok, chart_titled, charts, each_tab, open_tab, page_path, run_page, run_typed, texts
+from tests.apptest_utils import EACH_BAD_INPUT, array, assert_ok, chart_titled, charts, each_tab, open_tab, page_path, run_page, run_typed, texts
 from tests.apptest_utils import chart_z as z
 from transformer import Interventions, run_trace
 from ui.state import DEFAULT_SENTENCE, PRESETS
@@ -163,7 +163,7 @@ def test_shorter_sentence_clamps_the_sliders():
     assert part(at, 3).slider(key="masking_rows").value == 12 and len(at.dataframe[0].value) == T
 
 
-@pytest.mark.parametrize("name,text", BAD_INPUTS, ids=[n for n, _ in BAD_INPUTS])
+@EACH_BAD_INPUT
 def test_bad_inputs(name, text):
     at = run_typed(PAGE, text)
     if at is None:

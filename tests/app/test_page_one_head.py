@@ -5,10 +5,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pytest
 import torch
 
-from tests.apptest_utils import BAD_INPUTS, array, assert_ok, chart_titled, charts, each_tab, open_tab, page_path, run_page, run_typed, texts
+from tests.apptest_utils import EACH_BAD_INPUT, array, assert_ok, chart_titled, charts, each_tab, open_tab, page_path, run_page, run_typed, texts
 from tests.apptest_utils import chart_z as z
 from transformer import Interventions, run_trace
 from transformer import head_scores as hs
@@ -193,7 +192,7 @@ def test_mask_off_equals_a_trace_without_the_causal_mask(lm):
     assert "layers before 1 saw the future" in texts(at)
 
 
-@pytest.mark.parametrize("name,text", BAD_INPUTS, ids=[n for n, _ in BAD_INPUTS])
+@EACH_BAD_INPUT
 def test_bad_inputs(name, text):
     at = run_typed(PAGE, text)
     if at is None:

@@ -11,7 +11,7 @@ import pytest
 import streamlit as st
 
 import ui.models
-from tests.apptest_utils import BAD_INPUTS, array, assert_ok, chart, chart_keys, page_path, run_page, run_repeated, texts
+from tests.apptest_utils import EACH_BAD_INPUT, array, assert_ok, chart, chart_keys, page_path, run_page, run_repeated, texts
 from tests.conftest import randomize
 from transformer import GPT, ModelConfig, loading, sinusoidal_encoding
 from transformer.loading import LoadedModel
@@ -198,7 +198,7 @@ def test_repeated_token_keeps_both_rows(lm):
     assert chart(at, "positions_sum_input")["layout"]["yaxis"]["tickvals"] == list(range(len(labels)))
 
 
-@pytest.mark.parametrize("name,text", BAD_INPUTS, ids=[n for n, _ in BAD_INPUTS])
+@EACH_BAD_INPUT
 def test_bad_inputs(name, text):
     at = run_page(PAGE, sentence=text)
     assert_ok(at)

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pytest
 
-from tests.apptest_utils import BAD_INPUTS, array, assert_ok, charts, page_path, run_page, run_typed, texts
+from tests.apptest_utils import EACH_BAD_INPUT, array, assert_ok, charts, page_path, run_page, run_typed, texts
 from transformer import Interventions, run_trace
 
 PAGE = page_path("11_Query_key_map")
@@ -181,7 +180,7 @@ def test_short_text_has_no_correlation(lm):
     assert charts(at)  # the map is still drawn
 
 
-@pytest.mark.parametrize("name,text", BAD_INPUTS, ids=[n for n, _ in BAD_INPUTS])
+@EACH_BAD_INPUT
 def test_bad_inputs(name, text):
     at = run_typed(PAGE, text)
     if at is None:

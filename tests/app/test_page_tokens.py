@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from figures.common import esc
-from tests.apptest_utils import BAD_INPUTS, array, assert_ok, chart, chart_keys, page_path, run_page, run_repeated, texts
+from tests.apptest_utils import EACH_BAD_INPUT, array, assert_ok, chart, chart_keys, page_path, run_page, run_repeated, texts
 from transformer.trace import run_trace
 from ui import PRESETS
 
@@ -259,7 +259,7 @@ def test_presets(name):
     assert len(chart(at, "tokens_chips")["data"][0]["text"]) == len(array(chart(at, "tokens_embed")["data"][0]["z"]))
 
 
-@pytest.mark.parametrize("name,text", BAD_INPUTS, ids=[n for n, _ in BAD_INPUTS])
+@EACH_BAD_INPUT
 def test_bad_inputs(name, text):
     at = run_page(PAGE, sentence=text)
     assert_ok(at)
