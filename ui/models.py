@@ -20,8 +20,15 @@ from transformer import Interventions, Trace, run_trace, run_traces
 from transformer.loading import LoadedModel, bundled_models, is_loaded, local_models, missing_real_models, real_models, shared_model
 
 _FROZEN: set[int] = set()  # ids of the models already moved out of the garbage collector's sight
-# Many sessions share 2 cores: one torch thread each beats several fighting over the cores.
-torch.set_num_threads(int(os.environ.get("ATLAS_TORCH_THREADS", "1")))
+
+
+def threads_from(text: str | None) -> int:
+    """ATLAS_TORCH_THREADS: a whole number ≥ 1; 1 when unset or not such a number (a bad setting must not stop the
+    server from starting). Many sessions share few cores: one torch thread each beats several fighting over them."""
+    return int(text) if text is not None and text.strip().isdigit() and int(text) >= 1 else 1
+
+
+torch.set_num_threads(threads_from(os.environ.get("ATLAS_TORCH_THREADS")))
 
 
 @st.cache_data(ttl=10, show_spinner=False)  # the folders are read again at most every 10 s, not on every rerun

@@ -120,3 +120,12 @@ def test_over_long_phrase_is_cut():
     assert_ok(at)
     box = at.text_input(key="xattn_phrase")
     assert box.max_chars == s2s.MAX_SOURCE_CHARS and box.value == long[: s2s.MAX_SOURCE_CHARS]
+
+
+def test_torch_threads_setting_is_read_safely():
+    """ATLAS_TORCH_THREADS: a whole number ≥ 1; anything else gives 1 thread instead of stopping the server."""
+    from ui.models import threads_from
+
+    assert threads_from(None) == 1 and threads_from("2") == 2 and threads_from(" 4 ") == 4
+    for bad in ("", "abc", "0", "-1", "1.5", "2 threads"):
+        assert threads_from(bad) == 1
