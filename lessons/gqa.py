@@ -48,18 +48,6 @@ def keys_used(tr: Trace, cfg: ModelConfig, layer: int) -> np.ndarray:
     return tr[a + "hook_rot_k"] if cfg.pos_encoding == "rotary" else tr[a + "hook_k"]
 
 
-def queries_used(tr: Trace, cfg: ModelConfig, layer: int) -> np.ndarray:
-    """The queries the scores use, (T, n_head, d)."""
-    a = f"blocks.{layer}.attn."
-    return tr[a + "hook_rot_q"] if cfg.pos_encoding == "rotary" else tr[a + "hook_q"]
-
-
-def scores_from_shared_keys(tr: Trace, cfg: ModelConfig, layer: int) -> np.ndarray:
-    """score_h = Q_h · K_gᵀ with g = kv_head(h), for every query head: (n_head, T, T); equals the trace's hook_scores_raw."""
-    q, k = queries_used(tr, cfg, layer), keys_used(tr, cfg, layer)  # (T, nh, d), (T, n_kv, d)
-    return np.stack([q[:, h] @ k[:, cfg.kv_head(h)].T for h in range(cfg.n_head)])  # (nh, T, T)
-
-
 @dataclass(frozen=True)
 class Group:
     """One key/value head of a layer and the query heads that share it."""

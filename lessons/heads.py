@@ -101,6 +101,16 @@ def pool(weights: np.ndarray, size: int) -> tuple[np.ndarray, int]:
     return out.astype(np.float32), b
 
 
+def overview(tr: Trace, hide: tuple[int, ...], size: int) -> tuple[np.ndarray, int, float]:
+    """Every head's pattern as a map of at most size × size cells (b × b blocks averaged, future and hidden columns
+    left out): (thumbnails (n_layer, nh, n, n), b, the largest cell, 1 when there is none)."""
+    every_w = np.stack([tr[f"blocks.{layer}.attn.hook_pattern"] for layer in range(tr.cfg.n_layer)])  # (n_layer, nh, T, T)
+    shown = key_mask(tr).copy()  # (T, T)
+    shown[:, list(hide)] = False
+    thumbs, block = pool(np.where(shown, every_w, np.nan), size)  # (n_layer, nh, n, n)
+    return thumbs, block, float(np.nanmax(thumbs, initial=0.0)) or 1.0
+
+
 def line_pairs(weights: np.ndarray, visible: np.ndarray, threshold: float, token: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The (query i, key j, weight) pairs with α_ij ≥ threshold; with `token`, only pairs where it is the query or the key."""
     keep = visible & (weights >= threshold)  # (T, T)

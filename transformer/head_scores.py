@@ -148,12 +148,6 @@ def mean_scores(scores: list[HeadScores]) -> HeadScores:
         return HeadScores(**{name: np.nanmean(np.stack([getattr(s, name) for s in scores]), axis=0) for name in SCORE_NAMES})
 
 
-def trace_scores(trace) -> HeadScores:
-    """Every head's scores, (n_layer, n_head) each, on the text of a trace (D and I need repeated tokens in it)."""
-    patterns = np.stack([trace[f"blocks.{layer}.attn.hook_pattern"] for layer in range(trace.cfg.n_layer)])  # (L, nh, T, T)
-    return score_patterns(patterns, trace.encoding.ids)
-
-
 def allowed_ids(tokenizer, vocab_size: int) -> np.ndarray:
     """The ids a probe may use: the model's vocabulary without the tokenizer's special (added) tokens."""
     special = set(tokenizer.hf.get_added_tokens_decoder()) if tokenizer is not None else set()

@@ -161,13 +161,8 @@ THUMB = 32  # overview thumbnails are at most THUMB × THUMB cells
 def overview_figure(model_name: str, sentence: str, tau: float, opened: tuple[int, int], hide: tuple[int, ...], _tr: Trace, _badges: dict) -> tuple[go.Figure, int, int]:
     """Every head's pattern as a small map (b × b blocks averaged), the opened head outlined, with the badges (fixed by
     the model); b and the thumbnail size."""
-    n_layer = _tr.cfg.n_layer
-    every_w = np.stack([_tr[f"blocks.{layer}.attn.hook_pattern"] for layer in range(n_layer)])  # (n_layer, nh, T, T)
-    shown = heads.key_mask(_tr).copy()  # (T, T)
-    shown[:, list(hide)] = False
-    thumbs, block = heads.pool(np.where(shown, every_w, np.nan), THUMB)  # (n_layer, nh, n, n)
-    zmax = float(np.nanmax(thumbs, initial=0.0)) or 1.0
-    return fm.head_overview(thumbs, opened, f"All {n_layer * _tr.cfg.n_head} heads", zmax=zmax, badges=_badges), block, thumbs.shape[-1]
+    thumbs, block, zmax = heads.overview(_tr, hide, THUMB)  # thumbs (n_layer, nh, n, n)
+    return fm.head_overview(thumbs, opened, f"All {_tr.cfg.n_layer * _tr.cfg.n_head} heads", zmax=zmax, badges=_badges), block, thumbs.shape[-1]
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
@@ -292,11 +287,11 @@ LENS_TOP = 10  # the lens table lists up to this many tokens per stage
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def lens_columns(model_name: str, text: str, tau: float) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+def lens_columns(model_name: str, text: str, tau: float) -> tuple[dict[int, tuple[np.ndarray, np.ndarray]], threading.Lock]:
     """Position → the lens's top-1 token ids and probabilities at every stage, (L+1,) each: filled as windows need
     them, so moving the chosen position computes only the positions new to the window (in one batch: SmolLM2's
-    unembedding is 113 MB, read once per batch)."""
-    return {}
+    unembedding is 113 MB, read once per batch). Shared by every session: written only under its lock."""
+    return {}, threading.Lock()
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
@@ -304,11 +299,12 @@ def lens_figure(model_name: str, text: str, tau: float, pos: int, _tr: Trace) ->
     """The logit-lens heatmap on the window of positions around `pos` (pos outlined), and the window."""
     loaded = get_model(model_name)
     window = ll.window(pos, len(_tr.encoding), ll.window_size(loaded.cfg.vocab_size))
-    store = lens_columns(model_name, text, tau)
-    if missing := [p for p in window if p not in store]:
-        lz = ll.logit_lens(loaded.model, _tr, missing, keep_logits=False)
-        store.update({p: (lz.top_ids[:, j], lz.top_probs[:, j]) for j, p in enumerate(missing)})
-    top_ids, top_probs = (np.stack([store[p][k] for p in window], axis=1) for k in (0, 1))  # (L+1, P) each
+    store, lock = lens_columns(model_name, text, tau)
+    with lock:
+        if missing := [p for p in window if p not in store]:
+            lz = ll.logit_lens(loaded.model, _tr, missing, keep_logits=False)
+            store.update({p: (lz.top_ids[:, j], lz.top_probs[:, j]) for j, p in enumerate(missing)})
+        top_ids, top_probs = (np.stack([store[p][k] for p in window], axis=1) for k in (0, 1))  # (L+1, P) each
     names = loaded.tokenizer.vocab_labels()
     top_labels = [[names[i] for i in row] for row in top_ids]
     stages = ll.stage_names(loaded.cfg.n_layer)

@@ -126,10 +126,7 @@ def test_patterns_of_equals_the_trace(lm):
     got = hs.patterns_of(lm.model, np.array([tr.encoding.ids]))[0]  # (L, nh, T, T)
     for layer in range(lm.cfg.n_layer):
         np.testing.assert_allclose(got[layer], tr[f"blocks.{layer}.attn.hook_pattern"], atol=1e-6)
-    s = hs.trace_scores(tr)
-    want = hs.score_patterns(np.stack([tr[f"blocks.{layer}.attn.hook_pattern"] for layer in range(lm.cfg.n_layer)]), tr.encoding.ids)
-    for name in hs.SCORE_NAMES:
-        np.testing.assert_allclose(getattr(s, name), getattr(want, name))
+    s = hs.score_patterns(got, tr.encoding.ids)
     assert not np.isnan(s.duplicate_token).any()  # "the" repeats
 
 

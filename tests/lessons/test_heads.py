@@ -304,3 +304,16 @@ def test_overview_concat_and_ablation_words(tiny_cfg):
     assert heads.ablation_verdict(tiny_cfg, [], 0.0, 5) == ("info", "No head is switched off: both bars are the model as trained. Choose heads above.")
     assert heads.ablation_verdict(tiny_cfg, ["0.1", "2.3"], 0.1234, 5)[1].startswith("Switched off: 0.1, 2.3. **12.3%** of the probability moved")
     assert heads.ablation_verdict(BERT, ["0.1"], 0.01234, 7) == ("markdown", "Switched off: 0.1. The final vectors turned by **0.0123** on average (1 − cos over the 7 tokens; 0 = unchanged).")
+
+
+def test_overview_leaves_out_the_future_and_hidden_columns(tr):
+    """heads.overview on a short text (b = 1): every head's pattern, NaN where masked or hidden; the top is the
+    largest weight still shown."""
+    thumbs, block, top = heads.overview(tr, (0,), 64)
+    L, T = tr.cfg.n_layer, len(tr.encoding)
+    assert block == 1 and thumbs.shape == (L, tr.cfg.n_head, T, T)
+    want = np.stack([tr[f"blocks.{layer}.attn.hook_pattern"] for layer in range(L)])  # (L, nh, T, T)
+    want = np.where(np.tril(np.ones((T, T), dtype=bool)), want, np.nan)
+    want[..., 0] = np.nan  # the hidden first-token column
+    np.testing.assert_allclose(thumbs, want, rtol=1e-6)
+    assert top == pytest.approx(float(np.nanmax(want)))

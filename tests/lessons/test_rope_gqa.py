@@ -184,10 +184,17 @@ def test_sharing_table_matches_kv_head(llama):
     assert gqa.group_heads(cfg, 0) == [0, 1, 2] and gqa.group_heads(cfg, 1) == [3, 4, 5] and gqa.group_size(cfg) == 3
 
 
+def scores_from_shared_keys(tr, cfg, layer: int) -> np.ndarray:
+    """score_h = Q_h · K_gᵀ with g = kv_head(h), for every query head, from the queries and keys the page shows: (nh, T, T)."""
+    rot = "rot_" if cfg.pos_encoding == "rotary" else ""
+    q, k = tr[f"blocks.{layer}.attn.hook_{rot}q"], gqa.keys_used(tr, cfg, layer)  # (T, nh, d), (T, n_kv, d)
+    return np.stack([q[:, h] @ k[:, cfg.kv_head(h)].T for h in range(cfg.n_head)])
+
+
 def test_raw_scores_are_rot_q_times_the_groups_rot_k(llama, llama_trace):
     cfg, tr = llama.cfg, llama_trace
     for layer in range(cfg.n_layer):
-        ours = gqa.scores_from_shared_keys(tr, cfg, layer)
+        ours = scores_from_shared_keys(tr, cfg, layer)
         np.testing.assert_allclose(ours, tr[f"blocks.{layer}.attn.hook_scores_raw"], atol=1e-4)
         q, k = tr[f"blocks.{layer}.attn.hook_rot_q"], tr[f"blocks.{layer}.attn.hook_rot_k"]
         wrong_key = q[:, 0] @ k[:, 1].T  # head 0 belongs to group 0, not 1
@@ -216,7 +223,7 @@ def test_gpt_has_one_kv_head_per_query_head(lm):
     assert not rope.has_rope(cfg) and not gqa.has_gqa(cfg)
     np.testing.assert_array_equal(gqa.sharing_table(cfg), np.eye(cfg.n_head))
     tr = run_trace(lm.model, lm.tokenizer, "the cat and the dog")
-    np.testing.assert_allclose(gqa.scores_from_shared_keys(tr, cfg, 0), tr["blocks.0.attn.hook_scores_raw"], atol=1e-4)
+    np.testing.assert_allclose(scores_from_shared_keys(tr, cfg, 0), tr["blocks.0.attn.hook_scores_raw"], atol=1e-4)
 
 
 # ---- encoder vs decoder -------------------------------------------------------------------------------------
