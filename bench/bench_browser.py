@@ -56,7 +56,7 @@ TAU = "Attention temperature τ"
 PAGE_CONTROLS = {  # each page's main control, for pages where τ changes no chart
     "1_Tokens_and_embeddings": "Vocabulary tokens in the map (N)",
     "2_Positional_encoding": "d (dimensions)",
-    "5_Softmax_and_temperature": "Temperature τ",
+    "5_Softmax_and_temperature": "τ on this page",
     "6_Lecture_example": "Seed",
 }
 START_TAU = {16: 1.0, 64: 2.5}  # per length, so a later length never meets τ values cached by an earlier one
@@ -268,7 +268,8 @@ def main() -> None:
     ap.add_argument("--pages", nargs="*", help="only pages whose file name contains one of these (home = app.py)")
     ap.add_argument("--model", default="shakespeare-gpt", help="the model the pages open (query string model=…)")
     args = ap.parse_args()
-    pages = [None, *sorted((ROOT / "pages").glob("*.py"), key=lambda p: int(p.stem.split("_")[0]))]
+    charted = [p for p in (ROOT / "pages").glob("*.py") if "show_figure" in p.read_text(encoding="utf-8")]  # (the guided tour has no chart to time)
+    pages = [None, *sorted(charted, key=lambda p: int(p.stem.split("_")[0]))]
     if args.pages:
         pages = [p for p in pages if any(s in (p.stem if p else "home") for s in args.pages)]
     with serve_app() as base, sync_playwright() as pw:

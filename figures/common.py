@@ -17,6 +17,14 @@ MAX_TICK_CHARS = 14
 MAX_BAR_VALUES = 16  # write each bar's value on it up to this many bars in all
 BAR_COLORS = ("#4c78a8", "#f58518", "#54a24b", "#e45756")
 MASKED_NOTE = " (masked: score −∞)"  # a masked cell's hover ends with this
+# The legend of a figure with several series: a row under everything, placed in the figure's own coordinates
+# ("container"). plotly.js then reserves the legend's real height below the x-axis title however many rows it wraps
+# to at the chart's width; a legend placed against the plot (y = 1.02 or −0.1 in "paper" coordinates) overprints the
+# chart title or the x-axis title once it wraps to a second row.
+LEGEND_BELOW = {"orientation": "h", "xref": "container", "yref": "container", "x": 0, "xanchor": "left", "y": 0, "yanchor": "bottom"}
+# Values written on bars: plotly.js shrinks a value to its bar's width, and hides it below this size instead of
+# letting the values of neighbouring bars run into each other.
+BAR_TEXT = {"minsize": 9, "mode": "hide"}
 HOVER_CELLS = 32 * 32  # per-cell hover text only up to this many cells (a 16×128 map with it is ~150 KiB)
 
 
@@ -86,7 +94,10 @@ def figure(traces: Sequence[dict], layout: dict) -> Spec:
     lay = plain(layout)
     for key in [k for k in lay if margins.AXIS.match(k)]:
         lay[key] = {**AXIS_DEFAULTS, **lay[key]}
-    return Spec({"data": [plain(t) for t in traces], "layout": {**lay, "margin": margins.fit(traces, lay), "template": TEMPLATE}})
+    margin = margins.fit(traces, lay)
+    if "height" in lay:  # a y-axis title is drawn along the plot: a plot shorter than it lets it run into the chart title
+        lay["height"] = max(lay["height"], margin["t"] + margin["b"] + margins.y_title_px(lay))
+    return Spec({"data": [plain(t) for t in traces], "layout": {**lay, "margin": margin, "template": TEMPLATE}})
 
 
 def title_dict(text: str) -> dict | None:
@@ -210,7 +221,7 @@ def grouped_bars(
         for k, (name, y) in enumerate(series.items())
     ]
     y_axis = {"title": title_dict(y_title), "range": None if y_range is None else [y_range[0], y_range[1] * 1.12]}  # room for the values above the bars
-    lay = layout_dict(title, height, barmode="group", showlegend=len(series) > 1, xaxis=token_axis(labels, x_title), yaxis=y_axis)
-    if len(series) > 1:  # the legend between the title and the plot (margins.fit makes room for it)
-        lay.update(legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0})
+    lay = layout_dict(title, height, barmode="group", showlegend=len(series) > 1, xaxis=token_axis(labels, x_title), yaxis=y_axis, uniformtext=BAR_TEXT)
+    if len(series) > 1:  # the legend under the x-axis title (margins.fit makes room for it)
+        lay.update(legend=LEGEND_BELOW)
     return figure(data, lay)

@@ -109,8 +109,16 @@ def _legend_px(traces: list[dict], layout: dict) -> tuple[str, float]:
     if legend.get("orientation") == "h":
         side = "t" if legend.get("y", -0.1) > 0.5 else "b"
         rows = math.ceil(sum(40 + text_px(str(n)) for n in names) / LEGEND_ROW_PX)
+        if legend.get("yref") == "container":  # under everything else on its side: plotly.js reserves its drawn height
+            return side, 8.0 + 22 * rows
         return side, 16.0 + 24 * rows + (40 if side == "b" else 0)  # below the plot it also clears the x labels
     return "r", 50 + max(text_px(str(n)) for n in names)
+
+
+def y_title_px(layout: dict) -> float:
+    """The plot height the longest y-axis title needs (drawn turned along the axis), with a little to spare."""
+    titles = [_title(ax.get("title")) for key, ax in layout.items() if key.startswith("yaxis") and isinstance(ax, dict) and ax.get("visible") is not False]
+    return max((text_px(t, TITLE_PX) + GAP for t in titles if t), default=0.0)
 
 
 def fit(traces: list[dict], layout: dict) -> dict:

@@ -7,12 +7,13 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import DIVERGING, MASKED_NOTE, SEQUENTIAL, esc, figure, grouped_bars, heatmap, layout_dict, title_dict, token_axis
+from .common import DIVERGING, LEGEND_BELOW, MASKED_NOTE, SEQUENTIAL, esc, figure, grouped_bars, heatmap, layout_dict, title_dict, token_axis
 
 SHOW_VALUES_MAX = 12  # write the weights into the cells only for sentences this short
 SINK_NAME = "first-token"  # what a decoder's sink column is called; an encoder's: "[CLS]/[SEP]"
 OPACITY_STEP = 0.1  # line opacities are drawn in steps of this size (one plotly trace per step keeps the figure fast)
 QUERY_COLOR, KEY_COLOR, LINE_COLOR = "#1f77b4", "#ff7f0e", "#1f4e79"
+HEAD_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#393b79", "#637939")  # a colour per head
 
 
 def hidden_note(sink_name: str = SINK_NAME) -> str:
@@ -130,24 +131,33 @@ def pair_markers(x: np.ndarray, y: np.ndarray, i: np.ndarray, j: np.ndarray, w: 
     return {"type": "scatter", **xy, "mode": "markers", "name": name, "marker": marker, "text": hover, "hovertemplate": "%{text}<extra></extra>", "showlegend": False}
 
 
-def token_lines(i: np.ndarray, j: np.ndarray, w: np.ndarray, labels: Sequence[str], title: str) -> go.Figure:
+def token_lines(heads: Sequence[tuple[str, np.ndarray, np.ndarray, np.ndarray]], labels: Sequence[str], title: str) -> go.Figure:
     """Queries on the left, keys on the right, a line from query i to key j for each pair; opacity = weight.
 
-    Lines are grouped by their weight rounded to OPACITY_STEP, at least one step so that faint lines stay visible
-    (one trace per step keeps the figure fast); a dot at each line's middle has the exact weight as its opacity and hover.
+    heads: (name, i, j, w) per head. One head is drawn in LINE_COLOR; several get a colour and a legend entry each:
+    clicking one shows it alone, clicking it again shows them all. Lines are grouped by their weight rounded to
+    OPACITY_STEP, at least one step so that faint lines stay visible (one trace per step keeps the figure fast); a dot
+    at each line's middle has the exact weight as its opacity and hover.
     """
     T = len(labels)
     small = T > 64  # many tokens: thinner lines, smaller dots
-    w = np.asarray(w, dtype=np.float32)
-    level = np.clip(np.round(w / OPACITY_STEP), 1, None) * OPACITY_STEP  # (n,) the drawn opacity
+    several = len(heads) > 1
     traces = []
-    for a in np.unique(level):
-        sel = level == a
-        x = np.tile(np.array([0.0, 1.0, np.nan], dtype=np.float32), int(sel.sum()))  # (3n,) left, right, gap
-        y = np.stack([i[sel], j[sel], np.full(sel.sum(), np.nan)], axis=1).reshape(-1).astype(np.float32)  # (3n,)
-        line = {"color": LINE_COLOR, "width": 1 if small else 2}
-        traces.append({"type": "scatter", "x": x, "y": y, "mode": "lines", "opacity": float(min(a, 1.0)), "line": line, "hoverinfo": "skip", "showlegend": False, "name": f"lines, weight ≈ {a:.2f}"})
-    mid = pair_markers(np.full(len(w), 0.5), (i + j) / 2, i, j, w, labels, "line middles", color=LINE_COLOR, size=3 if small else 6, opacity=w)
+    for n, (name, i, j, w) in enumerate(heads):
+        color = HEAD_COLORS[n % len(HEAD_COLORS)] if several else LINE_COLOR
+        w = np.asarray(w, dtype=np.float32)
+        level = np.clip(np.round(w / OPACITY_STEP), 1, None) * OPACITY_STEP  # (n,) the drawn opacity
+        group = {"legendgroup": name, "showlegend": False}
+        prefix = f"{esc(name)}: " if several else ""
+        for a in np.unique(level):
+            sel = level == a
+            x = np.tile(np.array([0.0, 1.0, np.nan], dtype=np.float32), int(sel.sum()))  # (3n,) left, right, gap
+            y = np.stack([i[sel], j[sel], np.full(sel.sum(), np.nan)], axis=1).reshape(-1).astype(np.float32)  # (3n,)
+            line = {"color": color, "width": 1 if small else 2}
+            traces.append({"type": "scatter", "x": x, "y": y, "mode": "lines", "opacity": float(min(a, 1.0)), "line": line, "hoverinfo": "skip", **group, "name": f"{prefix}lines, weight ≈ {a:.2f}"})
+        mid = pair_markers(np.full(len(w), 0.5), (i + j) / 2, i, j, w, labels, esc(name) if several else "line middles", color=color, size=3 if small else 6, opacity=w)
+        mid["text"] = [prefix + t for t in mid["text"]]
+        traces.append({**mid, "legendgroup": name, "showlegend": several})
     names = [esc(s) for s in labels]
     ends = [
         {
@@ -170,9 +180,11 @@ def token_lines(i: np.ndarray, j: np.ndarray, w: np.ndarray, labels: Sequence[st
         "yaxis": {**axis, "title": title_dict("query i (looking)")},
         "yaxis2": {**axis, "title": title_dict("key j (looked at)"), "overlaying": "y", "side": "right", "matches": "y"},
     }
-    if not len(w):
+    if not any(len(w) for *_, w in heads):
         lay["annotations"] = [{"text": "no weight reaches the threshold", "x": 0.5, "y": (T - 1) / 2, "showarrow": False}]
-    return figure([*traces, mid, *ends], layout_dict(title, int(np.clip(90 + 18 * T, 300, 900)), plot_bgcolor="white", **lay))
+    if several:
+        lay["legend"] = {**LEGEND_BELOW, "entrywidth": 70, "itemclick": "toggleothers", "itemdoubleclick": "toggle"}  # 70 px a head: rows as margins.fit counts them
+    return figure([*traces, *ends], layout_dict(title, int(np.clip(90 + 18 * T, 300, 900)), plot_bgcolor="white", **lay))
 
 
 def _blocks(names: Sequence[str], n: int) -> tuple[dict, list[float]]:

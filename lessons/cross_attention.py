@@ -139,11 +139,11 @@ def reading(ref: td.Pair | None, gold: tuple[tuple[int, int], ...], layer: int |
     where = ("all layers" if layer is None else f"layer {layer}") + (", mean of the heads" if head is None else f", head {head}")
     if ref is None:
         reference = (
-            "This phrase does not fit the task's grammar ([determiner] [number] [adjectives] noun, then optionally a verb and a second "
+            "This phrase does not fit the grammar of the phrases the translator learned from ([determiner] [number] [adjectives] noun, then optionally a verb and a second "
             "noun phrase, then optionally a preposition and a third), so there is no reference translation and no gold alignment."
         )
     elif gold:
-        reference = f"Same as the reference translation of the task's grammar: {ref.french_text}"
+        reference = f"Same as the reference translation: {ref.french_text}"
     else:
         reference = f"The reference translation is “{ref.french_text}”: the model's differs, so the gold alignment cannot be laid over its words."
     alignment = (

@@ -298,12 +298,12 @@ def overview_note(block: int, n: int, T: int, causal: bool) -> str:
 
 
 def concat_note(cfg: ModelConfig, layer: int, T: int) -> str:
-    """The shapes from hook_z to hook_attn_out, in words, for a text of T tokens."""
+    """The shapes from the heads' outputs Z to the attention output, in words, for a text of T tokens."""
     nh, hs, d = cfg.n_head, cfg.d_head, cfg.d_model
     bias = f" plus b_O **({d},)**" if out_bias(cfg) else " (this model has no bias b_O)"
-    steps = f"`hook_concat` **({T}, {nh * hs})** → times W_O **({nh * hs}, {d})**" + bias
+    steps = f"concatenated **({T}, {nh * hs})** → times W_O **({nh * hs}, {d})**" + bias
     return (
-        f"Layer {layer}: `hook_z` **({T}, {nh}, {hs})**, one {hs}-vector per token and head → side by side, {steps} → `hook_attn_out` **({T}, {d})**, which is added to the residual "
+        f"Layer {layer}: the heads' outputs Z **({T}, {nh}, {hs})**, one {hs}-vector per token and head → side by side, {steps} → the attention output **({T}, {d})**, which is added to the residual "
         "stream. Row by row, W_O's first block of rows reads head 0, the next head 1, and so on: so the output is also the sum of each head's share z_h·W_O[h]."
     )
 

@@ -16,6 +16,7 @@ from transformer import ModelConfig, Trace, visible_mask
 from .gqa import group_heads
 from .next_token import next_token_probs, top_tokens
 from .probability import entropy_bits, masked_softmax
+from .words import noun
 
 
 def causal_mask(T: int) -> np.ndarray:
@@ -187,6 +188,20 @@ def future_table(with_mask: Trace, without: Trace, vocab: list[str], n_rows: int
     return rows
 
 
+# How the Masking page's grid shows future_table (Streamlit column settings as plain dicts: lessons import no streamlit).
+# Seven columns do not fit a page column of ~700 px, and a grid cannot wrap text: the short numbers come first (p of the
+# actual next token as a percentage, short headers), the token stays pinned on the left, and the two top-3 lists,
+# the widest, come last, where scrolling sideways reads them.
+FUTURE_ORDER = ("position", "token", "actual next token", "p(actual) with mask", "p(actual) without mask", "top-3 with mask", "top-3 without mask")
+FUTURE_COLUMNS = {
+    "position": {"label": "pos", "width": "small"},
+    "token": {"pinned": True},
+    "actual next token": {"label": "next token"},
+    "p(actual) with mask": {"label": "p(next), mask", "type_config": {"type": "number", "format": "percent"}},
+    "p(actual) without mask": {"label": "p(next), no mask", "type_config": {"type": "number", "format": "percent"}},
+}
+
+
 def changes(with_mask: Trace, without: Trace) -> tuple[int, int, int]:
     """Without the causal mask: at how many positions the most likely next token differs, at how many the actual next
     token became more likely, and out of how many positions that have a next token."""
@@ -248,7 +263,8 @@ def position_words(weights: np.ndarray, pos: int, decoder: bool) -> tuple[str, s
     """What position `pos` may see, and where its weight goes (weights (T, T)): (the words over its text, the caption under its bars)."""
     T = len(weights)
     later, rest = weights[pos, pos + 1 :].sum(), weights[pos, : pos + 1].sum()
-    seen = f"may see **{pos + 1}** token(s), positions 0–{pos}; **{T - pos - 1}** later token(s) are hidden"
+    hidden = T - pos - 1
+    seen = f"may see **{pos + 1}** {noun(pos + 1, 'token')}, positions 0–{pos}; **{hidden}** later {noun(hidden, 'token is', 'tokens are')} hidden"
     if decoder:
         return f"**Position {pos}** {seen}. The text it may see:", f"Weight on the hidden (later) tokens: {later:g}, exactly. The visible ones share {rest:.4f}."
     return f"**Position {pos}** sees all **{T}** tokens. In a decoder it {seen}; it would see only:", f"Weight on later tokens: {later:.4f} (a decoder's: exactly 0)."

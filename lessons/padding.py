@@ -14,6 +14,8 @@ import numpy as np
 from transformer import END_OF_TEXT, GPT, NO_INTERVENTIONS, Encoding, Interventions, ModelConfig, Tokenizer, encode_for_model, forward_padded, pad_right
 from transformer.trace import read_only, token_limit
 
+from .words import noun
+
 
 @dataclass(frozen=True)
 class PaddedBatch:
@@ -109,6 +111,6 @@ def shorter_note(chk: PaddingCheck, b: int) -> str:
     """Text b of the batch (A = 0, B = 1), its padding, and the check that follows, in words."""
     length, T = chk.lengths[b], chk.real.shape[1]
     return (
-        f"Sentence {'AB'[b]} has {length} tokens and {T - length} padding position(s). Each real token's output should not depend on the padding. "
+        f"Sentence {'AB'[b]} has {length} {noun(length, 'token')} and {T - length} padding {noun(T - length, 'position')}. Each real token's output should not depend on the padding. "
         f"Check: run each sentence alone, then compare its {chk.output_words} with those from the padded batch."
     )

@@ -8,7 +8,6 @@ from lessons import context as cx
 from transformer.trace import token_limit
 from ui import cached_model as cm
 
-st.set_page_config(page_title="Context changes meaning · Attention Atlas", page_icon="🐻", layout="wide")
 state = ui.sidebar()
 lm = ui.get_model(state.model)
 cfg = lm.cfg
@@ -36,7 +35,7 @@ def use_sidebar_sentence(sentence: str) -> None:
 
 
 first_set = next(iter(SETS))
-for name, default in (("context_sentences", "\n".join(SETS[first_set][0])), ("context_word", SETS[first_set][1]), ("context_forms", True), ("context_unit", True)):
+for name, default in (("context_sentences", "\n".join(SETS[first_set][0])), ("context_word", SETS[first_set][1])):
     st.session_state.setdefault(name, default)
 
 st.title("🐻 Context changes meaning")
@@ -48,14 +47,14 @@ st.markdown(
 st.latex(read.latex)
 
 c1, c2 = st.columns([3, 2])
-c1.selectbox("Preset", list(SETS), key="context_set", on_change=apply_set, help="Sentences from the lecture, with a word they share. Editing the box below overrides it.")
+c1.selectbox("Preset", list(SETS), bind="query-params", key="context_set", on_change=apply_set, help="Sentences from the lecture, with a word they share. Editing the box below overrides it.")
 help_box = "These sentences are this page's own; the sidebar's sentence is not used unless you press the button below."
-text = c1.text_area("Sentences, one per line (2 to 4)", key="context_sentences", height=130, help=help_box)
+text = c1.text_area("Sentences, one per line (2 to 4)", bind="query-params", key="context_sentences", height=130, help=help_box)
 c1.button(
     "Use the sidebar sentence as sentence 1", key="context_use_sidebar", on_click=use_sidebar_sentence, args=(state.sentence,), help="Replaces the first line with the sentence from the sidebar."
 )
-word = c2.text_input("Word", key="context_word", max_chars=40, help="Matched in each sentence as a whole word, ignoring upper/lower case. The first occurrence is followed.")
-forms = c2.toggle("Also longer words that start with it (bear → bears, Bears)", key="context_forms", help="Off: only the exact word matches.")
+word = c2.text_input("Word", bind="query-params", key="context_word", max_chars=40, help="Matched in each sentence as a whole word, ignoring upper/lower case. The first occurrence is followed.")
+forms = c2.toggle("Longer forms too", **ui.kept("context_forms", True), help="On: also longer words that start with it (bear → bears, Bears). Off: only the exact word matches.")
 c2.caption(read.followed)
 if notice := st.session_state.pop("context_notice", None):
     st.info(notice)
@@ -106,7 +105,7 @@ st.markdown(
     "(L0 = after block 0, …). Lines that start together and then part are the same token taking on different meanings."
 )
 help_unit = "On: only directions count, as in the cosine above. Off: the vectors as they are; their lengths differ from layer to layer, which stretches the map."
-pca_fig, explained = cm.pca_figure(*key, st.toggle("Scale every vector to length 1 first", key="context_unit", help=help_unit), numbers, vectors)
+pca_fig, explained = cm.pca_figure(*key, st.toggle("Scale every vector to length 1 first", **ui.kept("context_unit", True), help=help_unit), numbers, vectors)
 ui.show_figure(pca_fig, key="context_pca")
 st.caption(cx.spread_note(explained, vectors.shape[0] * vectors.shape[1]))
 

@@ -6,7 +6,6 @@ import ui
 from figures import qk_map as fq
 from lessons import heads, qk_map
 
-st.set_page_config(page_title="Query–key map", page_icon="🗺️", layout="wide")
 state = ui.sidebar()
 L, H = state.layer, state.head
 MIN_KEYS = 3  # a rank correlation needs a query that sees at least this many keys
@@ -40,10 +39,10 @@ vis = heads.visible_keys(tr, L)[H]  # (T, T)
 m = qk_map.qk_map(q, k)
 
 c1, c2, c3 = st.columns(3)
-top_k = c1.slider("Strongest keys per query", 1, 5, 1, key="qkmap_topk", help="Draw a line from each query to this many of its highest-weight keys.")
-min_w = c2.slider("Only weights of at least", 0.0, 1.0, 0.0, 0.01, key="qkmap_min_weight", help="Drop the lines whose weight is below this.")
-ui.keep_choice("qkmap_query", range(-1, T), -1)
-query = c3.selectbox("Lines from", [-1, *range(T)], format_func=lambda i: "every query" if i < 0 else f"query {i}: {labels[i]}", key="qkmap_query", help="Show the lines of every query, or of one.")
+top_k = c1.slider("Strongest keys per query", 1, 5, 1, bind="query-params", key="qkmap_topk", help="Draw a line from each query to this many of its highest-weight keys.")
+min_w = c2.slider("Only weights of at least", 0.0, 1.0, 0.0, 0.01, bind="query-params", key="qkmap_min_weight", help="Drop the lines whose weight is below this.")
+help_query = "Show the lines of every query, or of one."
+query = c3.selectbox("Lines from", [-1, *range(T)], format_func=lambda i: "every query" if i < 0 else f"query {i}: {labels[i]}", **ui.choice("qkmap_query", range(-1, T), -1), help=help_query)
 i, j, pw = heads.strongest_keys(w, vis, top_k, min_w)
 if query >= 0:
     i, j, pw = i[i == query], j[i == query], pw[i == query]

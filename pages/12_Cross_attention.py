@@ -11,7 +11,6 @@ from transformer.data import phrases as td
 from transformer.loading import get_translator
 from ui import cached, translator
 
-st.set_page_config(page_title="Cross-attention", page_icon="🌉", layout="wide")
 translator.phrase_from_link()  # before the sidebar: its first run reads the link
 state = ui.sidebar()
 
@@ -28,12 +27,13 @@ src = translator.phrase_input(lt)
 
 l1, l2, l3 = st.columns([1, 1, 2], vertical_alignment="bottom")
 layer_help = "Which decoder block's cross-attention (and which blocks below). The sidebar's layer and head sliders belong to the GPT pages."
-layer_choice = l1.selectbox("Layer", [*range(cfg.n_layer), xa.MEAN_LAYERS], index=cfg.n_layer - 1, key="xattn_layer", help=layer_help)
-head_choice = l2.selectbox("Head", [xa.MEAN_HEADS, *range(cfg.n_head)], key="xattn_head", help="One head, or the mean of the heads' weights.")
+layer_choice = l1.selectbox("Layer", [*range(cfg.n_layer), xa.MEAN_LAYERS], index=cfg.n_layer - 1, bind="query-params", key="xattn_layer", help=layer_help)
+head_choice = l2.selectbox("Head", [xa.MEAN_HEADS, *range(cfg.n_head)], bind="query-params", key="xattn_head", help="One head, or the mean of the heads' weights.")
 with l3.expander("Interventions (attention temperature τ: in the sidebar)"):
-    causal = st.toggle("Decoder causal mask", value=True, key="xattn_causal", help="Off: in the recorded pass, each French position may also look at French words written after it.")
+    help_causal = "Off: in the recorded pass, each French position may also look at French words written after it."
+    causal = st.toggle("Decoder causal mask", value=True, bind="query-params", key="xattn_causal", help=help_causal)
     ablate_help = "A switched-off head's output is set to 0 (part, layer L, head H); 'cross' = cross-attention."
-    ablated = st.multiselect("Switch off heads", xa.head_names(cfg.n_layer, cfg.n_head), key="xattn_ablate", help=ablate_help)
+    ablated = st.multiselect("Switch off heads", xa.head_names(cfg.n_layer, cfg.n_head), bind="query-params", key="xattn_ablate", help=ablate_help)
     st.caption(f"Try switching off the four “cross L{cfg.n_layer - 1}” heads: the last layer no longer reads the English words. Watch the translation.")
 L, H = xa.choice(layer_choice), xa.choice(head_choice)
 lq, h = (cfg.n_layer - 1 if L is None else L), (0 if H is None else H)  # the one head of section 3 (a mean shows the last layer, head 0)
@@ -73,7 +73,8 @@ st.dataframe(xa.step_rows(tr), hide_index=True, key="xattn_steps", column_config
 step, n_steps = 1, len(tr.steps)
 if n_steps > 1:
     st.session_state["xattn_step"] = min(st.session_state.get("xattn_step", 1), n_steps)
-    step = st.slider("Step", 1, n_steps, key="xattn_step", help="Follow one step of the decoding: what the decoder had written, what it chose, and where its cross-attention looked.")
+    help_step = "Follow one step of the decoding: what the decoder had written, what it chose, and where its cross-attention looked."
+    step = st.slider("Step", 1, n_steps, bind="query-params", key="xattn_step", help=help_step)
 st.markdown(xa.step_text(tr, step))
 b1, b2 = st.columns(2)
 with b1:
@@ -84,7 +85,7 @@ st.caption(r.weights_note)
 
 st.header("3 · Where Q, K and V come from")
 st.markdown(xa.qkv_text(tr, lq, h))
-if st.toggle("Show Q, K, V and the scores", value=False, key="xattn_qkv", help="Draw the three matrices and the T × S scores of this layer and head."):
+if st.toggle("Show Q, K, V and the scores", value=False, bind="query-params", key="xattn_qkv", help="Draw the three matrices and the T × S scores of this layer and head."):
     x = xa.cross_head(tr, lq, h)
     for col, name, m, side, rows in zip(st.columns(3), "QKV", (x.q, x.k, x.v), ("decoder", "encoder", "encoder"), (tr.written, src.words, src.words), strict=True):
         with col:

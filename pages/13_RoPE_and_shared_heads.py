@@ -9,7 +9,6 @@ from figures.attention import vectors_heatmap
 from lessons import gqa, rope
 from ui import cached
 
-st.set_page_config(page_title="RoPE and shared key/value heads", page_icon="🌀", layout="wide")
 state = ui.sidebar()
 cfg = ui.get_model(state.model).cfg
 L, H = state.layer, state.head
@@ -47,17 +46,14 @@ def no_rope(part: str) -> bool:
 def positions() -> tuple[int, int]:
     """The query position m and key position n (a decoder's query meets keys n ≤ m only)."""
     c1, c2 = st.columns(2)
-    ui.keep_choice("rope_m", range(T), T - 1)
-    m = c1.selectbox("Query position m", range(T), format_func=lambda i: f"{i}: {labels[i]}", key="rope_m")
-    ui.keep_choice("rope_n", range(m + 1), 0)
-    return m, c2.selectbox("Key position n", range(m + 1), format_func=lambda i: f"{i}: {labels[i]}", key="rope_n", help="A key of the query head's key/value head.")
+    m = c1.selectbox("Query position m", range(T), format_func=lambda i: f"{i}: {labels[i]}", **ui.choice("rope_m", range(T), T - 1))
+    return m, c2.selectbox("Key position n", range(m + 1), format_func=lambda i: f"{i}: {labels[i]}", **ui.choice("rope_n", range(m + 1), 0), help="A key of the query head's key/value head.")
 
 
 def part_angles() -> None:
     if no_rope("angles"):
         return
-    ui.keep("rope_npos", max(64, min(T, 512)))
-    table, waves = cached.rope_angle_figures(state.model, st.slider("Positions shown", 8, 512, key="rope_npos"), T)
+    table, waves = cached.rope_angle_figures(state.model, st.slider("Positions shown", 8, 512, **ui.kept("rope_npos", max(64, min(T, 512)))), T)
     for col, fig, key in zip(st.columns(2), (table, waves), ("rope_angles", "rope_waves"), strict=True):
         with col:
             ui.show_figure(fig, key=key)
@@ -73,7 +69,7 @@ def part_query_key() -> None:
     ui.show_figure(frope.before_after_heatmap(qk.vectors, ["q before", "q turned", "k before", "k turned"], title), key="rope_vectors")
     P = cfg.d_head // 2
     st.session_state["rope_pairs"] = [i for i in st.session_state.get("rope_pairs", sorted({0, 1, P // 4, P - 1})) if i < P]
-    chosen = st.multiselect("Pairs to draw", range(P), max_selections=6, key="rope_pairs", help="Pair i is dimensions i and i + d/2.")
+    chosen = st.multiselect("Pairs to draw", range(P), max_selections=6, bind="query-params", key="rope_pairs", help="Pair i is dimensions i and i + d/2.")
     if chosen:
         ui.show_figure(frope.clock_hands(*rope.pairs(qk.vectors), sorted(chosen), qk.angle_m, qk.angle_n, m, n, "Each pair is a clock hand"), key="rope_clocks")
     ui.show_figure(frope.pair_bars(qk.pair_dots, f"What each pair adds to the score q_{m}·k_{n} = {qk.score:.4f}"), key="rope_pair_bars")
@@ -87,7 +83,7 @@ def part_shift() -> None:
     sh = cached.rope_shifts(state.model, state.sentence, state.temperature, L, H, m, n, tr)
     lo, hi = int(sh.shifts[0]), int(sh.shifts[-1])
     st.session_state["rope_shift"] = min(max(st.session_state.get("rope_shift", 100), lo), hi)  # the range moves with m and n
-    s = st.slider("Shift s", lo, hi, key="rope_shift", help="Move the query to m + s and the key to n + s.")
+    s = st.slider("Shift s", lo, hi, bind="query-params", key="rope_shift", help="Move the query to m + s and the key to n + s.")
     k = sh.index(s)
     st.markdown(rope.shift_text(m, n))
     ui.show_figure(frope.shift_chart(sh.shifts, sh.both, sh.query_only, s, m, n, f"Layer {L}, head {H}: the score when the positions move"), key="rope_shift_chart")
@@ -107,8 +103,12 @@ def part_shared() -> None:
         c2.info(f"**No shared heads here:** every head has its own keys and values ({cfg.n_head} query heads, {cfg.n_head} key/value heads).")
         return
     c2.markdown(gqa.sharing_text(cfg))
-    ui.keep_choice("gqa_group", range(cfg.n_kv_heads), cfg.kv_head(H))
-    g = st.selectbox("Key/value head", range(cfg.n_kv_heads), key="gqa_group", format_func=lambda k: f"K/V head {k} (query heads {', '.join(map(str, gqa.group_heads(cfg, k)))})")
+    g = st.selectbox(
+        "Key/value head",
+        range(cfg.n_kv_heads),
+        **ui.choice("gqa_group", range(cfg.n_kv_heads), cfg.kv_head(H)),
+        format_func=lambda k: f"K/V head {k} (query heads {', '.join(map(str, gqa.group_heads(cfg, k)))})",
+    )
     k_fig, v_fig, p_fig, grp = cached.gqa_figures(state.model, state.sentence, state.temperature, L, g, tr)
     ui.show_figure(p_fig, key="gqa_patterns")
     st.caption(gqa.differences_text(grp))

@@ -14,7 +14,6 @@ from transformer.trace import token_limit
 from ui import cached
 from ui.state import DEFAULT_MODEL_ENV
 
-st.set_page_config(page_title="Encoder vs decoder", page_icon="↔️", layout="wide")
 state = ui.sidebar()
 EXAMPLE, OWN = "The lecture's example", "The sentence in the sidebar"
 
@@ -29,17 +28,14 @@ for hint in missing_real_models():
 encoders, decoders = cached.models_of("bert"), cached.models_of("gpt", "llama")
 c1, c2 = st.columns(2)
 if encoders:
-    ui.keep_choice("compare_encoder", encoders, ed.ENCODER if ed.ENCODER in encoders else encoders[0])
-    enc_name = c1.selectbox("Encoder", encoders, key="compare_encoder", format_func=ed.short_name)
+    enc_name = c1.selectbox("Encoder", encoders, **ui.choice("compare_encoder", encoders, ed.ENCODER if ed.ENCODER in encoders else encoders[0]), format_func=ed.short_name)
 else:
     enc_name = None
     c1.warning("No encoder to compare with: this page needs MiniLM (all-MiniLM-L6-v2), installed as shown above. Until then it shows the decoder alone.")
-ui.keep_choice("compare_decoder", decoders, ed.default_decoder(decoders, os.environ.get(DEFAULT_MODEL_ENV)))
-dec_name = c2.selectbox("Decoder", decoders, key="compare_decoder", format_func=ed.short_name)
+dec_name = c2.selectbox("Decoder", decoders, **ui.choice("compare_decoder", decoders, ed.default_decoder(decoders, os.environ.get(DEFAULT_MODEL_ENV))), format_func=ed.short_name)
 if ed.DECODER not in decoders:
     st.caption("SmolLM2 is not installed: the decoder offered first is the bundled Shakespeare GPT, a small model whose heads are far less clear-cut.")
-ui.keep("compare_source", EXAMPLE)
-source = st.radio("Sentence", [EXAMPLE, OWN], key="compare_source", horizontal=True)
+source = st.radio("Sentence", [EXAMPLE, OWN], horizontal=True, **ui.choice("compare_source", [EXAMPLE, OWN], EXAMPLE))
 text, cut = ed.clip(ed.EXAMPLE if source == EXAMPLE else state.sentence)
 st.caption(f"«{ed.md(text)}»")
 if cut:
@@ -64,10 +60,20 @@ if len(found) < 2:
     st.info("This page follows one word to another: type a sentence with at least two words (letters or digits).")
     st.stop()
 c1, c2 = st.columns(2)
-ui.keep_choice("compare_word", found, next((f for f in found if f[1].lower() == "it"), found[-1]))
-word = c1.selectbox("Word", found, format_func=lambda f: f"{f[0]}: {f[1]}", key="compare_word", help="The word whose attention we follow (the query).")
-ui.keep_choice("compare_target", found, next((f for f in found if f[1].lower() == "animal" and f != word), found[0]))
-target = c2.selectbox("Target word", found, format_func=lambda f: f"{f[0]}: {f[1]}", key="compare_target", help="The word we hope it looks at (the key).")
+word = c1.selectbox(
+    "Word",
+    found,
+    format_func=lambda f: f"{f[0]}: {f[1]}",
+    **ui.choice("compare_word", found, next((f for f in found if f[1].lower() == "it"), found[-1])),
+    help="The word whose attention we follow (the query).",
+)
+target = c2.selectbox(
+    "Target word",
+    found,
+    format_func=lambda f: f"{f[0]}: {f[1]}",
+    **ui.choice("compare_target", found, next((f for f in found if f[1].lower() == "animal" and f != word), found[0])),
+    help="The word we hope it looks at (the key).",
+)
 st.markdown(ed.tokens_text(word[1]))
 
 
@@ -86,8 +92,8 @@ def part_rows() -> None:
             ui.show_figure(fcmp.token_strip(tr.encoding.labels, src, tgt, f"{len(tr.encoding)} tokens"), key=f"compare_{kind}_tokens")
             for key, top, default in (("layer", cfg.n_layer - 1, best[0]), ("head", cfg.n_head - 1, best[1])):
                 st.session_state[f"compare_{kind}_{key}"] = min(st.session_state.get(f"compare_{kind}_{key}", default), top)
-            layer = st.slider("Layer", 0, cfg.n_layer - 1, key=f"compare_{kind}_layer")
-            head = st.slider("Head", 0, cfg.n_head - 1, key=f"compare_{kind}_head")
+            layer = st.slider("Layer", 0, cfg.n_layer - 1, bind="query-params", key=f"compare_{kind}_layer")
+            head = st.slider("Head", 0, cfg.n_head - 1, bind="query-params", key=f"compare_{kind}_head")
             st.button(f"Go to the best head (layer {best[0]}, head {best[1]})", on_click=go_to_best, args=(kind, best[0], best[1]), key=f"compare_{kind}_best")
             row = ed.row(tr, layer, head, src[-1])
             title = f"Weights of “{word[1]}” (token {src[-1]}), layer {layer}, head {head}"

@@ -8,7 +8,6 @@ from lessons import head_roles as roles
 from lessons import heads_forming as hf
 from ui import training
 
-st.set_page_config(page_title="Heads forming", page_icon="🌱", layout="wide")
 ui.sidebar()
 rp = training.replay()
 steps = rp.steps.tolist()
@@ -37,9 +36,9 @@ def replay_view() -> None:
     if st.session_state.get("heads_playing", False) != playing:
         st.rerun()  # start or stop the timer: it is set when the fragment is defined
     c1, c2, c3 = st.columns([6, 1, 2], vertical_alignment="bottom")
-    step = c1.select_slider("Training step", steps, key="heads_step", help="Snapshots at log-spaced steps: dense early, sparse late.")
+    step = c1.select_slider("Training step", steps, bind="query-params", key="heads_step", help="Snapshots at log-spaced steps: dense early, sparse late.")
     c2.button("⏸ Pause" if playing else "▶ Play", key="heads_play", on_click=training.toggle_play, args=("heads_playing", "heads_step", steps))
-    score = c3.selectbox("Score to follow", list(roles.SCORES), format_func=lambda n: roles.SCORES[n].title, key="heads_score")
+    score = c3.selectbox("Score to follow", list(roles.SCORES), format_func=lambda n: roles.SCORES[n].title, bind="query-params", key="heads_score")
     i = steps.index(step)
     s = rp.snapshots[i]
     m = st.columns(4)
@@ -80,7 +79,7 @@ elif live.running:
     c1.info("A training is running (started by someone else): watch the replay above, or switch on “Watch” to follow it.")
 else:
     c1.button("🏋️ Train from scratch", key="heads_train", on_click=training.start_live, args=(me,))
-watch = c2.toggle("Watch the live training", key="heads_watch", help="Follow the server's training as its snapshots arrive.")
+watch = c2.toggle("Watch the live training", bind="query-params", key="heads_watch", help="Follow the server's training as its snapshots arrive.")
 running = live.running
 
 

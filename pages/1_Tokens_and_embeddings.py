@@ -7,7 +7,6 @@ from figures.embeddings import shown_chars
 from lessons import embedding_space as es
 from ui import cached_model as cm
 
-st.set_page_config(page_title="Tokens & embeddings · Attention Atlas", page_icon="🧭", layout="wide")
 state = ui.sidebar()
 lm = ui.get_model(state.model)
 tok, cfg = lm.tokenizer, lm.cfg
@@ -46,8 +45,8 @@ c1, c2 = st.columns([3, 1])
 n_vocab = n_max = len(es.merged_ids(tok))
 if n_max > 50:  # a real vocabulary; a toy one is drawn whole
     help_n = "How many frequent vocabulary tokens to draw behind your sentence; the PCA is fitted on them."
-    n_vocab = c1.slider("Vocabulary tokens in the map (N)", 50, min(3000, n_max), min(500, n_max), step=50, key="tokens_n_vocab", help=help_n)
-k_dims = 3 if c2.toggle("3-D", key="tokens_pca_3d", help="Show three principal components instead of two (drag to rotate).") else 2
+    n_vocab = c1.slider("Vocabulary tokens in the map (N)", 50, min(3000, n_max), min(500, n_max), step=50, bind="query-params", key="tokens_n_vocab", help=help_n)
+k_dims = 3 if c2.toggle("3-D", bind="query-params", key="tokens_pca_3d", help="Show three principal components instead of two (drag to rotate).") else 2
 map_fig, shown_share = cm.map_figure(state.model, state.sentence, n_vocab, k_dims, tr)
 ui.show_figure(map_fig, key="tokens_pca")
 st.caption(f"These {k_dims} directions hold {100 * shown_share:.1f}% of the spread of the {n_vocab} vocabulary vectors; the rest is hidden, so points that look close may be far apart.")
@@ -60,9 +59,14 @@ ui.show_figure(cosine_fig, key="tokens_cosine")
 st.header("5. Nearest neighbours in the vocabulary")
 st.markdown("Pick a token of your sentence: these are the vocabulary tokens whose vectors point most nearly the same way (highest cosine over all of $W_E$).")
 c1, c2 = st.columns([2, 1])
-ui.keep_choice("tokens_query", range(T), max(range(T), key=lambda p: len(labels[p])))  # a word rather than punctuation, by default
-query = c1.selectbox("Token", range(T), format_func=lambda p: f"{p}: {labels[p]}", key="tokens_query", help="A position in your sentence; its token's neighbours are listed.")
-k = c2.slider("Neighbours (k)", 3, 30, 10, key="tokens_k", help="How many nearest tokens to list.")
+query = c1.selectbox(
+    "Token",
+    range(T),
+    format_func=lambda p: f"{p}: {labels[p]}",
+    **ui.choice("tokens_query", range(T), max(range(T), key=lambda p: len(labels[p]))),
+    help="A position in your sentence; its token's neighbours are listed.",
+)  # a word rather than punctuation, by default
+k = c2.slider("Neighbours (k)", 3, 30, 10, bind="query-params", key="tokens_k", help="How many nearest tokens to list.")
 ui.show_figure(cm.neighbours_figure(state.model, enc.ids[query], k, labels[query]), key="tokens_neighbours")
 
 st.header("6. Directions: a − b + c")
@@ -70,13 +74,15 @@ if st.session_state.get("tokens_analogy_model") != state.model:  # another model
     st.session_state.update({"tokens_analogy_model": state.model, **{f"tokens_analogy_{n}": w for n, w in zip("abc", words, strict=True)}})
 st.markdown(read.analogy)
 st.latex(r"v = \hat w_a - \hat w_b + \hat w_c, \qquad \text{answer} = \arg\max_{t \notin \{a,b,c\}} \cos(v, w_t)")
-boxes = {name: col.text_input(name, max_chars=40, key=f"tokens_analogy_{name}", help=f"One token of the vocabulary (box {name}).") for col, name in zip(st.columns(3), "abc", strict=True)}
+boxes = {
+    name: col.text_input(name, max_chars=40, bind="query-params", key=f"tokens_analogy_{name}", help=f"A token of the vocabulary (box {name}).") for col, name in zip(st.columns(3), "abc", strict=True)
+}
 c1, c2 = st.columns([2, 1])
 space_help = "BPE treats ' king' (after a space) and 'king' (at the start of a line) as different tokens. Ticked: a space is put before each word."
-space = bpe and c1.checkbox("Words inside a sentence (add a leading space)", value=True, key="tokens_analogy_space", help=space_help)
+space = bpe and c1.checkbox("Words inside a sentence (add a leading space)", value=True, bind="query-params", key="tokens_analogy_space", help=space_help)
 if not bpe:
     c1.caption("WordPiece has no leading-space tokens: a word is the same token wherever it stands.")
-k_analogy = c2.slider("Tokens to list", 3, 30, 10, key="tokens_analogy_k", help="How many nearest tokens to list.")
+k_analogy = c2.slider("Tokens to list", 3, 30, 10, bind="query-params", key="tokens_analogy_k", help="How many nearest tokens to list.")
 ids, bad = es.read_words(tok, boxes, space)
 for name, pieces in bad.items():
     st.warning(f"Box {name} must be ONE token of the vocabulary, but it splits into {len(pieces)}:" if pieces else f"Box {name} is empty: type one word.")

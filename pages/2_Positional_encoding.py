@@ -7,7 +7,6 @@ from lessons.embedding_space import mean_length, sinusoid_difference, wavelength
 from transformer.trace import token_limit
 from ui import cached_model as cm
 
-st.set_page_config(page_title="Positional encoding · Attention Atlas", page_icon="🧭", layout="wide")
 state = ui.sidebar()
 lm = ui.get_model(state.model)
 cfg = lm.cfg
@@ -29,14 +28,14 @@ st.markdown(
 st.latex(r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d}}\right), \qquad PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d}}\right)")
 c1, c2 = st.columns(2)
 d_default = cfg.d_model if cfg.d_model % 2 == 0 and cfg.d_model <= 256 else 128
-d = c1.slider("d (dimensions)", 2, 256, d_default, step=2, key="positions_d", help="Width of the encoding, d_model. Starts at this model's width (128 when it is wider than 256).")
-n_pos = c2.slider("Length (positions)", 2, 256, 64, key="positions_length", help="How many positions to encode, starting at 0.")
+d = c1.slider("d (dimensions)", 2, 256, d_default, step=2, bind="query-params", key="positions_d", help="Width of the encoding, d_model. Starts at this model's width (128 when it is wider than 256).")
+n_pos = c2.slider("Length (positions)", 2, 256, 64, bind="query-params", key="positions_length", help="How many positions to encode, starting at 0.")
 pe_fig, counter_fig, pe_rows_fig, sim_fig = cm.sinusoid_figures(d, n_pos)
 ui.show_figure(pe_fig, key="positions_pe")
 
 default_dims = [i for i in st.session_state.get("positions_dims", sorted({0, 1, 6, d // 2})) if i < d]  # only dimensions that still exist after d changed
 st.session_state["positions_dims"] = default_dims
-dims = st.multiselect("Dimensions to draw", range(d), key="positions_dims", help="Columns of the table above, drawn as curves over the positions.")
+dims = st.multiselect("Dimensions to draw", range(d), bind="query-params", key="positions_dims", help="Columns of the table above, drawn as curves over the positions.")
 if dims:
     ui.show_figure(cm.waves_figure(d, n_pos, tuple(dims)), key="positions_waves")
     st.caption("Wavelengths (positions per full wave): " + ", ".join(f"dim {i}: {w:,.1f}" for i, w in zip(dims, wavelengths(dims, d), strict=True)))

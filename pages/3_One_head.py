@@ -8,7 +8,6 @@ from figures import attention as fa
 from lessons import one_head
 from lessons.probability import entropy_bits
 
-st.set_page_config(page_title="One head, step by step", page_icon="🔍", layout="wide")
 state = ui.sidebar()
 L, H = state.layer, state.head
 
@@ -22,16 +21,16 @@ st.markdown(
 tr = ui.trace_or_stop(state)  # the model as trained (a decoder: causal mask on)
 cfg, labels = tr.cfg, tr.encoding.labels
 c1, c2 = st.columns(2)
-scale_on = c1.toggle("Divide by √d_k", value=True, key="onehead_scale", help="Off: skip the division by √d_k and recompute softmax and weights·V from the raw scores Q·Kᵀ (τ still applies).")
+help_scale = "Off: skip the division by √d_k and recompute softmax and weights·V from the raw scores Q·Kᵀ (τ still applies)."
+scale_on = c1.toggle("Divide by √d_k", value=True, bind="query-params", key="onehead_scale", help=help_scale)
 mask_help = "Off: run the whole model again without the causal mask, so every token may look at later tokens too." if cfg.causal else "An encoder has no causal mask: nothing to switch."
-mask_on = c2.toggle("Causal mask", value=cfg.causal, disabled=not cfg.causal, key="onehead_mask" if cfg.causal else "onehead_no_mask", help=mask_help)
+mask_on = c2.toggle("Causal mask", value=cfg.causal, disabled=not cfg.causal, bind="query-params", key="onehead_mask" if cfg.causal else "onehead_no_mask", help=mask_help)
 if not cfg.causal:
     c2.caption(f"{state.model} is an encoder: it has no causal mask, so this switch can do nothing. Every token always sees the whole sentence.")
 run = tr if mask_on or not cfg.causal else ui.get_trace(state.model, state.sentence, state.temperature, causal=False)
 s = one_head.head_steps(run, L, H, scale=scale_on)  # what this page shows
 r = one_head.reading(cfg, L, H, mask_on)
 T, hs = len(labels), s.q.shape[1]
-ui.keep_choice("onehead_query", range(T), T - 1)  # the query row step 5 follows (the last token by default)
 
 if not scale_on:
     st.info(one_head.scaling_note(one_head.head_steps(run, L, H), s))
@@ -90,7 +89,8 @@ def step_softmax() -> None:
 
 def step_query() -> None:
     st.latex(r"z_i = \sum_j \alpha_{ij}\, v_j")
-    i = st.selectbox("Query token i", range(T), format_func=lambda j: f"{j}: {labels[j]}", key="onehead_query", help="Which token's row to follow: its weights, and the value vectors they mix.")
+    help_query = "Which token's row to follow: its weights, and the value vectors they mix."
+    i = st.selectbox("Query token i", range(T), format_func=lambda j: f"{j}: {labels[j]}", **ui.choice("onehead_query", range(T), T - 1), help=help_query)  # the last token by default
     st.markdown("The output for token i is a mix of the value vectors, each multiplied by how much i attends to it.")
     terms = one_head.weighted_values(s.weights[i], s.v)  # (T, hs) rows α_ij·v_j
     col1, col2 = st.columns(2)

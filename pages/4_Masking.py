@@ -8,7 +8,6 @@ from lessons import one_head, padding
 from transformer import TraceInputError
 from ui import cached_attention as cached
 
-st.set_page_config(page_title="Masking", page_icon="🎭", layout="wide")
 state = ui.sidebar()
 L, H = state.layer, state.head
 cfg = ui.get_model(state.model).cfg
@@ -23,15 +22,13 @@ tr = ui.trace_or_stop(state)
 s, labels = one_head.head_steps(tr, L, H), tr.encoding.labels
 T = len(labels)
 st.session_state["masking_pos"] = min(st.session_state.get("masking_pos", 3), T - 1)  # the sentence may have become shorter
-for key, default in (("masking_rows", 8), ("masking_other", "The cat sat."), ("masking_encoder", False), ("masking_padmask", True)):
-    ui.keep(key, default)  # the parts' own controls keep their values while their tab is closed
 
 
 def causal() -> None:
     st.latex(r"M^{\mathrm{causal}}_{ij} = \begin{cases} 0 & j \le i \\ -\infty & j > i \end{cases}")
     kind, message = read.causal
     getattr(st, kind)(message)
-    pos = st.slider("Position i", 0, T - 1, key="masking_pos", help="A query position: its row of the mask is outlined in red.") if T > 1 else 0
+    pos = st.slider("Position i", 0, T - 1, bind="query-params", key="masking_pos", help="A query position: its row of the mask is outlined in red.") if T > 1 else 0
     seen, weight_note = one_head.position_words(s.weights, pos, decoder)
     col1, col2 = st.columns(2)
     with col1:
@@ -61,9 +58,9 @@ def future() -> None:
         return
     st.markdown(read.unmasked)
     open_tr = ui.get_trace(state.model, state.sentence, state.temperature, causal=False)
-    n_rows = min(T, st.slider("Positions in the table", 1, 32, key="masking_rows", help="How many of the first positions to compare (at most the sentence's length)."))
+    n_rows = min(T, st.slider("Positions in the table", 1, 32, **ui.kept("masking_rows", 8), help="How many of the first positions to compare (at most the sentence's length)."))
     table, (top1, rose, n) = cached.future_comparison(state.model, state.sentence, state.temperature, n_rows)
-    st.dataframe(table, hide_index=True, key="masking_table")
+    st.dataframe(table, hide_index=True, key="masking_table", column_order=one_head.FUTURE_ORDER, column_config=one_head.FUTURE_COLUMNS)
     st.markdown(one_head.changes_note(top1, rose, n, T))
     ui.show_figure(fa.pattern_heatmap(open_tr, L, H, f"Weights without the mask, layer {L}, head {H}"), key="masking_open")
 
@@ -74,12 +71,12 @@ def padded() -> None:
         "To run several sentences at once they must have the same length, so the shorter ones are filled up with a padding token. "
         "The padding mask hides those filler tokens as keys, so no real token ever reads them. Below, your sentence and a second one run as one batch."
     )
-    other = st.text_input("Second sentence", key="masking_other", help="Any text; it is padded (or your sentence is) to the same length.")
+    other = st.text_input("Second sentence", **ui.kept("masking_other", "The cat sat."), help="Any text; it is padded (or your sentence is) to the same length.")
     c1, c2 = st.columns(2)
     enc_key, enc_help = "masking_encoder" if decoder else "masking_is_encoder", read.encoder_style_help
-    no_causal = c1.toggle("Encoder-style: no causal mask", value=not decoder, disabled=not decoder, key=enc_key, help=enc_help)
+    no_causal = c1.toggle("Encoder-style: no causal mask", disabled=not decoder, **ui.kept(enc_key, not decoder), help=enc_help)
     causal_on = decoder and not no_causal
-    use_pad = c2.toggle("Use the padding mask", key="masking_padmask", help="Off: the padding tokens are visible keys like any other.")
+    use_pad = c2.toggle("Use the padding mask", **ui.kept("masking_padmask", True), help="Off: the padding tokens are visible keys like any other.")
     try:  # an encoder ignores the causal flag: its sentence alone is the page's own trace
         chk = cached.padding_check(state.model, (state.sentence, other), state.temperature, causal_on or not decoder, use_pad)
     except TraceInputError as err:

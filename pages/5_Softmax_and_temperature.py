@@ -10,7 +10,6 @@ from figures.softmax import dk_lines, temperature_curves
 from lessons import softmax_lab as lab
 from ui import cached_attention as cached
 
-st.set_page_config(page_title="Softmax & temperature", page_icon="🌡️", layout="wide")
 state = ui.sidebar()
 TAUS = np.geomspace(0.05, 5.0, 120)  # the temperature grid of the entropy curve
 SCALES = [1, 2, 5, 10, 20, 50, 100]
@@ -25,11 +24,19 @@ st.latex(r"\alpha_i = \operatorname{softmax}(s/\tau)_i = \frac{e^{s_i/\tau}}{\su
 
 st.subheader("1. From scores to weights")
 c1, c2, c3 = st.columns([2, 1, 1])
-text = c1.text_input("Scores s", "2, 4, 5", key="softmax_scores", help="Any numbers, separated by commas (at most 64). The lecture's example is 2, 4, 5.")
-tau = c2.slider("Temperature τ", 0.05, 5.0, 1.0, 0.05, key="softmax_temperature", help="Scores are divided by τ before softmax. Also used for the model's row in section 3.")
-scale = c3.select_slider(
-    "Scale the scores", SCALES, value=1, key="softmax_scale", format_func=lambda v: f"×{v}", help="Multiply every score: what softmax does with large scores (raw q·k are large when d_k is)."
+text = c1.text_input("Scores s", "2, 4, 5", bind="query-params", key="softmax_scores", help="Any numbers, separated by commas (at most 64). The lecture's example is 2, 4, 5.")
+tau = c2.slider(
+    "τ on this page",
+    0.05,
+    5.0,
+    1.0,
+    0.05,
+    bind="query-params",
+    key="softmax_temperature",
+    help="Scores are divided by τ before softmax, here and in section 3; the sidebar's attention temperature stays as it is.",
 )
+help_scale = "Multiply every score: what softmax does with large scores (raw q·k are large when d_k is)."
+scale = c3.select_slider("Scale the scores", SCALES, value=1, bind="query-params", key="softmax_scale", format_func=lambda v: f"×{v}", help=help_scale)
 
 
 def scores_section(s: np.ndarray) -> None:
@@ -68,8 +75,8 @@ def dk_section() -> None:
     )
     st.latex(r"\operatorname{Var}(q\cdot k) = \sum_{i=1}^{d_k} \operatorname{Var}(q_i k_i) = d_k \quad\Rightarrow\quad \operatorname{std}\!\left(\frac{q\cdot k}{\sqrt{d_k}}\right) = 1")
     c1, c2 = st.columns([3, 1])
-    d_k = c1.select_slider("d_k", list(lab.D_KS), value=64, key="softmax_dk", help="Size of the query and key vectors in the example below (marked on the curves).")
-    seed = int(c2.number_input("Seed", 0, 1_000_000, 0, 1, key="softmax_seed", help="Draw other random vectors."))
+    d_k = c1.select_slider("d_k", list(lab.D_KS), value=64, bind="query-params", key="softmax_dk", help="Size of the query and key vectors in the example below (marked on the curves).")
+    seed = int(c2.number_input("Seed", 0, 1_000_000, 0, 1, bind="query-params", key="softmax_seed", help="Draw other random vectors."))
     ex = cached.sqrt_dk_experiment(seed=seed)
     i = list(lab.D_KS).index(d_k)
     n_q, n_k = ex.scores.shape[1:]
@@ -91,8 +98,9 @@ def real_row_section() -> None:
     st.markdown(lab.real_row_text(ui.get_model(state.model).cfg, state.layer, state.head))
     tr1 = ui.trace_or_stop(state, temperature=1.0)
     labels = tr1.encoding.labels
-    ui.keep_choice("softmax_query", range(len(labels)), len(labels) - 1)
-    q = st.selectbox("Query token", range(len(labels)), format_func=lambda j: f"{j}: {labels[j]}", key="softmax_query", help="Whose row of scores to use.")
+    q = st.selectbox(
+        "Query token", range(len(labels)), format_func=lambda j: f"{j}: {labels[j]}", **ui.choice("softmax_query", range(len(labels)), len(labels) - 1), help="Whose row of scores to use."
+    )
     r = lab.real_row(tr1, cached.tempered_pattern(state.model, state.sentence, state.layer, state.head, tau), state.layer, state.head, q, tau)
     key_labels = [labels[j] for j in r.keys]
     st.latex(rf"\alpha_{{{q},j}} = \operatorname{{softmax}}_j\!\left(\frac{{q_{{{q}}}\cdot k_j}}{{\sqrt{{d_k}}\;\tau}}\right), \quad \tau = {tau:g}")

@@ -7,7 +7,6 @@ import ui
 from lessons import lecture
 from ui import cached_attention as cached
 
-st.set_page_config(page_title="Lecture example", page_icon="🎓", layout="wide")
 ui.sidebar()  # shared state; this page does not use the sentence
 DIMS = [f"dim {i + 1}" for i in range(lecture.LECTURE_X.shape[1])]
 
@@ -31,7 +30,8 @@ def reset() -> None:
 st.subheader("1. The inputs")
 left, right = st.columns([3, 1])
 with right:
-    seed = int(st.number_input("Seed", 0, 2**32 - 1, lecture.LECTURE_SEED, 1, key="lecture_seed", help="np.random.seed(seed) before drawing W_Q, W_K and W_V (in that order). The lecture uses 42."))
+    help_seed = "np.random.seed(seed) before drawing W_Q, W_K and W_V (in that order). The lecture uses 42."
+    seed = int(st.number_input("Seed", 0, 2**32 - 1, lecture.LECTURE_SEED, 1, bind="query-params", key="lecture_seed", help=help_seed))
     st.button("Use the lecture's numbers", key="lecture_reset", on_click=reset, help="Restore the lecture's X, word names and seed 42.")
 with left:
     start = pd.DataFrame(lecture.LECTURE_X, columns=DIMS).assign(word=list(lecture.LECTURE_WORDS))[["word", *DIMS]]
@@ -91,8 +91,9 @@ with right:
         "**One row, by hand.** Pick a word and follow its numbers through the last steps, below: its scores against every key, "
         "the same ÷ √3, the softmax weights, and the weighted sum of the value vectors (the rows of V) that becomes its output row."
     )
-    ui.keep_choice("lecture_row", range(len(words)), 0)
-    i = st.selectbox("Work out one row", range(len(words)), format_func=lambda r: f"row {r + 1}: {words[r]}", key="lecture_row", help="Spell out the numbers of one word's row.")
+    i = st.selectbox(
+        "Work out one row", range(len(words)), format_func=lambda r: f"row {r + 1}: {words[r]}", **ui.choice("lecture_row", range(len(words)), 0), help="Spell out the numbers of one word's row."
+    )
 e, s, a = m["scores"][i], m["scaled"][i], m["weights"][i]
 st.latex(rf"e_{{{i + 1}}} = q_{{{i + 1}}}K^\top = {vec(e)}, \qquad \frac{{e_{{{i + 1}}}}}{{\sqrt{{3}}}} = {vec(s)}")
 st.latex(rf"\alpha_{{{i + 1}}} = \operatorname{{softmax}}{vec(s)} = {vec(a)}")

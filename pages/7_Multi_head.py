@@ -5,9 +5,9 @@ import streamlit as st
 import ui
 from figures import multihead as fm
 from lessons import head_roles, heads
+from lessons.words import noun
 from ui import cached_model as cm
 
-st.set_page_config(page_title="Multi-head attention", page_icon="🐙", layout="wide")
 state = ui.sidebar()
 L, H = state.layer, state.head
 cfg = ui.get_model(state.model).cfg
@@ -21,19 +21,17 @@ st.latex(read.formula)
 tr = ui.trace_or_stop(state)
 labels, T = tr.encoding.labels, len(tr.encoding)
 sinks = heads.sink_columns(tr.encoding, cfg)
-hide = sinks if st.checkbox(read.sink_label, key="multihead_sink", help=read.sink_help) else ()
+hide = sinks if st.checkbox(read.sink_label, bind="query-params", key="multihead_sink", help=read.sink_help) else ()
 st.markdown(read.sink_note)
 w = tr[f"blocks.{L}.attn.hook_pattern"]  # (nh, T, T)
 if hide:
     st.caption(heads.hidden_note(read, w[H, -1], hide, L, H))
 
 every_head, side = heads.all_heads(n_layer, nh), heads.head_name(L, H)
-if st.session_state.get("multihead_side") != side or st.session_state.get("multihead_open") not in every_head:  # the sidebar moved: open its head
-    st.session_state["multihead_side"] = st.session_state["multihead_open"] = side
-for name, default in (("multihead_open", side), ("multihead_threshold", 0.1), ("multihead_topk", 8)):  # the parts' own controls keep their values while their tab is closed
-    ui.keep(name, default)
-ui.keep_choice("multihead_line_token", range(-1, T), -1)
-ui.keep_choice("multihead_token", range(T), T - 1)
+first = "multihead_side" not in st.session_state
+if (first and "multihead_open" not in st.query_params) or st.session_state.get("multihead_side", side) != side or st.session_state.get("multihead_open", side) not in every_head:
+    st.session_state["multihead_open"] = side  # open the sidebar's head: at first (unless a link names one), and when the sidebar moves
+st.session_state["multihead_side"] = side
 st.session_state["multihead_ablate"] = [n for n in st.session_state.get("multihead_ablate", []) if n in every_head]  # another model may have fewer heads
 key = (state.model, state.sentence, state.temperature)  # fixes the trace
 
@@ -55,15 +53,18 @@ def averages() -> None:
 
 def every_head_part() -> None:
     name = lambda n: "layer {}, head {}".format(*heads.parse_head(n))  # noqa: E731
-    OL, OH = heads.parse_head(st.selectbox("Open layer L, head H", every_head, format_func=name, key="multihead_open", help="Which head to show large, with its line view (red box below)."))
+    help_open = "Which head to show large, with its line view (red box below)."
+    OL, OH = heads.parse_head(st.selectbox("Open layer L, head H", every_head, format_func=name, bind="query-params", persist_state="session", key="multihead_open", help=help_open))
     fig, block, n = cm.overview_figure(*key, (OL, OH), hide, tr, head_roles.badges(cm.head_scores(state.model)))
     st.markdown(heads.overview_note(block, n, T, causal))
     ui.show_figure(fig, key="multihead_overview")
     ui.head_role(state.model, OL, OH)
     c1, c2 = st.columns(2)
-    threshold = c2.slider("Hide lines below weight", 0.01, 1.0, step=0.01, key="multihead_threshold", help="Only (query, key) pairs with at least this much weight get a line.")
+    threshold = c2.slider("Hide lines below weight", 0.01, 1.0, step=0.01, **ui.kept("multihead_threshold", 0.1), help="Only (query, key) pairs with at least this much weight get a line.")
     help_token = "Keep only the lines of one token: the keys it looks at and the queries that look at it."
-    token = c2.selectbox("Lines of token", [-1, *range(T)], format_func=lambda j: "every token" if j < 0 else f"{j}: {labels[j]}", key="multihead_line_token", help=help_token)
+    token = c2.selectbox(
+        "Lines of token", [-1, *range(T)], format_func=lambda j: "every token" if j < 0 else f"{j}: {labels[j]}", **ui.choice("multihead_line_token", range(-1, T), -1), help=help_token
+    )
     big, lines, n_lines = cm.opened_figures(*key, (OL, OH), hide, read.sink, threshold, token, tr)
     with c1:
         ui.show_figure(big, key="multihead_open_map")
@@ -71,13 +72,15 @@ def every_head_part() -> None:
         ui.show_figure(lines, key="multihead_lines")
         step = f"rounded to steps of {fm.OPACITY_STEP} (at least {fm.OPACITY_STEP}, so faint lines stay visible)"
         dot = "the dot in its middle has the exact weight as its opacity and in its hover"
-        st.caption(f"{n_lines} line(s). Left: the token looking (query); right: the token looked at (key). A line's opacity is its weight, {step}; {dot}.")
+        st.caption(f"{n_lines} {noun(n_lines, 'line')}. Left: the token looking (query); right: the token looked at (key). A line's opacity is its weight, {step}; {dot}.")
+    st.markdown(f"**Every head of layer {OL} at once**, a colour each, with the same threshold and token. Click a head in the legend to see it alone; click it again for all.")
+    ui.show_figure(cm.layer_lines_figure(*key, OL, hide, threshold, token, tr), key="multihead_layer_lines")
 
 
 def concat_wo() -> None:
     st.markdown(heads.concat_note(cfg, L, T))
     st.latex(rf"\mathrm{{out}}_i = [z_{{i,0}}\,;\dots;\,z_{{i,h-1}}]\,W_O{read.b_O} = \sum_{{h'}} z_{{i,h'}}\,W_O^{{(h')}}{read.b_O}")
-    t = st.selectbox("Token", range(T), format_func=lambda j: f"{j}: {labels[j]}", key="multihead_token", help="Whose vectors to follow through the concatenation and W_O.")
+    t = st.selectbox("Token", range(T), format_func=lambda j: f"{j}: {labels[j]}", **ui.choice("multihead_token", range(T), T - 1), help="Whose vectors to follow through the concatenation and W_O.")
     concat_fig, wo_fig, out_fig, error = cm.concat_figures(*key, L, t, tr)
     ui.show_figure(concat_fig, key="multihead_concat")
     ui.side_by_side({"multihead_wo": wo_fig, "multihead_out": out_fig})
@@ -91,8 +94,8 @@ def switch_off() -> None:
     st.latex(read.ablation_latex)
     c1, c2 = st.columns([3, 1])
     help_heads = "Any heads of any layers, written layer.head: 0.2 = layer 0, head 2. Their outputs are set to 0 in a new forward pass."
-    chosen = c1.multiselect("Heads to switch off (layer.head)", every_head, key="multihead_ablate", help=help_heads)
-    k = c2.slider("Top tokens", 3, 20, key="multihead_topk", help="How many of the most likely next tokens to list (before, and after switching off).") if cfg.has_lm_head else 0
+    chosen = c1.multiselect("Heads to switch off (layer.head)", every_head, bind="query-params", key="multihead_ablate", help=help_heads)
+    k = c2.slider("Top tokens", 3, 20, **ui.kept("multihead_topk", 8), help="How many of the most likely next tokens to list (before, and after switching off).") if cfg.has_lm_head else 0
     ablate = tuple(sorted(heads.parse_head(n) for n in chosen))
     fig, table, moved = cm.ablation(*key, ablate, k, tr, ui.trace_or_stop(state, ablate=ablate) if ablate else tr)
     ui.show_figure(fig, key="multihead_ablation")

@@ -7,7 +7,6 @@ import ui
 from lessons import block_stats as bs
 from ui import cached_model as cm
 
-st.set_page_config(page_title="Inside a block · Attention Atlas", page_icon="🧱", layout="wide")
 state = ui.sidebar()
 cfg = ui.get_model(state.model).cfg
 L, swiglu = state.layer, bs.gated(cfg)
@@ -32,12 +31,12 @@ if out:
 st.header(f"2 · {read.norm} (block {L})")
 st.markdown(read.norm_text)
 st.latex(read.norm_latex)
-ln = st.radio(f"Which {read.norm}", list(read.ln_names), format_func=read.ln_names.get, horizontal=True, key="block_ln", help="Each block has two, one for each sublayer.")
+ln = st.radio(f"Which {read.norm}", list(read.ln_names), format_func=read.ln_names.get, horizontal=True, bind="query-params", key="block_ln", help="Each block has two, one for each sublayer.")
 mean_fig, spread_fig, steps = cm.norm_figures(*key, L, ln, tr)
 ui.side_by_side({"block_ln_mean": mean_fig, "block_ln_std": spread_fig})
 st.caption(bs.norm_note(steps, cfg.norm, cfg.ln_eps))
-ui.keep_choice("block_token", range(T), T - 1)
-tok = st.selectbox("Token to inspect", range(T), format_func=lambda p: f"{p}: {labels[p]}", key="block_token", help="One token, shown number by number here and neuron by neuron in section 3.")
+help_token = "One token, shown number by number here and neuron by neuron in section 3."
+tok = st.selectbox("Token to inspect", range(T), format_func=lambda p: f"{p}: {labels[p]}", **ui.choice("block_token", range(T), T - 1), help=help_token)
 values_fig, act_fig, swiglu_fig = cm.token_figures(*key, L, ln, tok, tr)
 ui.show_figure(values_fig, key="block_ln_token")
 
@@ -49,7 +48,7 @@ ui.side_by_side({"block_gelu": act_fig, "block_swiglu": swiglu_fig} if swiglu el
 st.caption(bs.active_note(tr[f"blocks.{L}.mlp.hook_post"], tok, by_size=swiglu))
 step, biggest = min(8, cfg.d_mlp), "|output|" if swiglu else "output"
 help_n = f"The N neurons with the largest {biggest} on any token of the sentence, strongest first; {cfg.d_mlp} shows them all."
-n_shown = st.slider("Neurons shown", step, cfg.d_mlp, min(64, cfg.d_mlp), step=step, key="block_neurons", help=help_n)
+n_shown = st.slider("Neurons shown", step, cfg.d_mlp, min(64, cfg.d_mlp), step=step, bind="query-params", key="block_neurons", help=help_n)
 ui.show_figure(cm.mlp_figure(*key, L, n_shown, tr), key="block_mlp")
 
 st.header("4 · What attention and the MLP add")

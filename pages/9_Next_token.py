@@ -10,7 +10,6 @@ from lessons import sampling
 from transformer.trace import MAX_CHARS, token_limit
 from ui import cached_model as cm
 
-st.set_page_config(page_title="Next-token prediction", page_icon="🎲", layout="wide")
 state = ui.sidebar()
 lm = ui.get_model(state.model)
 vocab, cfg = lm.tokenizer.vocab_labels(), lm.cfg
@@ -34,15 +33,15 @@ key = (state.model, state.sentence, state.temperature)  # fixes the trace
 st.header("1 · From logits to probabilities")
 if st.session_state.get("next_position") == st.session_state.get("next_position_T", 0) - 1:  # it was on the last token: keep it there
     st.session_state["next_position"] = T - 1
-ui.keep_choice("next_position", range(T), T - 1)
 st.session_state["next_position_T"] = T
 c1, c2, c3, c4, c5 = st.columns([2, 2, 2, 2, 1])
 help_pos = "Whose vector to read. The last position predicts the token after the sentence; an earlier one predicts the token that really follows it."
-pos = c1.selectbox("Position", range(T), format_func=lambda i: f"{i}: {labels[i]}" + (" (last)" if i == T - 1 else ""), key="next_position", help=help_pos)
-temperature = c2.slider("Sampling temperature T", 0.0, 3.0, 1.0, 0.05, key="next_temperature", help="Divides the logits: T < 1 sharpens, T > 1 flattens, 0 = greedy. Not the attention τ.")
-top_k = c3.slider("Top-k", 0, 100, 0, key="next_top_k", help="Keep only the k most probable tokens (0 = no limit).")
-top_p = c4.slider("Top-p", 0.0, 1.0, 0.9, 0.01, key="next_top_p", help="Keep the smallest set of most probable tokens adding up to at least p (1 = no limit; at least one).")
-n_bars = c5.slider("Bars", 5, 30, 12, key="next_bars", help="How many of the most probable tokens to draw.")
+pos = c1.selectbox("Position", range(T), format_func=lambda i: f"{i}: {labels[i]}" + (" (last)" if i == T - 1 else ""), **ui.choice("next_position", range(T), T - 1), help=help_pos)
+help_temperature = "Divides the logits: T < 1 sharpens, T > 1 flattens, 0 = greedy. Not the attention τ."
+temperature = c2.slider("Sampling temperature T", 0.0, 3.0, 1.0, 0.05, bind="query-params", key="next_temperature", help=help_temperature)
+top_k = c3.slider("Top-k", 0, 100, 0, bind="query-params", key="next_top_k", help="Keep only the k most probable tokens (0 = no limit).")
+top_p = c4.slider("Top-p", 0.0, 1.0, 0.9, 0.01, bind="query-params", key="next_top_p", help="Keep the smallest set of most probable tokens adding up to at least p (1 = no limit; at least one).")
+n_bars = c5.slider("Bars", 5, 30, 12, bind="query-params", key="next_bars", help="How many of the most probable tokens to draw.")
 
 logits = tr["logits"][pos]  # (V,)
 dist = sampling.distribution(logits, temperature, top_k, top_p)
@@ -70,8 +69,8 @@ st.markdown(
 saved = st.session_state.get(TIMELINE)
 gen: sampling.Generation | None = saved[1] if saved and saved[0] == key else None
 c1, c2, c3, c4, c5 = st.columns([1, 2, 2, 2, 2])
-seed = int(c1.number_input("Seed", 0, 1_000_000, 0, 1, key="next_seed", help="Picks the random numbers u. Same seed, settings and text → same tokens."))
-n_new = c2.slider("N tokens", 1, 50, 10, key="next_n", help="How many tokens the second button generates.")
+seed = int(c1.number_input("Seed", 0, 1_000_000, 0, 1, bind="query-params", key="next_seed", help="Picks the random numbers u. Same seed, settings and text → same tokens."))
+n_new = c2.slider("N tokens", 1, 50, 10, bind="query-params", key="next_n", help="How many tokens the second button generates.")
 if n_request := st.session_state.pop("next_request", 0):
     progress = st.progress(0.0, text="Generating…")
     shown = lambda done, total, _: progress.progress(done / total, text=f"Token {done} of {total}")  # noqa: E731
@@ -87,7 +86,7 @@ if full:
 if gen is not None and gen.steps:
     n = len(gen.steps)
     st.session_state["next_step"] = min(st.session_state.get("next_step", n), n)
-    k = st.slider("Step", 0, n, key="next_step", help="Step back through the generation: 0 = the sidebar sentence, k = after k generated tokens.")
+    k = st.slider("Step", 0, n, bind="query-params", key="next_step", help="Step back through the generation: 0 = the sidebar sentence, k = after k generated tokens.")
     st.caption(f"The text after {k} of {n} generated tokens:")
     st.code(gen.text_at(k), language=None, wrap_lines=True)
     b1, b2 = st.columns(2)
@@ -112,5 +111,5 @@ ui.show_figure(lens_fig, key="next_lens")
 if len(window) < T:
     st.caption(f"The text has {T} tokens; to stay fast the lens shows {len(window)}, positions {window.start}–{window.stop - 1}, ending at the chosen position (pick another to move it).")
 st.markdown(f"**Position {pos}, every stage:** the most probable next tokens and their probabilities.")
-n_lens = st.slider("Tokens per stage", 1, 10, 5, key="next_lens_k", help="How many of the most probable tokens to list for each stage.")
+n_lens = st.slider("Tokens per stage", 1, 10, 5, bind="query-params", key="next_lens_k", help="How many of the most probable tokens to list for each stage.")
 st.dataframe(pd.DataFrame.from_dict(cm.lens_table(*key, pos, n_lens, tr), orient="index", columns=[f"#{r + 1}" for r in range(n_lens)]), key="next_lens_table")

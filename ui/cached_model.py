@@ -30,6 +30,7 @@ from lessons import embedding_space as es
 from lessons import heads
 from lessons import logit_lens as ll
 from lessons.pca import PCA, pca
+from lessons.words import noun
 from transformer import Trace, sinusoidal_encoding
 from transformer.head_scores import HeadScores, probe_scores
 
@@ -178,7 +179,16 @@ def opened_figures(
     shown = mask.copy()
     shown[:, list(hide)] = False
     i, j, lw = heads.line_pairs(w, shown, threshold, None if token < 0 else token)
-    return big, fm.token_lines(i, j, lw, labels, f"Lines, layer {layer}, head {head}"), len(lw)
+    return big, fm.token_lines([(f"head {head}", i, j, lw)], labels, f"Lines, layer {layer}, head {head}"), len(lw)
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def layer_lines_figure(model_name: str, sentence: str, tau: float, layer: int, hide: tuple[int, ...], threshold: float, token: int, _tr: Trace) -> go.Figure:
+    """Every head of `layer` as lines from query to key, a colour per head (weights ≥ threshold; of one token, unless token < 0)."""
+    w, shown = _tr[f"blocks.{layer}.attn.hook_pattern"], heads.key_mask(_tr).copy()  # (nh, T, T), (T, T)
+    shown[:, list(hide)] = False
+    pairs = [(f"head {h}", *heads.line_pairs(w[h], shown, threshold, None if token < 0 else token)) for h in range(len(w))]
+    return fm.token_lines(pairs, _tr.encoding.labels, f"Every head of layer {layer} as lines")
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
@@ -204,10 +214,10 @@ def ablation(model_name: str, sentence: str, tau: float, ablate: tuple[tuple[int
     if _before.cfg.has_lm_head:
         change = heads.next_token_change(_before["logits"][-1], _after["logits"][-1], k)
         table = heads.change_table(change, get_model(model_name).tokenizer.vocab_labels())
-        fig = fm.ablation_bars(table["next token"], change.before, change.after, f"Next-token probabilities, {len(ablate)} head(s) switched off")
+        fig = fm.ablation_bars(table["next token"], change.before, change.after, f"Next-token probabilities, {len(ablate)} {noun(len(ablate), 'head')} switched off")
         return fig, table, change.moved
     oc = heads.output_change(_before, _after)
-    fig = fm.output_change_bars(oc.cosine, oc.relative, _before.encoding.labels, f"Every token's final vector, {len(ablate)} head(s) switched off")
+    fig = fm.output_change_bars(oc.cosine, oc.relative, _before.encoding.labels, f"Every token's final vector, {len(ablate)} {noun(len(ablate), 'head')} switched off")
     return fig, None, float(oc.turned)
 
 

@@ -12,12 +12,10 @@ from lessons import head_roles
 from transformer import Trace, TraceInputError
 from transformer.trace import token_limit
 
-from . import widths
+from . import export, presenter, widths
 from .cached_model import head_scores
 from .models import get_model, get_trace
 from .state import State
-
-PLOTLY_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
 
 
 def trace_or_stop(state: State, temperature: float | None = None, causal: bool = True, ablate: tuple[tuple[int, int], ...] = ()) -> Trace:
@@ -31,39 +29,48 @@ def trace_or_stop(state: State, temperature: float | None = None, causal: bool =
     if tr.truncated:
         limit = token_limit(get_model(state.model).cfg)
         st.warning(f"The text is {tr.n_tokens_in:,} tokens long; this app reads at most {limit} tokens of it, so this page shows the first {len(tr.encoding)}.")
+    export.add_trace(tr)
     return tr
 
 
-def keep(key: str, default) -> None:
-    """Call before drawing the widget `key` (with no default value of its own): it starts at `default` and keeps its
-    value through runs that do not draw it, e.g. while its lazy tab is closed (Streamlit forgets such a widget)."""
-    st.session_state[key] = st.session_state.get(key, default)
+PAGE_CONTROL = {"bind": "query-params", "persist_state": "session"}  # kept in the address, and while not drawn (a closed lazy tab)
 
 
-def keep_choice(key: str, options: Sequence, default) -> None:
-    """Call before drawing the selectbox `key`: its value becomes `default` when it is not one of `options` (on the
-    first run, for a position from a longer sentence, or for the old label, a str, that a browser sends back after the
-    sentence changed). Writing the value back also keeps it through runs that do not draw the selectbox (a closed
-    lazy tab): Streamlit forgets the value of a widget that a run leaves out."""
-    value = st.session_state.get(key)
-    st.session_state[key] = value if value in options else default
+def kept(key: str, default) -> dict:
+    """Arguments for a page's control `key` that starts at `default`: `st.slider(…, **ui.kept(key, 8))`. Its value is
+    kept in the address (a shared link opens with it) and while the control is not drawn (its lazy tab is closed)."""
+    return {"key": key, "value": default, **PAGE_CONTROL}
+
+
+def choice(key: str, options: Sequence, default) -> dict:
+    """Arguments for a selectbox or radio `key` over `options` that starts at `default`, kept like `kept`. A value no
+    longer among the options (a position past the end of a shorter sentence) falls back to `default`."""
+    return {"key": key, "index": list(options).index(default), **PAGE_CONTROL}
 
 
 def lazy_tabs(parts: dict[str, Callable[[], None]], key: str) -> None:
-    """One tab per part; only the open tab's part runs (and is drawn): st.tabs(key=…, on_change="rerun")."""
-    for tab, show in zip(st.tabs(list(parts), key=key, on_change="rerun"), parts.values(), strict=True):
+    """One tab per part; only the open tab's part runs (and is drawn): st.tabs(key=…, on_change="rerun"). The open
+    tab is kept in the address (?key=label) and the step keys of presenter view move through the tabs."""
+    presenter.remember_tabs(key, list(parts))
+    for tab, show in zip(st.tabs(list(parts), key=key, on_change="rerun", bind="query-params"), parts.values(), strict=True):
         if tab.open:
             with tab:
                 show()
 
 
 def show_figure(fig: go.Figure, key: str) -> None:
-    """Draw `fig` at the width its chart had in the browser last time, when known (see ui/widths.py)."""
+    """Draw `fig` at the width its chart had in the browser last time, when known (see ui/widths.py), with larger
+    text in presenter view; its numbers go into the page's CSV."""
+    spec = fig.to_dict()
+    layout = dict(spec["layout"])
     width = widths.width_of(key)
     if width is not None:
-        spec = fig.to_dict()
-        fig = Spec({**spec, "layout": {**spec["layout"], "width": width}})
-    st.plotly_chart(fig, config=PLOTLY_CONFIG, key=key)
+        layout["width"] = width
+    if presenter.on():
+        layout.update(presenter.larger(layout))
+    spec = {**spec, "layout": layout}
+    export.add_figure(key, spec)
+    st.plotly_chart(Spec(spec), config=export.plotly_config(key), key=key)
 
 
 def side_by_side(figures: dict[str, go.Figure]) -> None:

@@ -17,7 +17,7 @@ from transformer import ModelLoadError
 from transformer.loading import MODEL_DIRS_ENV, REAL_MODELS
 from transformer.trace import MAX_CHARS, token_limit
 
-from . import widths
+from . import export, navigation, presenter, widths
 from .models import get_model, missing_models, model_choices
 
 PRESETS = {
@@ -100,52 +100,76 @@ def _init() -> None:
             st.session_state["atlas_" + key] = value
 
 
-def _copy(key: str) -> None:
-    st.session_state["atlas_" + key] = st.session_state["w_" + key]
+def _copy(key: str, prefix: str) -> None:
+    st.session_state["atlas_" + key] = st.session_state[prefix + key]
 
 
-def _apply_preset() -> None:
-    choice = st.session_state["w_preset"]
+def _apply_preset(prefix: str) -> None:
+    choice = st.session_state[prefix + "preset"]
     if choice in PRESETS:
         st.session_state["atlas_sentence"] = PRESETS[choice]
 
 
-def _widget(key: str) -> dict:
-    """Arguments that bind a widget to the persistent value `key`."""
-    st.session_state["w_" + key] = st.session_state["atlas_" + key]
-    return {"key": "w_" + key, "on_change": _copy, "args": (key,)}
+def _widget(key: str, prefix: str) -> dict:
+    """Arguments that bind a widget (key prefix + key) to the persistent value `key`."""
+    st.session_state[prefix + key] = st.session_state["atlas_" + key]
+    return {"key": prefix + key, "on_change": _copy, "args": (key, prefix)}
 
 
 def current() -> State:
     return State(*(st.session_state["atlas_" + k] for k in KEYS))
 
 
+def _sentence_controls(prefix: str, where: tuple, cfg, compact: bool) -> None:
+    """The preset, sentence, layer, head and τ controls, bound to the shared state, drawn in the five containers `where`."""
+    preset, sentence, layer, head, tau = where
+    preset.selectbox("Preset sentences", ["(choose a preset)", *PRESETS], key=prefix + "preset", on_change=_apply_preset, args=(prefix,), help="Sentences from the lecture: try the four 'bear' ones.")
+    sentence.text_area("Sentence", max_chars=MAX_CHARS, height=68 if compact else 90, help=f"Any text; the model reads the first {token_limit(cfg)} tokens.", **_widget("sentence", prefix))
+    pickers = ((layer, "layer", cfg.n_layer - 1, "Layer", "Which transformer block to look at (0 = the first)."), (head, "head", cfg.n_head - 1, "Head", "Which attention head of that layer."))
+    for box, key, top, label, text in pickers:
+        if top > 0:
+            box.slider(label, 0, top, help=text, **_widget(key, prefix))
+        else:  # a slider needs two values
+            box.caption(f"{label} 0 (the model has only one)")
+    tau_help = "Divides the scaled scores before softmax: τ < 1 sharpens, τ > 1 flattens. 1 = the model as trained."
+    tau.slider("Attention temperature τ", *TEMPERATURE_RANGE, step=0.05, help=tau_help, **_widget("temperature", prefix))
+
+
 def sidebar() -> State:
-    """Draw the shared controls in the sidebar and return the current state."""
+    """Draw the shared controls and return the current state. They sit in the sidebar and, bound to the same state, in
+    a bar above the page that shows on a narrow screen (where the sidebar starts closed) and in presenter view."""
+    navigation.take_over()
     _init()
+    presenter.follow()
+    presenting = presenter.on()
     with st.sidebar:
         model_help = f"Real pretrained models, the bundled ones, then models found in ./models or ${MODEL_DIRS_ENV}."
-        st.selectbox("Model", model_choices(), help=model_help, **_widget("model"))
+        st.selectbox("Model", model_choices(), help=model_help, **_widget("model", "w_"))
         if st.session_state["atlas_model"] in REAL_MODELS:
             st.caption(REAL_MODELS[st.session_state["atlas_model"]].title)
         for hint in missing_models():
             st.caption(f"A real model is not installed. To add it: `{hint}`")
-        # The model may have changed: keep layer and head inside it.
-        fixed = _clean({k: st.session_state["atlas_" + k] for k in KEYS})
-        for k in ("layer", "head"):
-            st.session_state["atlas_" + k] = fixed[k]
-        cfg = get_model(fixed["model"]).cfg
-        st.selectbox("Preset sentences", ["(choose a preset)", *PRESETS], key="w_preset", on_change=_apply_preset, help="Sentences from the lecture: try the four 'bear' ones.")
-        st.text_area("Sentence", max_chars=MAX_CHARS, height=90, help=f"Any text; the model reads the first {token_limit(cfg)} tokens.", **_widget("sentence"))
-        pickers = (("layer", cfg.n_layer - 1, "Layer", "Which transformer block to look at (0 = the first)."), ("head", cfg.n_head - 1, "Head", "Which attention head of that layer."))
-        for key, top, label, text in pickers:
-            if top > 0:
-                st.slider(label, 0, top, help=text, **_widget(key))
-            else:  # a slider needs two values
-                st.caption(f"{label} 0 (the model has only one)")
-        tau_help = "Divides the scaled scores before softmax: τ < 1 sharpens, τ > 1 flattens. 1 = the model as trained."
-        st.slider("Attention temperature τ", *TEMPERATURE_RANGE, step=0.05, help=tau_help, **_widget("temperature"))
+    # The model may have changed: keep layer and head inside it.
+    fixed = _clean({k: st.session_state["atlas_" + k] for k in KEYS})
+    for k in ("layer", "head"):
+        st.session_state["atlas_" + k] = fixed[k]
+    cfg = get_model(fixed["model"]).cfg
+    with st.sidebar:
+        _sentence_controls("w_", (st,) * 5, cfg, compact=False)
+    presenter.style(presenting)
+    with st.container(key=presenter.BAR_KEY):
+        *where, keys = st.columns([2, 4, 1.4, 1.4, 2, 1.8], vertical_alignment="bottom")
+        _sentence_controls("bar_", where, cfg, compact=True)
+        if presenting:
+            with keys:
+                presenter.toggle()
+                presenter.step_buttons()
+    with st.sidebar:
+        if not presenting:
+            presenter.toggle()
+        export.sidebar()
         widths.measure()
     state = current()
-    st.query_params.from_dict({k: str(v) for k, v in vars(state).items()})
+    for k, v in vars(state).items():  # key by key: from_dict would also clear the parameters the pages' own widgets keep
+        st.query_params[k] = str(v)
     return state

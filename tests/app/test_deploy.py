@@ -19,7 +19,8 @@ RUN_PAGES = textwrap.dedent(
     for page in ["app.py", *sorted(str(p) for p in pathlib.Path("pages").glob("*.py"))]:
         at = AppTest.from_file(page, default_timeout=120).run()
         assert not at.exception, (page, [e.stack_trace for e in at.exception])
-        assert at.get("plotly_chart") or at.get("dataframe"), page
+        assert at.title, page
+        assert at.get("plotly_chart") or at.get("dataframe") or "show_figure" not in pathlib.Path(page).read_text(), page
     print("ok")
     """
 )
@@ -34,6 +35,6 @@ def copied_paths() -> list[str]:
 def test_the_image_files_alone_serve_every_page(tmp_path):
     for src in copied_paths():
         (shutil.copytree if (ROOT / src).is_dir() else shutil.copy)(ROOT / src, tmp_path / src)
-    assert {"app.py", "pages", "ui", "figures", "lessons", "transformer", "assets", ".streamlit"} <= set(copied_paths())
+    assert {"app.py", "home.py", "pages", "ui", "figures", "lessons", "transformer", "assets", ".streamlit"} <= set(copied_paths())
     done = subprocess.run([sys.executable, "-c", RUN_PAGES], cwd=tmp_path, capture_output=True, text=True, timeout=600, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]

@@ -134,7 +134,7 @@ def test_unknown_words_are_flagged_with_suggestions():
 
 def test_phrase_outside_the_grammar_has_no_gold(lt):
     at = set_phrase(run_page(PAGE), "car the big")
-    assert "does not fit the task's grammar" in texts(at)
+    assert "does not fit the grammar of the phrases the translator learned from" in texts(at)
     fig = chart_titled(at, "Cross-attention")
     assert len(fig["data"]) == 1 and "Agreement" not in str([c["layout"].get("title") for c in charts(at)])
     np.testing.assert_allclose(array(fig["data"][0]["z"]), translate(lt, "car the big")[f"decoder.blocks.{lt.cfg.n_layer - 1}.cross_attn.hook_pattern"].mean(0), rtol=1e-6)

@@ -9,6 +9,7 @@ import ui
 from tests.apptest_utils import BAD_INPUTS, array, assert_ok, chart, run_page, texts
 from transformer import Interventions, run_trace
 from transformer.loading import real_models
+from ui import navigation
 from ui.state import DEFAULT_SENTENCE, PRESETS
 
 
@@ -27,7 +28,8 @@ def test_default_page_shows_the_models_pattern_and_the_pipeline():
     assert_ok(at)
     np.testing.assert_allclose(shown(at), pattern(DEFAULT_SENTENCE, 0, 0), atol=1e-6)
     assert "Model card: shakespeare-gpt" in [e.label for e in at.expander]
-    assert len(at.get("page_link")) == 15  # every page of the pipeline is linked
+    linked = [link.proto.page for link in at.get("page_link")]
+    assert sorted(linked) == sorted(p.url_path for p in navigation.ORDER if p is not navigation.HOME)  # every page, once
 
 
 def test_controls_change_the_heatmap():

@@ -48,7 +48,7 @@ def test_causal_mask_and_scrubber(lm):
         bars = array(chart_titled(at, f"Where position {pos} looks")["data"][0]["y"])
         np.testing.assert_allclose(bars, tr["blocks.0.attn.hook_pattern"][0, pos], rtol=1e-6)
         assert (bars[pos + 1 :] == 0).all()
-        assert f"may see **{pos + 1}** token(s)" in texts(at) and f"**{T - pos - 1}** later" in texts(at)
+        assert f"may see **{pos + 1}** token" in texts(at) and f"**{T - pos - 1}** later" in texts(at)
         assert at.text[0].value == tr.encoding.text[: tr.encoding.offsets[pos][1]]
 
 

@@ -53,20 +53,23 @@ def shown(weights: np.ndarray, hide_first: bool = False) -> np.ndarray:
     return out
 
 
-def line_view(at, title: str = "Lines, ") -> tuple[dict[tuple[int, int], float], dict[tuple[int, int], float]]:
-    """The line view as {(query, key): drawn line opacity} and {(query, key): exact weight of its middle dot}."""
+def line_view(at, title: str = "Lines, ", head: str = "") -> tuple[dict[tuple[int, int], float], dict[tuple[int, int], float]]:
+    """The line view (of `head`, in a view of several) as {(query, key): drawn line opacity} and {(query, key): exact
+    weight of its middle dot}."""
     data = chart_titled(at, title)["data"]
+    prefix = f"{head}: " if head else ""
     lines = {}
     for tr in data:
-        if tr.get("mode") == "lines" and tr.get("name", "").startswith("lines"):
+        if tr.get("mode") == "lines" and tr.get("name", "").startswith(prefix + "lines"):
             ends = array(tr["y"]).reshape(-1, 3)[:, :2].astype(int)
             for a, b in ends:
                 assert (a, b) not in lines  # one line per pair
                 lines[(a, b)] = tr["opacity"]
-    mid = next(tr for tr in data if tr.get("name") == "line middles")
+    mid = next(tr for tr in data if tr.get("name") == (head or "line middles"))
     y, opacity = array(mid["y"]), array(mid["marker"]["opacity"])
     dots = {}
     for text, o, yy in zip(mid.get("text", []), opacity, y, strict=True):
+        text = text.removeprefix(prefix)
         a, b = int(text.split(":")[0].split()[-1]), int(text.split("→ key ")[1].split(":")[0])
         assert yy == pytest.approx((a + b) / 2)
         dots[(a, b)] = float(o)
@@ -192,7 +195,7 @@ def test_line_view_opacity_is_the_weight(lm, default_page):
     for pair, o in lines.items():  # each line's opacity: the weight rounded to steps of OPACITY_STEP, at least one step
         assert o == pytest.approx(max(1, round(want[pair] / OPACITY_STEP)) * OPACITY_STEP)
         assert abs(o - want[pair]) <= OPACITY_STEP / 2 + 1e-6  # (the default threshold 0.1 keeps only weights ≥ 0.1)
-    assert f"{len(want)} line(s)" in texts(default_page)
+    assert f"{len(want)} lines." in texts(default_page)
 
 
 def test_line_view_threshold_and_token(lm):
@@ -212,6 +215,20 @@ def test_line_view_threshold_and_token(lm):
     at.slider(key="multihead_threshold").set_value(1.0).run()  # nothing reaches 1 except row 0 → key 0
     lines, _ = line_view(at)
     assert set(lines) <= {(0, 0)}
+
+
+def test_every_head_of_the_layer_as_lines_in_its_own_colour(lm):
+    at = part(run_page(PAGE, sentence=REPEATED), 3)
+    w = trace(lm)["blocks.0.attn.hook_pattern"]  # (NH, T, T)
+    T = w.shape[-1]
+    spec = chart_titled(at, "Every head of layer 0 as lines")
+    legend = {t["name"]: t["marker"]["color"] for t in spec["data"] if t.get("showlegend")}
+    assert list(legend) == [f"head {h}" for h in range(NH)] and len(set(legend.values())) == NH  # a colour per head
+    assert spec["layout"]["legend"]["itemclick"] == "toggleothers"  # a click on a head shows it alone
+    for h in range(NH):
+        lines, dots = line_view(at, "Every head of layer 0", head=f"head {h}")
+        want = {(a, b): float(w[h, a, b]) for a in range(T) for b in range(a + 1) if w[h, a, b] >= 0.1}
+        assert set(lines) == set(want) and dots == pytest.approx(want, rel=1e-6)
 
 
 def test_sink_checkbox_hides_the_first_column_without_renormalising(lm):
@@ -281,7 +298,7 @@ def test_ablation_equals_the_engine_intervention(lm):
     q = torch.softmax(torch.tensor(trace(lm, ablate=frozenset({(0, 1), (2, 3)}))["logits"][-1], dtype=torch.float64), -1).numpy()
     top_p, top_q = list(np.argsort(-p)[:5]), list(np.argsort(-q)[:5])
     ids = top_p + [t for t in top_q if t not in top_p]
-    fig = chart_titled(at, "Next-token probabilities, 2 head(s) switched off")
+    fig = chart_titled(at, "Next-token probabilities, 2 heads switched off")
     np.testing.assert_allclose(array(fig["data"][0]["y"]), p[ids], rtol=1e-5)
     np.testing.assert_allclose(array(fig["data"][1]["y"]), q[ids], rtol=1e-5)
     vocab = lm.tokenizer.vocab_labels()
@@ -330,5 +347,5 @@ def test_bad_inputs(name, text):
     if at is None:
         return
     figs = [c for _ in each_tab(at) for c in charts(at)]
-    assert len(figs) == 9
+    assert len(figs) == 10
     assert_escaped(figs)

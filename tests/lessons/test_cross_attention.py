@@ -92,7 +92,7 @@ def test_texts(lt):
     r = xa.reading(ref, gold, None, 2, causal=True)
     assert r.where == "all layers, head 2" and "Same as the reference" in r.reference and "(all layers, head 2)" in r.others
     assert xa.reading(ref, gold, 1, None, causal=False).where == "layer 1, mean of the heads"
-    assert "does not fit the task's grammar" in xa.reading(None, (), 0, 0, causal=True).reference
+    assert "does not fit the grammar of the phrases the translator learned from" in xa.reading(None, (), 0, 0, causal=True).reference
     other = xa.reading(ref, (), 0, 0, causal=False)  # the model wrote another translation
     assert other.reference.startswith(f"The reference translation is “{ref.french_text}”") and other.weights_note.startswith("Mask off")
     assert f"French position ({len(tr.written)}), K and V one row per English word (4)" in xa.qkv_text(tr, 1, 0)

@@ -299,7 +299,7 @@ def test_overview_concat_and_ablation_words(tiny_cfg):
     assert "(every weight is shown)" in heads.overview_note(1, 5, 5, False)
     # T = 5, 4 heads of 8: concat (5, 32), W_O (32, 32), b_O (32,)
     note = heads.concat_note(tiny_cfg, 1, 5)
-    assert note.startswith("Layer 1: `hook_z` **(5, 4, 8)**") and "`hook_concat` **(5, 32)** → times W_O **(32, 32)** plus b_O **(32,)**" in note
+    assert note.startswith("Layer 1: the heads' outputs Z **(5, 4, 8)**") and "concatenated **(5, 32)** → times W_O **(32, 32)** plus b_O **(32,)**" in note
     assert "(this model has no bias b_O)" in heads.concat_note(LLAMA, 0, 5)
     assert heads.ablation_verdict(tiny_cfg, [], 0.0, 5) == ("info", "No head is switched off: both bars are the model as trained. Choose heads above.")
     assert heads.ablation_verdict(tiny_cfg, ["0.1", "2.3"], 0.1234, 5)[1].startswith("Switched off: 0.1, 2.3. **12.3%** of the probability moved")

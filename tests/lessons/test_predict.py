@@ -202,12 +202,12 @@ def test_position_words_and_future_notes_by_hand():
     # a decoder's row 1 sees positions 0–1 (weights 0.25 + 0.75 = 1) and hides position 2 (weight 0)
     w = np.array([[1.0, 0, 0], [0.25, 0.75, 0], [0.2, 0.3, 0.5]])
     seen, note = position_words(w, 1, decoder=True)
-    assert seen == "**Position 1** may see **2** token(s), positions 0–1; **1** later token(s) are hidden. The text it may see:"
+    assert seen == "**Position 1** may see **2** tokens, positions 0–1; **1** later token is hidden. The text it may see:"
     assert note == "Weight on the hidden (later) tokens: 0, exactly. The visible ones share 1.0000."
     # an encoder's row 1 puts 0.3 on the later position 2; rows 0 and 1 put 0.3 + 0.5 = 0.8 and 0.3 on later tokens: 55 % on average
     e = np.array([[0.2, 0.3, 0.5], [0.1, 0.6, 0.3], [0.4, 0.4, 0.2]])
     seen, note = position_words(e, 1, decoder=False)
-    assert seen.startswith("**Position 1** sees all **3** tokens. In a decoder it may see **2** token(s)") and note == "Weight on later tokens: 0.3000 (a decoder's: exactly 0)."
+    assert seen.startswith("**Position 1** sees all **3** tokens. In a decoder it may see **2** tokens") and note == "Weight on later tokens: 0.3000 (a decoder's: exactly 0)."
     assert "Layer 2, head 1 puts on average **55.0%** of a row's weight" in encoder_future_note("minilm-l6", e, 2, 1)
     assert changes_note(2, 3, 4, 5).startswith("The most likely next token changed at **2 of 5** positions, and the actual next token, now in view, became more likely at **3 of 4**.")
 
@@ -218,5 +218,6 @@ def test_padding_words(tiny_model, tokenizer):
     batch = padded_forward(tiny_model, tokenizer, texts, keep=["logits", padding.MASK_NAME])
     chk = padding.check(batch, "logits", [run_trace(tiny_model, tokenizer, t)["logits"] for t in texts])
     n_a, n_b = (len(tokenizer.encode(t)) for t in texts)  # the longer text sets the batch's length
-    assert padding.shorter_note(chk, 1).startswith(f"Sentence B has {n_b} tokens and {n_a - n_b} padding position(s).")
+    assert n_b == 1 and n_a - n_b > 1
+    assert padding.shorter_note(chk, 1).startswith(f"Sentence B has 1 token and {n_a - 1} padding positions.")
     assert "compare its logits (the model's output for every real token) with those" in padding.shorter_note(chk, 1)

@@ -1,0 +1,76 @@
+"""The numbers behind a page's charts, as one CSV table: a row per drawn value (chart, trace, x, y, z).
+
+Heatmaps give a row per cell (x = column label, y = row label, z = the value); bars, lines and points a row per
+point (z only in 3-D). Token positions are written as the axis shows them (their tick labels), unescaped. A text
+cell that a spreadsheet would read as a formula (starting with = + - @) gets a leading apostrophe.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import io
+from collections.abc import Mapping
+
+import numpy as np
+
+COLUMNS = ["chart", "trace", "x", "y", "z"]
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def values(v) -> np.ndarray | None:
+    """A trace's data array: a list, a numpy array, or plotly's typed array ({"dtype", "bdata", "shape"})."""
+    if v is None:
+        return None
+    if isinstance(v, Mapping) and "bdata" in v:
+        flat = np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"])
+        shape = v.get("shape")
+        return flat.reshape([int(n) for n in str(shape).split(",")]) if shape else flat
+    return np.asarray(v, dtype=object)
+
+
+def axis_labels(layout: dict, ref: str) -> dict:
+    """Tick value → tick label of the axis a trace draws on ("x", "x2", "y" …), where the axis names its ticks."""
+    axis = layout.get(f"{ref[0]}axis{ref[1:]}") or {}
+    return {v: html.unescape(str(t)) for v, t in zip(axis.get("tickvals") or (), axis.get("ticktext") or (), strict=False)}
+
+
+def cell(v):
+    """One CSV value: numbers as numbers (NaN, a masked cell, left empty), text unescaped and never a formula."""
+    if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool):
+        return "" if np.isnan(v) else v.item() if isinstance(v, np.generic) else v
+    text = html.unescape(str(v))
+    return "'" + text if text.startswith(FORMULA_START) else text
+
+
+def rows(name: str, spec: dict):
+    """(chart, trace, x, y, z) for every value one figure draws."""
+    layout = spec.get("layout", {})
+    for i, trace in enumerate(spec.get("data", [])):
+        label = trace.get("name") or f"{trace.get('type', 'scatter')} {i}"
+        xs, ys, zs = (values(trace.get(k)) for k in "xyz")
+        xl, yl = axis_labels(layout, trace.get("xaxis", "x")), axis_labels(layout, trace.get("yaxis", "y"))
+        if trace.get("type") == "heatmap" and zs is not None:
+            for r, row in enumerate(zs):
+                for c, z in enumerate(row):
+                    x = xs[c] if xs is not None else c
+                    y = ys[r] if ys is not None else r
+                    yield name, label, xl.get(x, x), yl.get(y, y), z
+        elif xs is not None or ys is not None:
+            n = len(xs if xs is not None else ys)
+            for k in range(n):
+                x = xs[k] if xs is not None else k
+                y = ys[k] if ys is not None else k
+                yield name, label, xl.get(x, x), yl.get(y, y), zs[k] if zs is not None and zs.ndim == 1 else ""
+
+
+def to_csv(figures: Mapping[str, dict]) -> str:
+    """The CSV of every chart (chart key → figure dict), in the order they were drawn."""
+    out = io.StringIO()
+    w = csv.writer(out)
+    w.writerow(COLUMNS)
+    for name, spec in figures.items():
+        for row in rows(name, spec):
+            w.writerow([cell(v) for v in row])
+    return out.getvalue()

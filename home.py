@@ -1,0 +1,45 @@
+"""The home page: what the app is, the pipeline at a glance, one live attention map."""
+
+import streamlit as st
+
+import ui
+from figures.attention import pattern_heatmap
+from ui import navigation
+
+state = ui.sidebar()
+lm = ui.get_model(state.model)
+
+st.title("🧭 Attention Atlas")
+st.markdown(
+    "Type a sentence and watch a real transformer read it, one step at a time. "
+    "Every number on every page comes from the model's own forward pass — nothing is made up. "
+    "The sidebar holds the sentence, the model, and which **layer**, **head** and **attention "
+    "temperature** to look at; they stay the same on every page and are kept in the address bar, "
+    "so you can share a link that opens exactly this view."
+)
+
+st.page_link(navigation.TOUR.path, label="**New here? Take the guided tour**: ten stops from text to the next token.", icon=navigation.TOUR.icon)
+
+st.subheader("The pipeline at a glance")
+for section, pages in navigation.SECTIONS.items():
+    if section == "Start":
+        continue
+    st.markdown(f"**{section}**")
+    for row in range(0, len(pages), 3):
+        for col, page in zip(st.columns(3), pages[row : row + 3], strict=False):
+            col.page_link(page.path, label=f"**{page.title}**", icon=page.icon)
+            col.caption(page.blurb)
+
+st.subheader("Attention, live")
+tr = ui.trace_or_stop(state)
+looks = (
+    "every earlier token (the keys). Rows sum to 1; the grey triangle is the future, which a decoder may not see."
+    if lm.cfg.causal
+    else f"every token, before and after it (the keys). Rows sum to 1; {lm.name} is an encoder: no causal mask, so no grey triangle."
+)
+st.markdown(f"**{len(tr.encoding)} tokens.** Layer {state.layer}, head {state.head}: each row is a token (the query) and shows how much it looks at {looks}")
+st.latex(r"\alpha = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}\,\tau}+M\right)")
+ui.show_figure(pattern_heatmap(tr, state.layer, state.head), key="home_pattern")
+
+with st.expander(f"Model card: {lm.name}"):
+    st.markdown(lm.card or "No model card.")

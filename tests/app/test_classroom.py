@@ -1,0 +1,188 @@
+"""Classroom features through AppTest: links that carry a page's controls and tab, presenter view, the step keys,
+saving charts, numbers and traces, and the guided tour's stops."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import ui
+from figures.export import to_csv
+from tests.apptest_utils import PAGES, ROOT, TIMEOUT, assert_ok, charts_by_key, lazy_tabs, run_page
+from transformer import run_trace
+from ui import export, navigation, presenter, tour
+
+SHARED = {"present", export.FORMAT_KEY}  # bound controls every page has: tested on their own below
+MODEL = {"13_RoPE_and_shared_heads": "smollm2-135m"}  # its controls need a model with RoPE
+TAB_PAGES = ["3_One_head", "4_Masking", "7_Multi_head", "13_RoPE_and_shared_heads", "14_Encoder_vs_decoder"]
+
+
+def page_controls(at: AppTest) -> list:
+    """The page's own sliders, toggles, checkboxes and selectboxes (not the sidebar's shared ones)."""
+    kinds = [at.main.slider, at.main.toggle, at.main.checkbox, at.main.selectbox, at.main.select_slider]
+    return [w for ws in kinds for w in ws if w.key and not w.key.startswith(("w_", "bar_")) and w.key not in SHARED and not w.disabled]
+
+
+def other_value(w) -> tuple[str, object]:
+    """A value the control does not have, as the address writes it, and as the widget then reads it."""
+    kind = type(w).__name__
+    if kind in ("Toggle", "Checkbox"):
+        return str(not w.value).lower(), not w.value
+    if kind == "Slider":
+        hi, step = w.max, w.step
+        new = w.value + step if w.value + step <= hi else w.value - step
+        new = round(new, 6) if isinstance(step, float) else new
+        return str(new), new
+    options = list(w.options)  # selectbox / select_slider: the formatted option labels
+    label = options[1] if w.format_func(w.value) == options[0] else options[0]
+    return label, label
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.stem)
+def test_a_link_brings_back_the_pages_own_controls(page):
+    model = {"model": MODEL[page.stem]} if page.stem in MODEL else {}
+    at = run_page(str(page), **model)
+    assert_ok(at)
+    controls = page_controls(at)[:3]
+    assert controls, "every page has controls of its own"
+    query = {}
+    expected = {}
+    for w in controls:
+        query[w.key], expected[w.key] = other_value(w)
+    linked = run_page(str(page), **model, **query)
+    assert_ok(linked)
+    for w in page_controls(linked):
+        if w.key in expected:
+            got = w.format_func(w.value) if type(w).__name__ in ("Selectbox", "SelectSlider") else w.value
+            assert got == pytest.approx(expected[w.key]) if isinstance(got, float) else got == expected[w.key], w.key
+
+
+@pytest.mark.parametrize("name", TAB_PAGES)
+def test_a_link_opens_the_tab_it_names(name):
+    path = str(ROOT / "pages" / f"{name}.py")
+    ((key, labels),) = lazy_tabs(run_page(path)).items()
+    at = run_page(path, **{key: labels[-1]})
+    assert_ok(at)
+    assert at.session_state[key] == labels[-1]
+    opened = [t for t in at.tabs if t.label == labels[-1]]
+    assert opened and len(opened[0].children) > 0  # the last tab's part ran and drew something
+    assert all(len(t.children) == 0 for t in at.tabs if t.label in labels[:-1])  # and only that one
+
+
+def styles(at: AppTest) -> str:
+    return " ".join(e.proto.body for e in at.get("html"))
+
+
+def test_the_controls_bar_edits_the_same_state_as_the_sidebar():
+    at = run_page("pages/3_One_head.py")
+    assert {s.key for s in at.sidebar.slider} >= {"w_layer", "w_head", "w_temperature"} and "w_sentence" in {t.key for t in at.sidebar.text_area}
+    assert {s.key for s in at.main.slider} >= {"bar_layer", "bar_head", "bar_temperature"} and "bar_sentence" in {t.key for t in at.main.text_area}
+    assert "display: none" in styles(at) and f"max-width: {presenter.NARROW_PX}px" in styles(at)  # the bar shows on narrow screens only
+    at.slider(key="bar_layer").set_value(2).run()
+    at.text_area(key="bar_sentence").set_value("I love bears.").run()
+    assert at.slider(key="w_layer").value == 2 and at.text_area(key="w_sentence").value == "I love bears."
+    assert at.query_params["layer"] == "2" and at.query_params["sentence"] == "I love bears."
+    at.slider(key="w_head").set_value(3).run()
+    assert at.slider(key="bar_head").value == 3
+
+
+def test_presenter_view_shows_the_bar_and_enlarges_charts():
+    normal = run_page("pages/3_One_head.py")
+    plain = json.loads(normal.get("plotly_chart")[0].proto.spec)["layout"]
+    assert "font" not in plain and "display: flex !important" not in styles(normal)
+    at = run_page("pages/3_One_head.py", present="true")
+    assert_ok(at)
+    assert "display: flex !important" in styles(at) and "stCaptionContainer" in styles(at)  # the bar always, captions hidden
+    assert {b.key for b in at.main.button} >= {"step_back", "step_next"}
+    layout = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]
+    assert layout["font"]["size"] >= 16 and layout["title"]["font"]["size"] >= 20
+    assert all(layout[a]["tickfont"]["size"] >= 16 for a in layout if a.startswith(("xaxis", "yaxis")))
+    assert layout["height"] > plain["height"]
+
+
+def test_step_keys_walk_the_tabs_then_the_next_page():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.query_params["present"] = "true"
+    at.run()
+    at.switch_page(str(ROOT / "pages/4_Masking.py")).run()
+    labels = lazy_tabs(at)["masking_part"]
+    seen = [at.session_state["masking_part"]]
+    for _ in labels[1:]:
+        at.button(key="step_next").click().run()
+        seen.append(at.session_state["masking_part"])
+    assert seen == labels
+    at.button(key="step_pagedown").click().run()  # past the last tab: the next page
+    assert_ok(at)
+    assert at.session_state[navigation.CURRENT_KEY] == "pages/5_Softmax_and_temperature.py"
+    assert any("Softmax" in t.value for t in at.title)
+    at.button(key="step_back").click().run()  # no tabs here: back to the page before
+    assert at.session_state[navigation.CURRENT_KEY] == "pages/4_Masking.py"
+
+
+def test_the_charts_save_at_slide_resolution_or_as_svg():
+    at = run_page("pages/3_One_head.py")
+    config = json.loads(at.get("plotly_chart")[0].proto.config)["toImageButtonOptions"]
+    assert config["format"] == "png" and config["scale"] >= 2
+    at = run_page("pages/3_One_head.py", **{export.FORMAT_KEY: "SVG"})
+    assert json.loads(at.get("plotly_chart")[0].proto.config)["toImageButtonOptions"]["format"] == "svg"
+
+
+def test_pages_offer_their_numbers_and_the_trace():
+    at = run_page("pages/3_One_head.py")
+    assert [b.proto.label for b in at.sidebar.get("download_button")] == ["Numbers on this page (CSV)", "The model's trace (NPZ)"]
+    lecture = run_page("pages/6_Lecture_example.py")  # no model: its numbers, no trace
+    assert [b.proto.label for b in lecture.sidebar.get("download_button")] == ["Numbers on this page (CSV)"]
+
+
+def test_the_csv_holds_the_home_maps_weights():
+    at = run_page("app.py", sentence="the cat and the dog", layer="1", head="2")
+    rows = list(csv.DictReader(io.StringIO(to_csv(charts_by_key(at)))))
+    cells = [r for r in rows if r["chart"] == "home_pattern"]
+    lm = ui.get_model("shakespeare-gpt")
+    pattern = run_trace(lm.model, lm.tokenizer, "the cat and the dog")["blocks.1.attn.hook_pattern"][2]  # (T, T)
+    T = len(pattern)
+    assert len(cells) == T * T
+    got = np.array([float(r["z"]) if r["z"] else 0.0 for r in cells]).reshape(T, T)  # the blank (future) cells are 0 weight
+    np.testing.assert_allclose(got, pattern, atol=1e-6)
+
+
+def test_the_npz_holds_every_array_of_the_trace():
+    lm = ui.get_model("shakespeare-gpt")
+    tr = run_trace(lm.model, lm.tokenizer, "I love bears.")
+    saved = np.load(io.BytesIO(export.trace_npz(tr)))
+    assert list(saved["tokens"]) == list(tr.encoding.labels) and list(saved["ids"]) == list(tr.encoding.ids)
+    assert set(saved.files) == {"tokens", "ids", *tr.names}
+    for name in tr.names:
+        np.testing.assert_array_equal(saved[name], tr[name])
+
+
+@pytest.mark.parametrize("n", range(1, len(tour.STOPS) + 1))
+def test_each_tour_stop_opens_its_page_tab_and_sentence(n):
+    stop = tour.STOPS[n - 1]
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
+    at.switch_page(str(ROOT / "pages/0_Guided_tour.py")).run()
+    at.slider(key=tour.INDEX_KEY).set_value(n).run()
+    at.button(key="tour_open").click().run()
+    assert_ok(at)
+    assert at.session_state[navigation.CURRENT_KEY] == stop.page
+    assert at.session_state["atlas_sentence"] == tour.SENTENCE
+    assert at.title and "tour" not in at.title[0].value.lower()  # the stop's page drew, not the tour
+    if stop.tab is not None:
+        key, label = stop.tab
+        assert label in lazy_tabs(at)[key] and at.session_state[key] == label
+
+
+def test_the_step_keys_walk_the_tour_in_presenter_view():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.query_params["present"] = "true"
+    at.run()
+    at.switch_page(str(ROOT / "pages/0_Guided_tour.py")).run()
+    at.button(key="step_next").click().run()
+    at.button(key="step_next").click().run()
+    assert at.slider(key=tour.INDEX_KEY).value == 3
+    assert presenter.TABS_KEY in at.session_state

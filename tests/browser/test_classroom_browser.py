@@ -1,0 +1,154 @@
+"""Classroom features in headless Chromium: the menu, presenter view and its keys, links, and the downloads."""
+
+from __future__ import annotations
+
+import csv
+import io
+import struct
+import urllib.parse
+
+import numpy as np
+import pytest
+
+from scripts.browser import serve_app, wait_rendered
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+pytestmark = pytest.mark.browser
+
+PROJECTOR = {"width": 1024, "height": 768}
+SECTIONS = ["Start", "Inputs", "One head", "The whole model", "Beyond"]
+
+
+@pytest.fixture
+def tab(browser):
+    page = browser.new_page(viewport=PROJECTOR, accept_downloads=True)
+    yield page
+    page.close()
+
+
+def menu(page) -> str:
+    return page.locator('[data-testid="stSidebarNav"]').inner_text()
+
+
+def settle(page) -> None:
+    page.wait_for_timeout(600)
+    wait_rendered(page)
+
+
+def test_a_first_visit_to_a_page_address_gets_the_grouped_menu(browser):
+    with serve_app() as base:  # a fresh server: nothing has opened the home page yet
+        page = browser.new_page(viewport=PROJECTOR)
+        page.goto(base + "/One_head")
+        wait_rendered(page)
+        text = menu(page)
+        assert all(s in text for s in SECTIONS) and "Guided tour" in text and "Heads forming" in text
+        assert "View" not in text and "app" not in text.split()  # every page listed; the home page is "Home"
+        assert text.index("Home") < text.index("Tokens and embeddings")
+        page.close()
+
+
+def test_presenter_view_is_readable_on_a_projector(base_url, tab):
+    tab.goto(base_url + "/One_head?present=true&onehead_step=4+%C2%B7+Mask%2C+then+softmax")
+    wait_rendered(tab)
+    assert tab.locator('[data-testid="stSidebar"]').evaluate("e => e.getBoundingClientRect().right") <= 1  # collapsed
+    sentence = tab.locator('[data-testid="stMain"]').get_by_role("textbox", name="Sentence")
+    assert sentence.is_visible() and sentence.bounding_box()["y"] < 300  # the controls sit above the page
+    ticks = tab.locator(".js-plotly-plot .xtick text").evaluate_all("ts => ts.map(t => parseFloat(getComputedStyle(t).fontSize))")
+    titles = tab.locator(".js-plotly-plot .gtitle").evaluate_all("ts => ts.map(t => parseFloat(getComputedStyle(t).fontSize))")
+    assert ticks and min(ticks) >= 16 and titles and min(titles) >= 20
+
+
+def test_arrow_keys_and_clicker_keys_step_through_tabs_then_pages(base_url, tab):
+    tab.goto(base_url + "/Masking?present=true&masking_part=3+%C2%B7+Seeing+the+future")
+    wait_rendered(tab)
+    tab.keyboard.press("ArrowRight")
+    settle(tab)
+    assert tab.get_by_role("tab", name="4 · The padding mask").get_attribute("aria-selected") == "true"
+    assert "masking_part=4 · The padding mask" in urllib.parse.unquote_plus(tab.url)
+    tab.keyboard.press("PageDown")  # past the last tab: the next page, still in presenter view
+    settle(tab)
+    assert "/Softmax_and_temperature" in tab.url and "present=true" in tab.url
+    tab.keyboard.press("PageUp")
+    settle(tab)
+    assert "/Masking" in tab.url
+
+
+def test_a_shared_link_opens_the_same_view(base_url, browser, tab):
+    tab.goto(base_url + "/Softmax_and_temperature")
+    wait_rendered(tab)
+    box = tab.get_by_role("textbox", name="Scores s")
+    box.fill("1, 3, 9")
+    box.press("Enter")
+    settle(tab)
+    link = tab.url
+    assert "softmax_scores=1%2C+3%2C+9" in link
+    other = browser.new_page(viewport=PROJECTOR)  # another student's browser: a new session
+    other.goto(link)
+    wait_rendered(other)
+    assert other.get_by_role("textbox", name="Scores s").input_value() == "1, 3, 9"
+    other.goto(base_url + "/One_head")
+    wait_rendered(other)
+    other.get_by_role("tab", name="3 · Scores and scaling").click()
+    settle(other)
+    assert "onehead_step=3 · Scores and scaling" in urllib.parse.unquote_plus(other.url)
+    third = browser.new_page(viewport=PROJECTOR)
+    third.goto(other.url)
+    wait_rendered(third)
+    assert third.get_by_role("tab", name="3 · Scores and scaling").get_attribute("aria-selected") == "true"
+    other.close()
+    third.close()
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_charts_save_as_large_png_or_svg_and_pages_save_numbers_and_trace(base_url, tab):
+    tab.goto(base_url + "/")
+    wait_rendered(tab)
+    chart = tab.locator(".stPlotlyChart").first
+    width = chart.bounding_box()["width"]
+    chart.hover()
+    with tab.expect_download() as got:
+        chart.locator('.modebar-btn[data-title^="Download plot"]').click()
+    w, _ = png_size(open(got.value.path(), "rb").read())
+    assert w >= 2 * width - 2  # slide resolution: at least twice the size on screen
+    with tab.expect_download() as got:
+        tab.get_by_role("button", name="Numbers on this page (CSV)").click()
+    rows = list(csv.DictReader(io.StringIO(open(got.value.path(), encoding="utf-8").read())))
+    weights = [float(r["z"]) for r in rows if r["chart"] == "home_pattern" and r["z"]]
+    assert weights and max(weights) <= 1.0 and min(weights) >= 0.0
+    with tab.expect_download() as got:
+        tab.get_by_role("button", name="The model's trace (NPZ)").click()
+    saved = np.load(got.value.path())
+    assert "blocks.0.attn.hook_pattern" in saved.files and saved["blocks.0.attn.hook_pattern"].shape[-1] == len(saved["tokens"])
+    tab.goto(base_url + "/?chart_format=SVG")
+    wait_rendered(tab)
+    chart = tab.locator(".stPlotlyChart").first
+    chart.hover()
+    with tab.expect_download() as got:
+        chart.locator(".modebar-btn[data-title^='Download plot']").click()
+    assert open(got.value.path(), "rb").read(200).lstrip().startswith(b"<svg")
+
+
+@pytest.mark.parametrize("width,height", [(390, 844), (768, 1024)])
+def test_on_a_phone_or_tablet_the_sentence_box_is_on_the_page(base_url, browser, width, height):
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.goto(base_url + "/One_head")
+    wait_rendered(page)
+    box = page.locator('[data-testid="stMain"]').get_by_role("textbox", name="Sentence")
+    assert box.is_visible() and box.bounding_box()["y"] + box.bounding_box()["height"] < height  # on the first screen
+    box.fill("I love bears.")
+    box.press("Control+Enter")
+    settle(page)
+    assert "sentence=I+love+bears." in page.url
+    page.close()
+
+
+def test_on_a_desktop_the_controls_stay_in_the_sidebar(base_url, tab):
+    tab.set_viewport_size({"width": 1440, "height": 900})
+    tab.goto(base_url + "/One_head")
+    wait_rendered(tab)
+    assert not tab.locator('[data-testid="stMain"]').get_by_role("textbox", name="Sentence").is_visible()
+    assert tab.locator('[data-testid="stSidebar"]').get_by_role("textbox", name="Sentence").is_visible()

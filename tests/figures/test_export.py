@@ -1,0 +1,44 @@
+"""The CSV of a page's charts: every drawn value, with the labels the axes show."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import io
+
+import numpy as np
+
+from figures.common import bars, heatmap
+from figures.export import to_csv
+
+
+def read(text: str) -> list[list[str]]:
+    return list(csv.reader(io.StringIO(text)))
+
+
+def test_a_heatmap_gives_a_row_per_cell_with_its_token_labels():
+    z = np.array([[1.0, -np.inf], [0.25, 0.75]])  # a causal row 0: its future cell is masked
+    fig = heatmap(z, ["The", "<b>cat"], ["The", "<b>cat"], title="weights")
+    rows = read(to_csv({"weights": fig.to_dict()}))
+    assert rows[0] == ["chart", "trace", "x", "y", "z"]
+    assert rows[1:] == [
+        ["weights", "heatmap 0", "The", "The", "1.0"],
+        ["weights", "heatmap 0", "<b>cat", "The", ""],  # the masked cell is drawn blank: no number; the label unescaped
+        ["weights", "heatmap 0", "The", "<b>cat", "0.25"],
+        ["weights", "heatmap 0", "<b>cat", "<b>cat", "0.75"],
+    ]
+
+
+def test_bars_and_a_formula_looking_label():
+    fig = bars(np.array([0.5, 0.125]), ["=cmd()", "+1"], title="p")
+    rows = read(to_csv({"a": fig.to_dict(), "b": {"data": [{"type": "scatter", "x": [1, 2], "y": [3, 4], "name": "line"}], "layout": {}}}))
+    body = [r[2:] for r in rows[1:]]
+    assert body[:2] == [["'=cmd()", "0.5", ""], ["'+1", "0.125", ""]]  # a spreadsheet would run "=cmd()"
+    assert rows[3:] == [["b", "line", "1", "3", ""], ["b", "line", "2", "4", ""]]
+
+
+def test_plotly_typed_arrays_are_decoded():
+    z = np.arange(6, dtype=np.float32).reshape(2, 3)
+    spec = {"data": [{"type": "heatmap", "z": {"dtype": "f4", "bdata": base64.b64encode(z.tobytes()).decode(), "shape": "2, 3"}}], "layout": {}}
+    rows = read(to_csv({"m": spec}))
+    assert [float(r[4]) for r in rows[1:]] == list(range(6)) and [r[2:4] for r in rows[1:4]] == [["0", "0"], ["1", "0"], ["2", "0"]]

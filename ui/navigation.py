@@ -1,0 +1,96 @@
+"""The app's pages in reading order, grouped into sections: the sidebar menu, the home page's cards and the
+previous/next keys all read this one list."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import streamlit as st
+
+ROOT = Path(__file__).resolve().parent.parent
+CURRENT_KEY = "atlas_page"
+
+
+@dataclass(frozen=True)
+class PageInfo:
+    path: str  # from the project root
+    title: str
+    icon: str
+    blurb: str  # one sentence for the home page's card
+
+    @property
+    def url_path(self) -> str:
+        """The page's address: "pages/3_One_head.py" → "One_head", "tour.py" → "tour" (the home page: "")."""
+        stem = Path(self.path).stem
+        return "" if self.path == HOME.path else stem.split("_", 1)[1] if stem[0].isdigit() else stem
+
+
+HOME = PageInfo("home.py", "Home", "🧭", "What the app is, the pipeline at a glance, one live attention map.")
+TOUR = PageInfo("pages/0_Guided_tour.py", "Guided tour", "🚶", "Ten stops from text to the next token, on one sentence.")
+SECTIONS: dict[str, tuple[PageInfo, ...]] = {
+    "Start": (HOME, TOUR),
+    "Inputs": (
+        PageInfo("pages/1_Tokens_and_embeddings.py", "Tokens and embeddings", "🔤", "Text is cut into sub-word tokens, each with an id and a learned vector."),
+        PageInfo("pages/2_Positional_encoding.py", "Positional encoding", "📍", "A position vector is added so that order matters."),
+    ),
+    "One head": (
+        PageInfo("pages/3_One_head.py", "One head", "🔍", "Q, K, V → scores → ÷√d_k → mask → softmax → weighted sum of values."),
+        PageInfo("pages/4_Masking.py", "Masking", "🎭", "A decoder may not look at the future."),
+        PageInfo("pages/5_Softmax_and_temperature.py", "Softmax and temperature", "🌡️", "How scores become weights, and why we scale them."),
+        PageInfo("pages/6_Lecture_example.py", "Lecture example", "🎓", "The 4-word worked example, every matrix shown."),
+    ),
+    "The whole model": (
+        PageInfo("pages/7_Multi_head.py", "Multi-head", "🐙", "Heads side by side, concatenated and projected by W_O."),
+        PageInfo("pages/8_Inside_a_block.py", "Inside a block", "🧱", "Residual stream, LayerNorm, feed-forward network."),
+        PageInfo("pages/9_Next_token.py", "Next token", "🎲", "Logits → softmax → sampling; the logit lens."),
+    ),
+    "Beyond": (
+        PageInfo("pages/10_Context.py", "Context changes meaning", "🐻", "The same word gets different vectors in different sentences."),
+        PageInfo("pages/11_Query_key_map.py", "Query–key map", "🗺️", "Queries and keys in one picture."),
+        PageInfo("pages/12_Cross_attention.py", "Cross-attention", "🌉", "Cross-attention aligns a translation with its source."),
+        PageInfo("pages/13_RoPE_and_shared_heads.py", "RoPE and shared heads", "🌀", "Llama's rotated queries and keys; query heads sharing key/value heads."),
+        PageInfo("pages/14_Encoder_vs_decoder.py", "Encoder vs decoder", "↔️", "One sentence through BERT and a decoder, side by side."),
+        PageInfo("pages/15_Heads_forming.py", "Heads forming", "🌱", "A tiny model learns induction heads while it trains."),
+    ),
+}
+ORDER = [p for pages in SECTIONS.values() for p in pages]  # reading order: what the next-page key follows
+
+
+def page_of(path: str) -> PageInfo:
+    """The entry of a page file ("pages/3_One_head.py")."""
+    return next(p for p in ORDER if p.path == path)
+
+
+def neighbour(path: str, step: int) -> PageInfo | None:
+    """The page `step` places after (or, step < 0, before) `path` in reading order; None past either end."""
+    i = [p.path for p in ORDER].index(path) + step
+    return ORDER[i] if 0 <= i < len(ORDER) else None
+
+
+def current() -> str | None:
+    """The page file the router is running; None when a page runs on its own (as in tests)."""
+    return st.session_state.get(CURRENT_KEY)
+
+
+def take_over() -> None:
+    """Make sure the router runs. A Streamlit server that finds a pages/ folder beside app.py starts in its older
+    multipage mode, in which the first visit of a page's address (/One_head) runs that page alone, with a plain
+    menu, until some run of app.py calls st.navigation. A page calls this first: it leaves that mode for the whole
+    process (what st.navigation itself does) and runs again, through the router. If Streamlit no longer has the
+    flag, nothing changes (the plain menu shows until the home page is opened once)."""
+    try:
+        from streamlit.runtime.pages_manager import PagesManager
+    except ImportError:
+        return
+    if getattr(PagesManager, "uses_pages_directory", None):
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
+def run() -> None:
+    """The sidebar menu, grouped by section, with every page visible; then run the page the address names."""
+    menu = {section: [st.Page(str(ROOT / p.path), title=p.title, icon=p.icon, url_path=p.url_path or None, default=p is HOME) for p in pages] for section, pages in SECTIONS.items()}
+    page = st.navigation(menu, expanded=True)
+    st.session_state[CURRENT_KEY] = next(p.path for p in ORDER if p.url_path == page.url_path)
+    page.run()

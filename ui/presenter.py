@@ -1,0 +1,116 @@
+"""Presenter view and the step keys.
+
+Presenter view (a toggle, kept in the address as ?present=true) is for a projector: the sidebar starts collapsed,
+the shared controls sit in a compact bar above the figures, text and chart labels are larger, and the page's
+introduction and captions (the written explanations, which the teacher says aloud) are hidden.
+
+The step keys: ← and → (and PageUp/PageDown, what presentation clickers send) open the previous or next tab of a
+page; past the first or last tab, or on a page without tabs, they open the previous or next page.
+"""
+
+from __future__ import annotations
+
+import re
+
+import streamlit as st
+
+from . import navigation
+
+AXIS = re.compile(r"[xy]axis\d*$")
+KEY = "present"
+TABS_KEY = "atlas_tabs"  # (page, tabs key, labels) of the lazy tabs the current page drew last
+GOTO_KEY = "atlas_goto"  # the page a step key asked for, opened at the start of the next run
+TICK_PX, TITLE_PX = 16, 22  # chart text in presenter view (Streamlit's theme: 12 and 14)
+BAR_KEY = "atlas_bar"  # the container of the controls bar above the page
+NARROW_PX = 900  # below this width Streamlit starts with the sidebar closed: the bar shows instead
+BAR_CSS = f"<style>.st-key-{BAR_KEY} {{ display: none; }} @media (max-width: {NARROW_PX}px) {{ .st-key-{BAR_KEY} {{ display: flex; }} }}</style>"
+CSS = """<style>
+.st-key-atlas_bar { display: flex !important; }
+html { font-size: 19px; }
+[data-testid="stCaptionContainer"] { display: none; }
+[data-testid="stMainBlockContainer"] { padding-top: 4rem; max-width: none; }
+h1 { font-size: 2rem !important; padding-top: 0 !important; }
+[data-testid="stElementContainer"]:has(h1) + [data-testid="stElementContainer"]:has([data-testid="stMarkdown"]) { display: none; }
+</style>"""
+HIDDEN_KEYS_CSS = "<style>.st-key-step_pageup, .st-key-step_pagedown { display: none; }</style>"
+
+
+def on() -> bool:
+    """Whether presenter view is on: the toggle, or on a first visit the address (?present=true)."""
+    if KEY in st.session_state:
+        return bool(st.session_state[KEY])
+    return st.query_params.get(KEY, "").lower() in ("true", "1")
+
+
+def sidebar_state() -> str:
+    return "collapsed" if on() else "auto"
+
+
+def toggle() -> None:
+    help_present = "For a projector: larger text, controls above the figures, no captions. ← → (or a clicker) step through the tabs and pages."
+    st.toggle("Presenter view", key=KEY, bind="query-params", persist_state="session", help=help_present)
+
+
+def style(presenting: bool) -> None:
+    """The controls bar's visibility, and in presenter view the larger type (static CSS, no user text)."""
+    st.html(BAR_CSS + (CSS if presenting else ""))
+
+
+def larger(layout: dict) -> dict:
+    """Layout updates for a chart in presenter view: ticks TICK_PX, axis titles and legend larger, the title TITLE_PX,
+    margins and height grown in proportion (the margins were sized for the theme's 12 px labels)."""
+    grow = TICK_PX / 12
+    axes = [k for k in layout if AXIS.match(k)] or ["xaxis", "yaxis"]
+    out = {k: {**(layout.get(k) or {}), "tickfont": {"size": TICK_PX}, "title": {**_title(layout.get(k)), "font": {"size": TICK_PX + 2}}} for k in axes}
+    margin = layout.get("margin") or {}
+    out.update(
+        font={"size": TICK_PX},
+        legend={**(layout.get("legend") or {}), "font": {"size": TICK_PX}},
+        title={**_title(layout), "font": {"size": TITLE_PX}},
+        margin={**margin, **{side: round(margin[side] * grow) for side in "lrtb" if side in margin}},
+        height=round((layout.get("height") or 420) * grow),
+    )
+    return out
+
+
+def _title(parent) -> dict:
+    """An element's title as a dict (plotly also takes a bare string)."""
+    title = (parent or {}).get("title")
+    return title if isinstance(title, dict) else {} if title is None else {"text": title}
+
+
+def step(delta: int) -> None:
+    """Open the next (delta = 1) or previous (-1) tab of the current page, or past its ends the next or previous page."""
+    page = navigation.current()
+    tabs = st.session_state.get(TABS_KEY)
+    if tabs is not None and tabs[0] == page:
+        _, key, labels = tabs
+        i = labels.index(st.session_state.get(key) or labels[0]) + delta
+        if 0 <= i < len(labels):
+            st.session_state[key] = labels[i]
+            return
+    other = navigation.neighbour(page, delta) if page else None
+    if other is not None:
+        st.session_state[GOTO_KEY] = other.path
+
+
+def follow() -> None:
+    """Open the page a step key asked for (call at the start of a page's run)."""
+    goto = st.session_state.pop(GOTO_KEY, None)
+    if goto is not None:  # an empty address: the pages' controls kept there cannot be cleared by name (sidebar() writes the shared state back)
+        st.switch_page(str(navigation.ROOT / goto), query_params={})
+
+
+def step_buttons() -> None:
+    """◀ and ▶ buttons bound to ←/→, and two hidden ones bound to PageUp/PageDown."""
+    st.html(HIDDEN_KEYS_CSS)
+    with st.container(horizontal=True, gap="small"):
+        st.button("◀", key="step_back", on_click=step, args=(-1,), shortcut="Left", help="Previous step or page (←, PageUp)")
+        st.button("▶", key="step_next", on_click=step, args=(1,), shortcut="Right", help="Next step or page (→, PageDown)")
+        st.button("PageUp", key="step_pageup", on_click=step, args=(-1,), shortcut="PageUp")
+        st.button("PageDown", key="step_pagedown", on_click=step, args=(1,), shortcut="PageDown")
+
+
+def remember_tabs(key: str, labels: list[str]) -> None:
+    """Record the page's lazy tabs, for the step keys."""
+    st.session_state[TABS_KEY] = (navigation.current(), key, labels)
