@@ -7,13 +7,18 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import esc, figure, layout_dict, title_dict
+from .common import LEGEND_BELOW, esc, figure, layout_dict, title_dict
 
+MAX_STAGE_TICKS = 16  # tick labels on the cosine chart's x axis: every stage up to this many, then every few
 COLORS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2")
 
 
 def cosine_lines(cos: np.ndarray, pair_names: Sequence[str], stage_labels: Sequence[str], title: str) -> go.Figure:
-    """One line per sentence pair: cosine similarity of the word's vectors (rows of cos, (n_pairs, stages)) at every stage."""
+    """One line per sentence pair: cosine similarity of the word's vectors (rows of cos, (n_pairs, stages)) at every stage.
+
+    stage_labels: the stages' full names, for the hover (the first is the embedding, stage k + 1 the output of block k);
+    the axis writes them short ("emb", "L0", …) so that they stay horizontal.
+    """
     x = np.arange(len(stage_labels))
     lines = [
         {
@@ -23,13 +28,16 @@ def cosine_lines(cos: np.ndarray, pair_names: Sequence[str], stage_labels: Seque
             "mode": "lines+markers",
             "name": esc(name),
             "line": {"color": COLORS[k % len(COLORS)]},
-            "hovertemplate": f"{esc(name)}<br>%{{x}}: cos = %{{y:.4f}}<extra></extra>",
+            "text": [esc(s) for s in stage_labels],
+            "hovertemplate": f"{esc(name)}<br>%{{text}}: cos = %{{y:.4f}}<extra></extra>",
         }
         for k, (name, c) in enumerate(zip(pair_names, cos, strict=True))
     ]
-    axis = {"tickmode": "array", "tickvals": x.tolist(), "ticktext": [esc(s) for s in stage_labels], "title": title_dict("vector")}
+    short = ["emb", *(f"L{k}" for k in range(len(stage_labels) - 1))]  # long names ("after block 12") turn vertical and take more height than the plot
+    step = max(1, -(-len(short) // MAX_STAGE_TICKS))
+    axis = {"tickmode": "array", "tickvals": x[::step].tolist(), "ticktext": short[::step], "title": title_dict("vector: emb = the embedding W_E[id], Lk = after block k")}
     y_axis = {"title": title_dict("cosine similarity"), "range": [min(-0.05, float(np.min(cos)) - 0.05), 1.05]}
-    return figure(lines, layout_dict(title, 380, xaxis=axis, yaxis=y_axis))
+    return figure(lines, layout_dict(title, 380, xaxis=axis, yaxis=y_axis, legend=LEGEND_BELOW))  # a legend on the right leaves a phone ~70 px of plot
 
 
 LABELLED_POINTS = 13  # more stages than this: only every few points carries its label on the map (every one in its hover)
@@ -58,4 +66,4 @@ def trajectories_figure(coords: np.ndarray, sentence_names: Sequence[str], point
         for k, (name, xy) in enumerate(zip(sentence_names, np.asarray(coords, dtype=np.float32), strict=True))
     ]
     axes = {f"{a}axis": {"title": title_dict(f"PC{k + 1} ({100 * explained[k]:.1f}% of variance)")} for k, a in enumerate("xy")}
-    return figure(paths, layout_dict(title, 480, **axes))
+    return figure(paths, layout_dict(title, 480, legend=LEGEND_BELOW, **axes))

@@ -19,6 +19,7 @@ def alignment_heatmap(weights: np.ndarray, written: Sequence[str], source: Seque
     `gold` (source index, target index) pairs are drawn as open red squares on top.
     """
     T, S = np.shape(weights)
+    values = T * S <= SHOW_VALUES_MAX
     fig = heatmap(
         weights,
         source,
@@ -29,8 +30,9 @@ def alignment_heatmap(weights: np.ndarray, written: Sequence[str], source: Seque
         zmin=0,
         zmax=1,
         value_name="weight",
-        show_values=T * S <= SHOW_VALUES_MAX,
+        show_values=values,
         height=max(320, 120 + 28 * T),
+        extra={"showscale": not values},  # the weights written in the cells need no colour bar (~110 px of a narrow column)
     )
     if not len(gold):
         return fig

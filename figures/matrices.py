@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 
 from .common import DIVERGING, SEQUENTIAL, heatmap
 
+WEIGHTS_EXTRA_HEIGHT = 160
 CELL_FORMAT = "%{z:.3~g}"  # d3-format: 2 → "2", 0.98522 → "0.985", 5.7735 → "5.77"
 
 
@@ -22,6 +23,7 @@ def matrix(
     col_title: str = "",
     zmin: float | None = None,
     zmax: float | None = None,
+    extra_height: int = 0,
 ) -> go.Figure:
     """A (rows, cols) matrix as a heatmap with each value written in its cell; diverging colours when it holds both signs."""
     m = np.asarray(m, dtype=np.float64)
@@ -37,8 +39,9 @@ def matrix(
         zmid=0.0 if signed else None,
         zmin=zmin,
         zmax=zmax,
-        height=110 + 45 * m.shape[0],
-        extra={"texttemplate": CELL_FORMAT},  # the number in every cell, formatted by plotly from z itself
+        height=110 + 45 * m.shape[0] + extra_height,
+        # the number in every cell, formatted by plotly from z itself; so no colour bar, which would take ~110 px of a narrow column
+        extra={"texttemplate": CELL_FORMAT, "showscale": False},
     )
 
 
@@ -54,5 +57,6 @@ def lecture_figures(m: dict[str, np.ndarray], words: Sequence[str], dims: Sequen
         "weights": ("weights = softmax (rows)", words, words, "query", "key"),
         "attention": ("attention = weights·V", *words_dims),
     }
-    ranges = {"weights": {"zmin": 0.0, "zmax": 1.0}}
+    # the weights are the example's point: on a 0…1 scale, and taller than the others (the page draws them full width)
+    ranges = {"weights": {"zmin": 0.0, "zmax": 1.0, "extra_height": WEIGHTS_EXTRA_HEIGHT}}
     return {name: matrix(m[name], rows, cols, title=title, row_title=rt, col_title=ct, **ranges.get(name, {})) for name, (title, rows, cols, rt, ct) in shapes.items()}

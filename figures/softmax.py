@@ -8,10 +8,28 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import BAR_COLORS, esc, figure, layout_dict, title_dict
+from .common import BAR_COLORS, LEGEND_BELOW, esc, figure, layout_dict, title_dict
 
 TAU_TICKS = [0.05, 0.1, 0.2, 0.5, 1, 2, 5]
-LEGEND = {"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0}  # between the title and the plot: below it, it would cover the x-axis title
+LEGEND = LEGEND_BELOW  # under the x-axis title: plotly.js reserves the rows it wraps to
+
+
+def log_ticks(values: np.ndarray) -> list[float]:
+    """1-2-5 ticks of a log axis over the positive values, each written in full: plotly's own log ticks write the
+    minor ones as bare leading digits ("1, 2, 5, 10, 2, 5, 100"), which reads as a cut-off label."""
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v) & (v > 0)]
+    if not v.size:
+        return [1.0]
+    lo, hi = np.floor(np.log10(v.min())), np.ceil(np.log10(v.max()))
+    ticks = [m * 10.0**e for e in range(int(lo), int(hi) + 1) for m in (1, 2, 5)]
+    inside = [t for t in ticks if v.min() / 1.5 <= t <= v.max() * 1.5]
+    return inside if len(inside) >= 2 else ticks
+
+
+def tick_text(t: float) -> str:
+    """A tick value written in full: 0.05, 2, 20, 500, 1000."""
+    return f"{t:g}" if t < 1e5 else f"{t:.0e}"
 
 
 def temperature_curves(taus: np.ndarray, entropy: np.ndarray, top: np.ndarray, tau: float, entropy_now: float, top_now: float, max_entropy: float, height: int = 360) -> go.Figure:
@@ -75,6 +93,9 @@ def dk_lines(d_ks: np.ndarray, series: dict[str, np.ndarray], *, title: str, y_t
         )
     axes = {
         "xaxis": {"type": "log", "title": title_dict("d_k (dimensions of q and k)"), "tickvals": [int(d) for d in d_ks], "ticktext": [str(d) for d in d_ks]},
-        "yaxis": {"type": "log" if log_y else "linear", "title": title_dict(y_title)},
+        "yaxis": {"type": "linear", "title": title_dict(y_title)},
     }
+    if log_y:
+        ticks = log_ticks(np.concatenate([np.asarray(y, dtype=np.float64).ravel() for y in series.values()]))
+        axes["yaxis"] = {**axes["yaxis"], "type": "log", "tickmode": "array", "tickvals": ticks, "ticktext": [tick_text(t) for t in ticks]}
     return figure(data, layout_dict(title, height, legend=LEGEND, **axes))

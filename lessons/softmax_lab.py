@@ -54,6 +54,13 @@ def temperature_sweep(scores: np.ndarray, taus: np.ndarray, scale: float = 1.0) 
     return entropy_bits(p), p.max(axis=-1)
 
 
+# The worked table's numbers (printf style, as Streamlit's number columns read it): 4 significant digits, and
+# e-notation once a number has more than 4 digits before the point or 4 zeros after it. At scale ×100 e^z reaches
+# 1e+304 and a weight 1e-87; written out in full they are 300 digits wide and the grid cuts them off ("00000000000").
+TABLE_FORMAT = "%.4g"
+TABLE_CHARS = 11  # the longest number TABLE_FORMAT writes for a finite float64: "-1.798e+308"
+
+
 def worked_softmax(z: np.ndarray) -> dict[str, np.ndarray | float]:
     """The softmax of z spelled out: shift m (0 unless e^z would overflow), e^(z − m), their sum, the weights."""
     z = np.asarray(z, dtype=np.float64)

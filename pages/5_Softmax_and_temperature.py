@@ -54,7 +54,12 @@ def scores_section(s: np.ndarray) -> None:
         m2.metric("Entropy", f"{lab.entropy_bits(p):.3f} bits", help=f"0 bits = all weight on one score; {np.log2(len(s)):.3f} bits = equal weights.")
         w = lab.worked_softmax(scale * s / tau)
         exp_name = "e^z" if w["shift"] == 0 else "e^(z − max z)"
-        st.dataframe(pd.DataFrame({"score s": s, f"z = {scale}·s / {tau:g}": w["z"], exp_name: w["exp"], "weight": w["weights"]}), hide_index=True, key="softmax_worked")
+        st.dataframe(
+            pd.DataFrame(cols := {"score s": s, f"z = {scale}·s / {tau:g}": w["z"], exp_name: w["exp"], "weight": w["weights"]}),
+            hide_index=True,
+            key="softmax_worked",
+            column_config=dict.fromkeys(cols, st.column_config.NumberColumn(format=lab.TABLE_FORMAT)),
+        )
         if w["shift"]:
             st.caption(f"e^z would overflow, so every z is first lowered by the largest one, {w['shift']:.4g}: the weights stay exactly the same.")
     for line in lab.worked_latex(w) if len(s) <= 6 else ():

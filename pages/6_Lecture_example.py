@@ -76,9 +76,11 @@ for col, name in zip(st.columns(3), ("Q", "K", "V"), strict=True):
 st.subheader("4. Scores, scaling, softmax")
 st.markdown("Every query is compared with every key by a dot product, divided by √3, and each row is turned into weights by softmax: positive, and adding up to 1.")
 st.latex(r"e_{ij} = q_i \cdot k_j \qquad \frac{e_{ij}}{\sqrt{3}} \qquad \alpha_{ij} = \frac{\exp(e_{ij}/\sqrt{3})}{\sum_{j'} \exp(e_{ij'}/\sqrt{3})}")
-for col, name in zip(st.columns(3), ("scores", "scaled", "weights"), strict=True):
+for col, name in zip(st.columns(2), ("scores", "scaled"), strict=True):
     with col:
         show(name)
+
+show("weights")  # the example's point, full width: at least as large as every other matrix
 
 st.subheader("5. The output")
 st.markdown("Each word's new vector is the weighted average of the value vectors, with its row of weights.")

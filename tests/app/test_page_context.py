@@ -61,7 +61,8 @@ def assert_context(at, lm, sentences, pattern, layer=0, head=0, temperature=1.0,
         np.testing.assert_allclose(array(d["y"]), want, rtol=1e-4, atol=1e-5)
         same = traces[a].encoding.ids[pos[a]] == traces[b].encoding.ids[pos[b]]
         assert (abs(want[0] - 1) < 1e-6) == same  # identical at the embedding exactly when the token is the same
-    assert lines["layout"]["xaxis"]["ticktext"] == ["embedding W_E[id]", *(f"after block {i}" for i in range(lm.cfg.n_layer))]
+    assert lines["layout"]["xaxis"]["ticktext"] == ["emb", *(f"L{i}" for i in range(lm.cfg.n_layer))]  # short on the axis
+    assert lines["data"][0]["text"] == ["embedding W_E[id]", *(f"after block {i}" for i in range(lm.cfg.n_layer))]  # in full on hover
     # 2 · PCA of all vectors together (unit length or raw), against an SVD, per component up to sign
     flat = np.concatenate(vec)  # (n·(L+1), d)
     if unit:

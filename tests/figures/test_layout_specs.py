@@ -1,0 +1,70 @@
+"""The figure side of the layout fixes (tests/browser/test_layout.py checks the drawn result in Chromium)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from figures import margins
+from figures.common import LEGEND_BELOW, grouped_bars
+from figures.context import cosine_lines
+from figures.matrices import lecture_figures
+from figures.positions import bits_heatmap
+from figures.softmax import dk_lines, temperature_curves
+
+
+def layout(fig) -> dict:
+    return fig.to_dict()["layout"]
+
+
+def test_legends_sit_under_everything_in_the_figures_own_coordinates():
+    """A legend placed against the plot overprints the chart title or the x-axis title once it wraps; in container
+    coordinates plotly.js reserves its rows below the x-axis title."""
+    d_ks = np.array([1, 2, 4, 8])
+    figs = [
+        temperature_curves(np.geomspace(0.05, 5, 8), np.ones(8), np.ones(8), 1.0, 1.0, 0.5, 1.58),
+        dk_lines(d_ks, {"a": np.ones(4), "b": np.ones(4)}, title="t", y_title="y", chosen=1, log_y=True),
+        grouped_bars({"a": np.ones(3), "b": np.ones(3)}, ["x", "y", "z"], title="t"),
+        cosine_lines(np.ones((2, 3)), ["1 vs 2", "1 vs 3"], ["embedding W_E[id]", "after block 0", "after block 1"], "t"),
+    ]
+    for fig in figs:
+        assert layout(fig)["legend"] == LEGEND_BELOW
+
+
+def test_log_axis_ticks_are_written_in_full():
+    """plotly's own log ticks read "1, 2, 5, 10, 2, 5, 100" (minor ticks as bare digits)."""
+    y = layout(dk_lines(np.array([1, 4, 16, 64, 256, 512]), {"q·k": np.sqrt([1, 4, 16, 64, 256, 512.0])}, title="t", y_title="std", log_y=True))["yaxis"]
+    assert y["type"] == "log" and y["tickmode"] == "array"
+    assert y["ticktext"] == ["1", "2", "5", "10", "20"] and y["tickvals"] == [1, 2, 5, 10, 20]  # √512 ≈ 22.6
+
+
+def test_softmax_table_numbers_stay_short():
+    """At scale ×100 e^z reaches 1e+304 and a weight 1e-87: written in full they are cut off in the grid."""
+    from lessons import softmax_lab as lab
+
+    w = lab.worked_softmax(100 * np.array([2.0, 4.0, 7.0]))
+    for v in [*w["z"], *w["exp"], *w["weights"], -np.finfo(np.float64).max]:
+        assert len(lab.TABLE_FORMAT % v) <= lab.TABLE_CHARS
+
+
+def test_bar_values_hide_rather_than_overlap():
+    assert layout(grouped_bars({"a": np.ones(8), "b": np.ones(8)}, list("abcdefgh")))["uniformtext"] == {"minsize": 9, "mode": "hide"}
+
+
+def test_context_cosine_ticks_are_short():
+    labels = ["embedding W_E[id]", *(f"after block {i}" for i in range(30))]
+    x = layout(cosine_lines(np.ones((1, 31)), ["1 vs 2"], labels, "t"))["xaxis"]
+    assert x["ticktext"][0] == "emb" and all(len(t) <= 3 for t in x["ticktext"]) and len(x["ticktext"]) <= 16
+
+
+def test_cell_valued_maps_have_no_colour_bar():
+    """A colour bar takes ~110 px of a narrow column: the binary counter and the lecture's matrices write their values."""
+    bits = bits_heatmap(np.array([[0, 1], [1, 0]]))
+    assert bits.to_dict()["data"][0]["showscale"] is False and layout(bits)["xaxis"]["ticktext"] == ["0", "1"]
+    m = {
+        k: np.eye(4, 3) if k in ("X", "Q", "K", "V", "attention") else np.eye(3 if k.startswith("W") else 4)
+        for k in ("X", "W_Q", "W_K", "W_V", "Q", "K", "V", "scores", "scaled", "weights", "attention")
+    }
+    figs = lecture_figures(m, ["a", "b", "c", "d"], ["d1", "d2", "d3"])
+    assert all(f.to_dict()["data"][0]["showscale"] is False for f in figs.values())
+    assert margins._colorbar_px(figs["weights"].to_dict()["data"], layout(figs["weights"])) == 0
+    assert layout(figs["weights"])["height"] > max(layout(f)["height"] for k, f in figs.items() if k != "weights")
