@@ -23,7 +23,10 @@ GOTO_KEY = "atlas_goto"  # the page a step key asked for, opened at the start of
 TICK_PX, TITLE_PX = 16, 22  # chart text in presenter view (Streamlit's theme: 12 and 14)
 BAR_KEY = "atlas_bar"  # the container of the controls bar above the page
 NARROW_PX = 900  # below this width Streamlit starts with the sidebar closed: the bar shows instead
-BAR_CSS = f"<style>.st-key-{BAR_KEY} {{ display: none; }} @media (max-width: {NARROW_PX}px) {{ .st-key-{BAR_KEY} {{ display: flex; }} }}</style>"
+BAR_CSS = (  # on a narrow screen the bar leaves out the presets (they stay in the sidebar) to keep the first screen for the page
+    f"<style>.st-key-{BAR_KEY} {{ display: none; }} @media (max-width: {NARROW_PX}px) {{ .st-key-{BAR_KEY} {{ display: flex; }} "
+    ".st-key-bar_preset { display: none; } }</style>"
+)
 CSS = """<style>
 .st-key-atlas_bar { display: flex !important; }
 html { font-size: 19px; }
