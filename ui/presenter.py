@@ -22,18 +22,19 @@ TABS_KEY = "atlas_tabs"  # (page, tabs key, labels) of the lazy tabs the current
 GOTO_KEY = "atlas_goto"  # the page a step key asked for, opened at the start of the next run
 TICK_PX, TITLE_PX = 16, 22  # chart text in presenter view (Streamlit's theme: 12 and 14)
 BAR_KEY = "atlas_bar"  # the container of the controls bar above the page
+BAR_PREFIX = "bar_"  # the keys of the bar's controls (the sidebar's: "w_")
 NARROW_PX = 900  # below this width Streamlit starts with the sidebar closed: the bar shows instead
 BAR_CSS = (  # on a narrow screen the bar leaves out the presets (they stay in the sidebar) to keep the first screen for the page
     f"<style>.st-key-{BAR_KEY} {{ display: none; }} @media (max-width: {NARROW_PX}px) {{ .st-key-{BAR_KEY} {{ display: flex; }} "
-    ".st-key-bar_preset { display: none; } }</style>"
+    f".st-key-{BAR_PREFIX}preset {{ display: none; }} }}</style>"
 )
-CSS = """<style>
-.st-key-atlas_bar { display: flex !important; }
-html { font-size: 19px; }
-[data-testid="stCaptionContainer"] { display: none; }
-[data-testid="stMainBlockContainer"] { padding-top: 4rem; max-width: none; }
-h1 { font-size: 2rem !important; padding-top: 0 !important; }
-[data-testid="stElementContainer"]:has(h1) + [data-testid="stElementContainer"]:has([data-testid="stMarkdown"]) { display: none; }
+CSS = f"""<style>
+.st-key-{BAR_KEY} {{ display: flex !important; }}
+html {{ font-size: 19px; }}
+[data-testid="stCaptionContainer"] {{ display: none; }}
+[data-testid="stMainBlockContainer"] {{ padding-top: 4rem; max-width: none; }}
+h1 {{ font-size: 2rem !important; padding-top: 0 !important; }}
+[data-testid="stElementContainer"]:has(h1) + [data-testid="stElementContainer"]:has([data-testid="stMarkdown"]) {{ display: none; }}
 </style>"""
 HIDDEN_KEYS_CSS = "<style>.st-key-step_pageup, .st-key-step_pagedown { display: none; }</style>"
 
@@ -88,7 +89,7 @@ def step(delta: int) -> None:
     tabs = st.session_state.get(TABS_KEY)
     if tabs is not None and tabs[0] == page:
         _, key, labels = tabs
-        i = labels.index(st.session_state.get(key) or labels[0]) + delta
+        i = labels.index(st.session_state[key]) + delta if st.session_state.get(key) in labels else delta  # (none yet: the first is open)
         if 0 <= i < len(labels):
             st.session_state[key] = labels[i]
             return

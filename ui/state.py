@@ -159,7 +159,7 @@ def sidebar() -> State:
     presenter.style(presenting)
     with st.container(key=presenter.BAR_KEY):
         *where, keys = st.columns([2, 4, 1.4, 1.4, 2, 1.8], vertical_alignment="bottom")
-        _sentence_controls("bar_", where, cfg, compact=True)
+        _sentence_controls(presenter.BAR_PREFIX, where, cfg, compact=True)
         if presenting:
             with keys:
                 presenter.toggle()
