@@ -38,6 +38,14 @@ def assert_escaped(figs) -> None:
         assert "<script" not in str(c) and "<img" not in str(c)
 
 
+def assert_bad_input_drawn(at: AppTest, name: str, figs: list, n_tokens: int) -> None:
+    """A bad input the page accepted: the very long one is cut to the 256-token context with a note saying so,
+    and no figure holds a raw tag."""
+    if name == "very_long":
+        assert n_tokens == 256 and "reads at most 256" in texts(at)
+    assert_escaped(figs)
+
+
 def page_path(name: str) -> str:
     """'3_One_head' → the page file's path."""
     return str(ROOT / "pages" / f"{name}.py")

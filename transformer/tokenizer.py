@@ -70,6 +70,14 @@ class Encoding:
         return len(self.ids)
 
 
+def read_tokenizer_file(path: str | Path) -> HFTokenizer:
+    """A tokenizer.json read by `tokenizers`, whose bare Exception becomes a ValueError that names the file."""
+    try:
+        return HFTokenizer.from_file(str(path))
+    except Exception as err:  # `tokenizers` raises a bare Exception
+        raise ValueError(f"{Path(path).name} is not a tokenizer file that `tokenizers` can read ({err})") from err
+
+
 class Tokenizer:
     """Wraps a Hugging Face tokenizer: byte-level BPE (GPT-2, Llama) or WordPiece (BERT).
 
@@ -86,7 +94,7 @@ class Tokenizer:
 
     @classmethod
     def from_file(cls, path: str | Path) -> Tokenizer:
-        return cls(HFTokenizer.from_file(str(path)))
+        return cls(read_tokenizer_file(path))
 
     @classmethod
     def train(cls, texts: Iterable[str], vocab_size: int) -> Tokenizer:

@@ -217,24 +217,24 @@ Only the lexicon's words and the task's grammar; the semantics are random ("a de
 """
 
 
+TRAIN_FLAGS = ("steps", "batch_size", "lr", "n_train", "n_test", "eval_every", "seed", "threads")
+MODEL_FLAGS = ("d_model", "n_layer", "n_head", "d_mlp")
+
+
+def add_field_flags(p: argparse.ArgumentParser, defaults: object, names: tuple[str, ...]) -> None:
+    """One option per config field: `n_train` → --n-train, typed and defaulted from the dataclass."""
+    for name in names:
+        value = getattr(defaults, name)
+        p.add_argument("--" + name.replace("_", "-"), type=type(value), default=value, help=f"default {value}")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m transformer train-translator", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", type=Path, help="model directory to write")
     p.add_argument("--eval", type=Path, metavar="DIR", help="measure a saved translator on its held-out pairs")
     p.add_argument("--n", type=int, default=0, help="with --eval: held-out pairs to use (default: as in its card)")
-    d, m = TranslatorTrainConfig(), Seq2SeqConfig()
-    p.add_argument("--steps", type=int, default=d.steps)
-    p.add_argument("--batch-size", type=int, default=d.batch_size)
-    p.add_argument("--lr", type=float, default=d.lr)
-    p.add_argument("--n-train", type=int, default=d.n_train)
-    p.add_argument("--n-test", type=int, default=d.n_test)
-    p.add_argument("--eval-every", type=int, default=d.eval_every)
-    p.add_argument("--seed", type=int, default=d.seed)
-    p.add_argument("--threads", type=int, default=d.threads)
-    p.add_argument("--d-model", type=int, default=m.d_model)
-    p.add_argument("--n-layer", type=int, default=m.n_layer)
-    p.add_argument("--n-head", type=int, default=m.n_head)
-    p.add_argument("--d-mlp", type=int, default=m.d_mlp)
+    add_field_flags(p, TranslatorTrainConfig(), TRAIN_FLAGS)
+    add_field_flags(p, Seq2SeqConfig(), MODEL_FLAGS)
     p.add_argument("--dropout", type=float, default=0.0)
     a = p.parse_args(argv)
     if a.eval:
@@ -243,8 +243,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not a.out:
         p.error("give --out DIR to train, or --eval DIR to measure")
-    cfg = Seq2SeqConfig(d_model=a.d_model, n_layer=a.n_layer, n_head=a.n_head, d_mlp=a.d_mlp, dropout=a.dropout)
-    tc = TranslatorTrainConfig(steps=a.steps, batch_size=a.batch_size, lr=a.lr, n_train=a.n_train, n_test=a.n_test, eval_every=a.eval_every, seed=a.seed, threads=a.threads)
+    cfg = Seq2SeqConfig(**{k: getattr(a, k) for k in MODEL_FLAGS}, dropout=a.dropout)
+    tc = TranslatorTrainConfig(**{k: getattr(a, k) for k in TRAIN_FLAGS})
     command = "python -m transformer train-translator " + " ".join(shlex.quote(x) for x in (sys.argv[1:] if argv is None else argv))
     n = train(a.out, cfg, tc, command)
     print(f"held-out exact match {accuracy_text(n['exact_match'], tc.n_test)}  params {n['params']:,}  {n['minutes']:.1f} min → {a.out}")

@@ -10,7 +10,7 @@ import torch
 
 from figures.common import tick_labels
 from figures.multihead import OPACITY_STEP, mosaic_slices
-from tests.apptest_utils import BAD_INPUTS, EACH_BAD_INPUT, array, assert_escaped, assert_ok, chart_titled, charts, each_tab, open_tab, page_path, run_page, run_typed, texts
+from tests.apptest_utils import BAD_INPUTS, EACH_BAD_INPUT, array, assert_bad_input_drawn, assert_ok, chart_titled, charts, each_tab, open_tab, page_path, run_page, run_typed, texts
 from tests.apptest_utils import chart_z as z
 from transformer import Interventions, run_trace
 
@@ -343,9 +343,7 @@ def test_long_text_pools_the_overview(lm):
 
 @EACH_BAD_INPUT
 def test_bad_inputs(name, text):
-    at = run_typed(PAGE, text)
-    if at is None:
-        return
-    figs = [c for _ in each_tab(at) for c in charts(at)]
-    assert len(figs) == 10
-    assert_escaped(figs)
+    if at := run_typed(PAGE, text):
+        figs = [c for _ in each_tab(at) for c in charts(at)]
+        assert len(figs) == 10
+        assert_bad_input_drawn(at, name, figs, n_tokens=len(array(figs[0]["data"][0]["z"])))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tests.apptest_utils import EACH_BAD_INPUT, array, assert_ok, charts, page_path, run_page, run_typed, texts
+from tests.apptest_utils import EACH_BAD_INPUT, array, assert_bad_input_drawn, assert_ok, charts, page_path, run_page, run_typed, texts
 from transformer import Interventions, run_trace
 
 PAGE = page_path("11_Query_key_map")
@@ -182,10 +182,5 @@ def test_short_text_has_no_correlation(lm):
 
 @EACH_BAD_INPUT
 def test_bad_inputs(name, text):
-    at = run_typed(PAGE, text)
-    if at is None:
-        return
-    fig = figure(at)
-    if name == "very_long":
-        assert len(array(traces(at)["queries"]["x"])) == 256 and "reads at most 256" in texts(at)
-    assert "<script" not in str(fig) and "<img" not in str(fig)
+    if at := run_typed(PAGE, text):
+        assert_bad_input_drawn(at, name, [figure(at)], n_tokens=len(array(traces(at)["queries"]["x"])))

@@ -75,69 +75,40 @@ def edit_config(path, **changes):
     (path / "config.json").write_text(json.dumps(cfg))
 
 
-def test_unknown_model_type(hf_dir, tmp_path):
-    path = copy_dir(hf_dir, tmp_path)
-    edit_config(path, model_type="mamba")
-    with pytest.raises(ModelLoadError, match="model_type 'mamba' is not supported"):
-        load_model(path)
+def drop_config_key(key):
+    def drop(path):
+        cfg = json.loads((path / "config.json").read_text())
+        del cfg[key]
+        (path / "config.json").write_text(json.dumps(cfg))
+    return drop
 
 
-@pytest.mark.parametrize("missing", ["config.json", "model.safetensors", "tokenizer.json"])
-def test_missing_file(hf_dir, tmp_path, missing):
+# how a model folder is broken → what the error must say ("" when any ModelLoadError will do)
+BROKEN = {
+    "unknown model type": (lambda p: edit_config(p, model_type="mamba"), "model_type 'mamba' is not supported"),
+    "unsupported GPT-2 option": (lambda p: edit_config(p, scale_attn_by_inverse_layer_idx=True), "scale_attn_by_inverse_layer_idx"),
+    "config is not JSON": (lambda p: (p / "config.json").write_text("{not json"), "Could not read"),
+    "weights file is garbage": (lambda p: (p / "model.safetensors").write_bytes(b"\x00" * 100), "Could not read"),
+    "more layers than the file holds": (lambda p: edit_config(p, n_layer=3), ""),
+    "width unlike the weights": (lambda p: edit_config(p, n_embd=32), ""),
+    "config without n_head": (drop_config_key("n_head"), "n_head"),
+    "empty tokenizer": (lambda p: (p / "tokenizer.json").write_text("{}"), "tokenizer.json is not a tokenizer file"),
+    **{f"missing {f}": (lambda p, f=f: (p / f).unlink(), f"missing {f}") for f in ("config.json", "model.safetensors", "tokenizer.json")},
+}
+
+
+@pytest.mark.parametrize("case", BROKEN)
+def test_broken_model_folders_give_clear_errors(hf_dir, tmp_path, case):
+    break_it, message = BROKEN[case]
     path = copy_dir(hf_dir, tmp_path)
-    (path / missing).unlink()
-    with pytest.raises(ModelLoadError, match=f"missing {missing}"):
+    break_it(path)
+    with pytest.raises(ModelLoadError, match=message):
         load_model(path)
 
 
 def test_no_such_directory(tmp_path):
     with pytest.raises(ModelLoadError, match="No model directory"):
         load_model(tmp_path / "nope")
-
-
-def test_unsupported_gpt2_option(hf_dir, tmp_path):
-    path = copy_dir(hf_dir, tmp_path)
-    edit_config(path, scale_attn_by_inverse_layer_idx=True)
-    with pytest.raises(ModelLoadError, match="scale_attn_by_inverse_layer_idx"):
-        load_model(path)
-
-
-def test_broken_files_give_model_load_errors(hf_dir, tmp_path):
-    path = copy_dir(hf_dir, tmp_path)
-    (path / "config.json").write_text("{not json")
-    with pytest.raises(ModelLoadError, match="Could not read"):
-        load_model(path)
-    path = copy_dir(hf_dir, tmp_path / "b")
-    (path / "model.safetensors").write_bytes(b"\x00" * 100)
-    with pytest.raises(ModelLoadError, match="Could not read"):
-        load_model(path)
-
-
-def test_weights_that_do_not_fit_the_config(hf_dir, tmp_path):
-    path = copy_dir(hf_dir, tmp_path)
-    edit_config(path, n_layer=3)  # the file holds 2 layers
-    with pytest.raises(ModelLoadError):
-        load_model(path)
-    path = copy_dir(hf_dir, tmp_path / "b")
-    edit_config(path, n_embd=32)
-    with pytest.raises(ModelLoadError):
-        load_model(path)
-
-
-def test_incomplete_config(hf_dir, tmp_path):
-    path = copy_dir(hf_dir, tmp_path)
-    cfg = json.loads((path / "config.json").read_text())
-    del cfg["n_head"]
-    (path / "config.json").write_text(json.dumps(cfg))
-    with pytest.raises(ModelLoadError, match="n_head"):
-        load_model(path)
-
-
-def test_broken_tokenizer(hf_dir, tmp_path):
-    path = copy_dir(hf_dir, tmp_path)
-    (path / "tokenizer.json").write_text("{}")
-    with pytest.raises(ModelLoadError, match="tokenizer"):
-        load_model(path)
 
 
 def test_restricted_loading_only_opens_allowed_folders(hf_dir, monkeypatch):

@@ -89,6 +89,7 @@ from tokenizers import models, normalizers, pre_tokenizers
 from ..attention import Interventions, Record, visible_mask
 from ..config import ModelConfig
 from ..layers import MLP, Attention, Block, LayerNorm, init_normal, prefixed, sinusoidal_encoding
+from ..tokenizer import read_tokenizer_file
 from ..trace import BLOCK_NAMES
 
 MODEL_TYPE = "atlas-seq2seq"
@@ -288,7 +289,7 @@ class Vocab:
 
     @classmethod
     def from_file(cls, path: str | Path, n_source: int) -> Vocab:
-        return cls(HFTokenizer.from_file(str(path)), n_source)
+        return cls(read_tokenizer_file(path), n_source)
 
     def save(self, path: str | Path) -> None:
         self.hf.save(str(path))
