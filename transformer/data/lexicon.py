@@ -188,22 +188,13 @@ NUMBERS = {
     "twenty": "vingt",
 }
 
-# English (3rd person singular, plural) → French (singular, plural), present tense.
-VERBS = {
-    "sees": ("see", "voit", "voient"),
-    "likes": ("like", "aime", "aiment"),
-    "eats": ("eat", "mange", "mangent"),
-    "finds": ("find", "trouve", "trouvent"),
-    "follows": ("follow", "suit", "suivent"),
-    "wants": ("want", "veut", "veulent"),
-    "takes": ("take", "prend", "prennent"),
-    "watches": ("watch", "regarde", "regardent"),
-    "buys": ("buy", "achète", "achètent"),
-    "sells": ("sell", "vend", "vendent"),
-    "paints": ("paint", "peint", "peignent"),
-    "draws": ("draw", "dessine", "dessinent"),
-    "visits": ("visit", "visite", "visitent"),
-}
+# English (3rd person singular, plural) → French (singular, plural), present tense: "sees see voit voient".
+VERBS_TEXT = """
+sees see voit voient;likes like aime aiment;eats eat mange mangent;finds find trouve trouvent;follows follow suit suivent
+wants want veut veulent;takes take prend prennent;watches watch regarde regardent;buys buy achète achètent;sells sell vend vendent
+paints paint peint peignent;draws draw dessine dessinent;visits visit visite visitent
+"""
+
 
 PREPOSITIONS = {
     "with": "avec",
@@ -243,22 +234,24 @@ def _plural(word: str, lang: str) -> str:
     return word + "es" if word.endswith(("s", "sh", "ch", "x")) else word + "s"
 
 
+def _entries(text: str) -> list[str]:
+    """A table's entries: separated by ";" or a line break."""
+    return [e for e in text.replace("\n", ";").split(";") if e.strip()]
+
+
 def _nouns(text: str) -> tuple[Noun, ...]:
     out = []
-    for entry in text.replace("\n", ";").split(";"):
-        if entry.strip():
-            en, fr, gender = entry.split()
-            en, _, en_pl = en.partition("/")
-            fr, _, fr_pl = fr.partition("/")
-            out.append(Noun(en, en_pl or _plural(en, "en"), fr, fr_pl or _plural(fr, "fr"), gender))
+    for entry in _entries(text):
+        en, fr, gender = entry.split()
+        en, _, en_pl = en.partition("/")
+        fr, _, fr_pl = fr.partition("/")
+        out.append(Noun(en, en_pl or _plural(en, "en"), fr, fr_pl or _plural(fr, "fr"), gender))
     return tuple(out)
 
 
 def _adjectives(text: str) -> tuple[Adjective, ...]:
     out = []
-    for entry in text.replace("\n", ";").split(";"):
-        if not entry.strip():
-            continue
+    for entry in _entries(text):
         en, cls, *forms = entry.split()
         pre = forms[0] == "pre"
         forms = forms[1:] if pre else forms
@@ -274,6 +267,7 @@ ANIMATE = _nouns(ANIMATE_TEXT)  # people and animals: the subjects of sentences
 NOUNS = ANIMATE + _nouns(THINGS_TEXT)
 INSTITUTIONS = _nouns(INSTITUTIONS_TEXT)
 ADJECTIVES = _adjectives(ADJECTIVES_TEXT)
+VERBS = {en: (en_pl, fr, fr_pl) for en, en_pl, fr, fr_pl in map(str.split, _entries(VERBS_TEXT))}
 # The adjectives of institutional phrases: a region ("European") and a field ("economic").
 REGIONS = tuple(a for a in ADJECTIVES if CLASSES[a.rank] == "origin")
 FIELDS = tuple(a for a in ADJECTIVES if CLASSES[a.rank] == "purpose")
