@@ -10,7 +10,7 @@ state = ui.sidebar()
 lm = ui.get_model(state.model)
 
 st.title("🧭 Attention Atlas")
-st.markdown(
+ui.explain(
     "Type a sentence and watch a real transformer read it, one step at a time. "
     "Every number on every page comes from the model's own forward pass — nothing is made up. "
     "The sidebar holds the sentence, the model, and which **layer**, **head** and **attention "

@@ -25,7 +25,7 @@ def qk_scatter(q2: np.ndarray, k2: np.ndarray, labels: Sequence[str], i: np.ndar
     names = [esc(s) for s in labels]
     mode = "markers+text" if len(labels) <= TEXT_MAX else "markers"
     lx, ly = segments(q2[i], k2[j])
-    lines = {"type": "scatter", "x": lx, "y": ly, "mode": "lines", "line": {"color": "rgba(80,80,80,0.45)", "width": 1.5}, "hoverinfo": "skip", "name": "query → its strongest key(s)"}
+    lines = {"type": "scatter", "x": lx, "y": ly, "mode": "lines", "line": {"color": "rgba(80,80,80,0.45)", "width": 1.5}, "hoverinfo": "skip", "name": "query → its strongest key"}
     mid = (q2[i] + k2[j]) / 2  # (n, 2)
     weights = pair_markers(mid[:, 0], mid[:, 1], i, j, w, labels, "line middles", size=4, color="rgba(80,80,80,0.6)")
     points = [

@@ -253,7 +253,7 @@ def reading(cfg: ModelConfig, layer: int) -> Reading:
         + ("" if causal else " This model is an encoder: no causal mask (M = 0), every token sees the whole sentence.")
     )
     head = r"\mathrm{head}_h = \mathrm{softmax}\!\left(\frac{Q_h K_h^\top}{\sqrt{d_k}\,\tau} + M\right) V_h"
-    formula = rf"\mathrm{{MultiHead}}(X) = \mathrm{{Concat}}(\mathrm{{head}}_0,\dots,\mathrm{{head}}_{{h-1}})\,W_O{b_O}, \qquad " + head
+    formula = rf"\begin{{gathered}}\mathrm{{MultiHead}}(X) = \mathrm{{Concat}}(\mathrm{{head}}_0,\dots,\mathrm{{head}}_{{h-1}})\,W_O{b_O}, \\ " + head + r"\end{gathered}"
     sink, sink_to, columns = ("first-token", "the first token", "first-token column") if causal else ("[CLS]/[SEP]", "[CLS] and [SEP]", "[CLS] and [SEP] columns")
     where = "the very first token, whatever it is" if causal else "[CLS] and [SEP], the tokens the tokenizer adds at the start and the end"
     sink_note = (

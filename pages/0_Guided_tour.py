@@ -8,7 +8,7 @@ from ui.tour import INDEX_KEY, SENTENCE, STOPS, move, open_stop
 
 state = ui.sidebar()
 st.title("🚶 Guided tour")
-st.markdown(f"Ten stops from text to the next token, all on one sentence: *{SENTENCE}* Each stop opens a page at the right place; come back here (or use the menu) for the next one.")
+ui.explain(f"Ten stops from text to the next token, all on one sentence: *{SENTENCE}* Each stop opens a page at the right place; come back here (or use the menu) for the next one.")
 
 presenter.remember_tabs(INDEX_KEY, list(range(1, len(STOPS) + 1)))  # in presenter view, ← → move through the stops
 n = st.slider("Stop", 1, len(STOPS), key=INDEX_KEY, bind="query-params")

@@ -39,7 +39,7 @@ for name, default in (("context_sentences", "\n".join(SETS[first_set][0])), ("co
     st.session_state.setdefault(name, default)
 
 st.title("🐻 Context changes meaning")
-st.markdown(
+ui.explain(
     "The embedding gives a token **one** vector, whatever the sentence: *bears* the animals and *bears* the verb start out identical. Attention then mixes in the "
     "surrounding tokens, block after block, so the same token ends up with a different vector in each sentence. Here you follow one word through the model in 2 to 4 "
     "sentences and measure how far apart its vectors drift."
@@ -93,14 +93,14 @@ ids = {tr.encoding.ids[m.position] for tr, m in found.values()}
 key = (state.model, tuple(sentences), word.strip(), forms, state.temperature)  # fixes the traces and the vectors
 
 st.header("1 · How alike are the vectors, layer by layer?")
-st.markdown(read.similarity)
+ui.explain(read.similarity)
 st.markdown(cx.tokens_note(ids))
 cos_fig, cos = cm.cosine_figure(*key, numbers, vectors)
 ui.show_figure(cos_fig, key="context_cosine")
 st.caption(cx.cosine_note(cos))
 
 st.header("2 · Trajectories through the layers")
-st.markdown(
+ui.explain(
     "All these vectors, drawn in the two directions along which they spread the most (PCA). Each line is one sentence, from its embedding (emb) through the blocks "
     "(L0 = after block 0, …). Lines that start together and then part are the same token taking on different meanings."
 )
@@ -110,7 +110,7 @@ ui.show_figure(pca_fig, key="context_pca")
 st.caption(cx.spread_note(explained, vectors.shape[0] * vectors.shape[1]))
 
 st.header(f"3 · Where the word looks (layer {L}, head {H})")
-st.markdown(read.looks)
+ui.explain(read.looks)
 st.latex(r"\alpha_{ij} = \mathrm{softmax}_j\!\left(\frac{q_i \cdot k_j}{\sqrt{d_k}\,\tau}\right), \quad i = \text{the word's token}")
 bars = {f"context_attn_{n}": cm.attention_figure(state.model, sentences[n - 1], state.temperature, L, H, n, m.position, tr) for n, (tr, m) in found.items()}
 ui.side_by_side(bars)  # one chart per sentence that holds the word

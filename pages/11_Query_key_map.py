@@ -5,23 +5,24 @@ import streamlit as st
 import ui
 from figures import qk_map as fq
 from lessons import heads, qk_map
+from lessons.words import noun
 
 state = ui.sidebar()
 L, H = state.layer, state.head
 MIN_KEYS = 3  # a rank correlation needs a query that sees at least this many keys
 
 st.title("🗺️ Query–key map")
-st.markdown(
+ui.explain(
     f"Every token has a **query** (what it looks for) and a **key** (what it offers), {ui.get_model(state.model).cfg.d_head} numbers each "
     f"in layer {L}, head {H} (sidebar). Here both kinds of point are drawn in one picture: circles are queries, diamonds are keys, "
-    "and a line joins each query to the key(s) it gives the most weight. Attention is decided by the **dot product** q·k: "
+    "and a line joins each query to the keys it gives the most weight. Attention is decided by the **dot product** q·k: "
     "large when a query and a key point the same way. Being close in the picture is related, but not the same thing."
 )
 st.latex(
     r"\alpha_{ij} = \mathrm{softmax}_j\!\left(\frac{q_i \cdot k_j}{\sqrt{d_k}\,\tau}\right),"
     r"\qquad \lVert q_i - k_j \rVert^2 = \lVert q_i \rVert^2 + \lVert k_j \rVert^2 - 2\, q_i \cdot k_j"
 )
-st.markdown(
+ui.explain(
     "The second formula is why distance and dot product disagree: a key far away can still win if it is long and points the "
     "query's way. And the picture is flat, while the vectors are not: it keeps only the two directions along which the points "
     "spread the most (principal component analysis of the queries and keys together); the rest is lost."
@@ -48,7 +49,7 @@ if query >= 0:
     i, j, pw = i[i == query], j[i == query], pw[i == query]
 ui.show_figure(fq.qk_scatter(m.q2, m.k2, labels, i, j, pw, m.explained, f"Queries and keys, layer {L}, head {H}"), key="qkmap_map")
 st.caption(
-    f"{len(pw)} line(s). Hover a line's middle dot for its weight. Both axes use the same scale, so distances in the picture are true 2-D distances. "
+    f"{len(pw)} {noun(len(pw), 'line')}. Hover a line's middle dot for its weight. Both axes use the same scale, so distances in the picture are true 2-D distances. "
     "Queries and keys often form two separate clouds: that is fine, because only the dot product counts, and shifting every key "
     "by the same amount changes each query's scores by the same number, which softmax ignores."
 )
@@ -74,7 +75,7 @@ rows = {
 }
 rho = qk_map.row_rank_correlations(rows, w, vis, MIN_KEYS)
 n_rows = int((vis.sum(axis=1) >= MIN_KEYS).sum())
-st.markdown(
+ui.explain(
     "For each query, rank its keys by a measure and by their weight, and compare the two orders (Spearman's ρ); the table gives the "
     f"average over the {n_rows} queries that see at least {MIN_KEYS} keys. ρ = +1: the measure orders the keys exactly as the weights do; "
     "−1: exactly the reverse (a distance should be negative: closer, more weight); 0: no relation. The real score always gets +1, "

@@ -22,7 +22,7 @@ except ModelLoadError as err:
     st.stop()
 cfg = lt.cfg
 
-st.markdown(xa.intro(lt.model))
+ui.explain(xa.intro(lt.model))
 src = translator.phrase_input(lt)
 
 l1, l2, l3 = st.columns([1, 1, 2], vertical_alignment="bottom")
@@ -55,20 +55,20 @@ with right:
     (st.caption if ref is None else st.success if gold else st.warning)(r.reference)  # no reference, the same translation, or another
     st.latex(r"\mathrm{CrossAttn}(Y, M) = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}\,\tau}\right) V")
     st.latex(r"Q = \mathrm{LN}(Y)\,W_Q,\; K = M\,W_K,\; V = M\,W_V")
-    st.markdown(r.alignment)
+    ui.explain(r.alignment)
 if gold:
     shown, per_head = xa.agreement(tr, gold, cross)
     a1, a2 = st.columns([2, 3])
     a1.latex(r"\text{agreement} = \frac{\#\{\, i : \arg\max_j \alpha_{ij} \in \mathrm{gold}(i) \,\}}{\#\{\, i : \mathrm{gold}(i) \neq \varnothing \,\}}")
     a1.metric(f"Agreement of the map above ({r.where})", f"{shown:.0%}")
-    a1.markdown(r.agreement)
+    ui.explain(r.agreement, a1)
     with a2:
         ui.show_figure(fx.agreement_heatmap(per_head, "Agreement of every cross-attention head"), key="xattn_agree")
 else:
     st.info("No gold alignment for this phrase (see above): the heatmap shows the weights alone.")
 
 st.header("2 · The translation, word by word")
-st.markdown(r.decoding)
+ui.explain(r.decoding)
 st.dataframe(xa.step_rows(tr), hide_index=True, key="xattn_steps", column_config={"probability": st.column_config.NumberColumn(format="percent", help="Probability of the word written")})
 step, n_steps = 1, len(tr.steps)
 if n_steps > 1:
@@ -93,7 +93,7 @@ if st.toggle("Show Q, K, V and the scores", value=False, bind="query-params", ke
     ui.show_figure(fx.scores_heatmap(x.scores, tr.written, src.words, f"Scores Q·Kᵀ / √d_k / τ, layer {lq}, head {h}"), key="xattn_scores")
 
 st.header("4 · The other two attentions")
-st.markdown(r.others)
+ui.explain(r.others)
 e1, e2 = st.columns(2)
 with e1:
     ui.show_figure(fa.weights_heatmap(xa.weights(tr, "encoder", L, H), src.words, None, f"Encoder self-attention, {r.where}"), key="xattn_enc")

@@ -14,7 +14,7 @@ cfg = ui.get_model(state.model).cfg
 L, H = state.layer, state.head
 
 st.title("🌀 RoPE and shared key/value heads")
-st.markdown(
+ui.explain(
     "Newer decoders such as Llama and SmolLM2 change two things inside attention. **RoPE** (rotary position embedding): instead of adding a position vector to each token, "
     "every query and key is *turned* by an angle that grows with its position, so the score of two tokens depends only on how far apart they are. "
     "**Shared key/value heads** (grouped-query attention): several query heads read the same keys and values, which saves memory. Layer and head come from the sidebar."

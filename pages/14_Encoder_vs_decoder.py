@@ -18,7 +18,7 @@ state = ui.sidebar()
 EXAMPLE, OWN = "The lecture's example", "The sentence in the sidebar"
 
 st.title("↔️ Encoder vs decoder, side by side")
-st.markdown(
+ui.explain(
     "An **encoder** (BERT) reads the whole sentence at once: every token may look at every other token, before and after it. A **decoder** (GPT, Llama) writes text "
     "one token at a time, so a token may look only at itself and the tokens before it. Here the same sentence goes through one model of each kind."
 )

@@ -14,7 +14,7 @@ steps = rp.steps.tolist()
 cfg = rp.config
 
 st.title("🌱 Heads forming")
-st.markdown(
+ui.explain(
     f"The other pages show finished models. Here a model **learns**: a tiny transformer ({cfg.n_layer} layers × {cfg.n_head} heads, "
     f"attention only, no MLP) trained on strings of {cfg.n_symbols} meaningless symbols in which a run of {cfg.min_run}–{cfg.max_run} "
     "symbols appears twice. Inside the second copy each next symbol can be predicted, but only by finding the earlier copy and "
@@ -68,7 +68,7 @@ replay_view()
 
 st.header("Train it live")
 live, me = training.LIVE, training.session_id()
-st.markdown(
+ui.explain(
     f"Train the same model from scratch on this server, with the same seed: the curves repeat the replay's (induction head at "
     f"{training.formed_step(rp)}). One training runs at a time per server, on half of one core, so the other pages stay quick."
 )
@@ -96,7 +96,7 @@ def live_view() -> None:
 live_view()
 
 st.header("What each score measures")
-st.markdown(
+ui.explain(
     "Each score reads a head's attention weights α (row i = the query) and averages over the queries i ≥ 1. The engine's "
     "`python -m transformer heads --model NAME --out heads.json` measures them for every head of any model."
 )

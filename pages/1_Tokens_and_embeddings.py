@@ -5,6 +5,7 @@ import streamlit as st
 import ui
 from figures.embeddings import shown_chars
 from lessons import embedding_space as es
+from lessons.words import noun
 from ui import cached_model as cm
 
 state = ui.sidebar()
@@ -15,14 +16,14 @@ words = es.analogy_words(tok)  # the default a − b + c of this vocabulary
 read = es.reading(tok, cfg.d_model, words)  # the page's words for this tokenizer
 
 st.title("Tokens and embeddings")
-st.markdown(read.intro)
+ui.explain(read.intro)
 
 tr = ui.trace_or_stop(state)
 enc, labels, T = tr.encoding, tr.encoding.labels, len(tr.encoding)
 chips_fig, embed_fig, cosine_fig = cm.sentence_figures(state.model, state.sentence, tr)
 
 st.header("1. Text → tokens")
-st.markdown(read.chips)
+ui.explain(read.chips)
 st.caption(f"{T} tokens from {len(enc.text):,} characters; the vocabulary has {tok.vocab_size:,} tokens.")
 ui.show_figure(chips_fig, key="tokens_chips")
 with st.expander("The same tokens as a table"):
@@ -30,17 +31,17 @@ with st.expander("The same tokens as a table"):
     st.dataframe({"position": range(T), "token": labels, "id": enc.ids, "characters": chars}, hide_index=True, height=min(38 + 35 * T, 400))
 
 st.header("2. Tokens → vectors")
-st.markdown(
+ui.explain(
     f"The embedding is a lookup: token id *i* picks row *i* of $W_E$ (shape {tok.vocab_size:,} × {cfg.d_model}). Multiplying a one-hot vector by $W_E$ says the same "
     "thing. The vector is the same wherever the token appears: there is no context yet."
 )
 st.latex(r"x_t = W_E[\mathrm{id}_t] = \mathrm{onehot}(\mathrm{id}_t)\,W_E \in \mathbb{R}^{d_{model}}")
 ui.show_figure(embed_fig, key="tokens_embed")
 if n_repeated := T - len(set(enc.ids)):
-    st.caption(f"Your sentence repeats a token {n_repeated} time(s): each copy keeps its own row, and the rows are identical, because the lookup ignores context.")
+    st.caption(f"Your sentence has {n_repeated} repeated {noun(n_repeated, 'token')}: each copy keeps its own row, and the rows are identical, because the lookup ignores context.")
 
 st.header("3. A map of the embedding space")
-st.markdown(read.map)
+ui.explain(read.map)
 c1, c2 = st.columns([3, 1])
 n_vocab = n_max = len(es.merged_ids(tok))
 if n_max > 50:  # a real vocabulary; a toy one is drawn whole
@@ -52,12 +53,12 @@ ui.show_figure(map_fig, key="tokens_pca")
 st.caption(f"These {k_dims} directions hold {100 * shown_share:.1f}% of the spread of the {n_vocab} vocabulary vectors; the rest is hidden, so points that look close may be far apart.")
 
 st.header("4. Cosine similarity")
-st.markdown("How alike are two vectors? Cosine similarity compares their directions: 1 = same direction, 0 = unrelated (at right angles), −1 = opposite. It ignores length.")
+ui.explain("How alike are two vectors? Cosine similarity compares their directions: 1 = same direction, 0 = unrelated (at right angles), −1 = opposite. It ignores length.")
 st.latex(r"\cos(a, b) = \frac{a \cdot b}{\lVert a\rVert\,\lVert b\rVert}")
 ui.show_figure(cosine_fig, key="tokens_cosine")
 
 st.header("5. Nearest neighbours in the vocabulary")
-st.markdown("Pick a token of your sentence: these are the vocabulary tokens whose vectors point most nearly the same way (highest cosine over all of $W_E$).")
+ui.explain("Pick a token of your sentence: these are the vocabulary tokens whose vectors point most nearly the same way (highest cosine over all of $W_E$).")
 c1, c2 = st.columns([2, 1])
 query = c1.selectbox(
     "Token",
@@ -72,7 +73,7 @@ ui.show_figure(cm.neighbours_figure(state.model, enc.ids[query], k, labels[query
 st.header("6. Directions: a − b + c")
 if st.session_state.get("tokens_analogy_model") != state.model:  # another model: its own default words
     st.session_state.update({"tokens_analogy_model": state.model, **{f"tokens_analogy_{n}": w for n, w in zip("abc", words, strict=True)}})
-st.markdown(read.analogy)
+ui.explain(read.analogy)
 st.latex(r"v = \hat w_a - \hat w_b + \hat w_c, \qquad \text{answer} = \arg\max_{t \notin \{a,b,c\}} \cos(v, w_t)")
 boxes = {
     name: col.text_input(name, max_chars=40, bind="query-params", key=f"tokens_analogy_{name}", help=f"A token of the vocabulary (box {name}).") for col, name in zip(st.columns(3), "abc", strict=True)
@@ -96,4 +97,4 @@ answer = cm.analogy_answer(state.model, words) if lm.name != "shakespeare-gpt" e
 st.caption(es.analogy_note(lm.name, words, answer))
 
 st.header('7. One vector per word: the "bank" problem')
-st.markdown(read.bank)
+ui.explain(read.bank)

@@ -13,7 +13,7 @@ cfg = lm.cfg
 
 
 st.title("Positional encoding")
-st.markdown(
+ui.explain(
     "Attention compares every token with every other token, but by itself it has no idea of **order**: swap two words and each token gets exactly the same "
     'attention output as before, only moved. "Dog bites man" and "man bites dog" would look the same. The fix: before the first block, add to each token\'s '
     "vector a **position vector** that says *where* it stands."
@@ -21,7 +21,7 @@ st.markdown(
 st.latex(r"\text{input}_t = \underbrace{W_E[\mathrm{id}_t]}_{\text{token embedding}} + \underbrace{PE_t}_{\text{position } t}")
 
 st.header("1. The sinusoidal encoding")
-st.markdown(
+ui.explain(
     "The original Transformer uses fixed waves: dimension pairs (2i, 2i+1) hold a sine and a cosine of the position, each pair at its own frequency. The first "
     "pairs wiggle fast, the last ones very slowly, so every position gets a different pattern, and nearby positions get similar ones."
 )
@@ -43,7 +43,7 @@ else:
     st.info("Pick at least one dimension to draw.")
 
 st.header("2. Like a binary counter")
-st.markdown(
+ui.explain(
     f"Write the positions 0 … {min(n_pos, cm.COUNTER_ROWS) - 1} in binary: the lowest bit flips every step, the next every 2 steps, the next every 4, and so on — each "
     "bit is a slower clock, and together they give every position a unique code. The sinusoids do the same thing smoothly: the first columns swing fast, later "
     "columns ever more slowly, and every row is different. Unlike bits, they are continuous, so a small shift in position is a small change in the vector."
@@ -55,7 +55,7 @@ with c2:
     ui.show_figure(pe_rows_fig, key="positions_pe_rows")
 
 st.header("3. Position-to-position similarity")
-st.markdown(
+ui.explain(
     "The dot product of two position vectors depends only on how far apart they are: every pair of dimensions adds cos(ω·(i − j)). Nearby positions score "
     'high, and the pattern is the same along every diagonal — which makes "3 tokens back" easy to recognise anywhere in the text.'
 )
@@ -87,7 +87,7 @@ if bert:
         "The tokenizer also adds [CLS] at the start and [SEP] at the end, and they get positions too."
     )
     st.latex(r"\text{input}_t = \mathrm{LN}\big(W_E[\mathrm{id}_t] + W_{pos}[t] + W_{type}[\mathrm{A}]\big)")
-st.markdown(
+ui.explain(
     f"Your sentence has {T} tokens, so it takes rows 0 … {T - 1} of W_pos. The input to the first block is the sum, token by token and dimension by dimension: "
     "the same token at two positions now gets two different input vectors."
 )

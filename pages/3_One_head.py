@@ -12,7 +12,7 @@ state = ui.sidebar()
 L, H = state.layer, state.head
 
 st.title("🔍 One head, step by step")
-st.markdown(
+ui.explain(
     "An attention head lets every token gather information from other tokens, in a few simple steps, one per tab below, "
     f"each with the real numbers of **layer {L}, head {H}** (sidebar): X → Q, K, V → Q·Kᵀ → ÷√d_k → mask → softmax → weights·V. "
     "Each matrix has one row per token; a token that appears twice keeps both of its rows."
@@ -48,7 +48,7 @@ def step_input() -> None:
 
 def step_qkv() -> None:
     st.latex(r.qkv_latex)
-    st.markdown(
+    ui.explain(
         "Three learned projections of every token: the **query** asks *what am I looking for?*, the **key** advertises *this is what I hold*, "
         "and the **value** is what gets passed on to whoever looks here."
     )
@@ -63,7 +63,7 @@ def step_scores() -> None:
     col1, col2 = st.columns(2)
     with col1:
         st.latex(r"e_{ij} = q_i \cdot k_j, \quad E = QK^\top")
-        st.markdown("Every query is compared with every key by a dot product: large when they point the same way.")
+        ui.explain("Every query is compared with every key by a dot product: large when they point the same way.")
         ui.show_figure(fa.scores_heatmap(s.raw, labels, "Raw scores Q·Kᵀ"), key="onehead_raw")
     with col2:
         if scale_on:
@@ -83,7 +83,7 @@ def step_softmax() -> None:
         ui.show_figure(fa.scores_heatmap(s.masked, labels, "Masked scores" if cfg.causal else "Scores (nothing masked)"), key="onehead_masked")
     with col2:
         st.latex(r"\alpha_{ij} = \frac{e^{\tilde S_{ij}}}{\sum_{j'} e^{\tilde S_{ij'}}}")
-        st.markdown("Softmax turns each row into weights: positive, summing to 1" + ("; e^−∞ = 0, so hidden tokens get exactly 0." if cfg.causal else "."))
+        ui.explain("Softmax turns each row into weights: positive, summing to 1" + ("; e^−∞ = 0, so hidden tokens get exactly 0." if cfg.causal else "."))
         ui.show_figure(fa.weights_heatmap(s.weights, labels, ~s.visible, "Attention weights α"), key="onehead_weights")
 
 
@@ -91,7 +91,7 @@ def step_query() -> None:
     st.latex(r"z_i = \sum_j \alpha_{ij}\, v_j")
     help_query = "Which token's row to follow: its weights, and the value vectors they mix."
     i = st.selectbox("Query token i", range(T), format_func=lambda j: f"{j}: {labels[j]}", **ui.choice("onehead_query", range(T), T - 1), help=help_query)  # the last token by default
-    st.markdown("The output for token i is a mix of the value vectors, each multiplied by how much i attends to it.")
+    ui.explain("The output for token i is a mix of the value vectors, each multiplied by how much i attends to it.")
     terms = one_head.weighted_values(s.weights[i], s.v)  # (T, hs) rows α_ij·v_j
     col1, col2 = st.columns(2)
     with col1:
@@ -104,7 +104,7 @@ def step_query() -> None:
 
 def step_output() -> None:
     st.latex(r"Z = \alpha V \quad (T \times d_k)")
-    st.markdown("Every row of the weights mixes the values at once. The heads of a layer are then concatenated and projected back to the residual stream (see *Many heads*).")
+    ui.explain("Every row of the weights mixes the values at once. The heads of a layer are then concatenated and projected back to the residual stream (see *Many heads*).")
     ui.show_figure(fa.vectors_heatmap(s.z, labels, f"Z = αV, head {H}"), key="onehead_z")
 
 

@@ -15,7 +15,7 @@ decoder = cfg.causal
 read = one_head.mask_reading(state.model, decoder, cfg.vocab_size)  # the page's words for a decoder or an encoder
 
 st.title("🎭 Masking")
-st.markdown(read.intro)
+ui.explain(read.intro)
 st.latex(r"\alpha = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}\,\tau} + M\right),\qquad M_{ij} = \begin{cases} 0 & \text{may look} \\ -\infty & \text{may not} \end{cases}")
 
 tr = ui.trace_or_stop(state)
@@ -56,7 +56,7 @@ def future() -> None:
         st.info(one_head.encoder_future_note(state.model, s.weights, L, H))
         ui.show_figure(fa.pattern_heatmap(tr, L, H, f"Weights of layer {L}, head {H}: the upper triangle is the future"), key="masking_open")
         return
-    st.markdown(read.unmasked)
+    ui.explain(read.unmasked)
     open_tr = ui.get_trace(state.model, state.sentence, state.temperature, causal=False)
     n_rows = min(T, st.slider("Positions in the table", 1, 32, **ui.kept("masking_rows", 8), help="How many of the first positions to compare (at most the sentence's length)."))
     table, (top1, rose, n) = cached.future_comparison(state.model, state.sentence, state.temperature, n_rows)
@@ -67,7 +67,7 @@ def future() -> None:
 
 def padded() -> None:
     st.latex(padding.mask_latex(decoder))
-    st.markdown(
+    ui.explain(
         "To run several sentences at once they must have the same length, so the shorter ones are filled up with a padding token. "
         "The padding mask hides those filler tokens as keys, so no real token ever reads them. Below, your sentence and a second one run as one batch."
     )

@@ -15,7 +15,7 @@ TAUS = np.geomspace(0.05, 5.0, 120)  # the temperature grid of the entropy curve
 SCALES = [1, 2, 5, 10, 20, 50, 100]
 
 st.title("🌡️ Softmax & temperature")
-st.markdown(
+ui.explain(
     "Attention turns each row of scores into **weights**: positive numbers that add up to 1. The tool for that is **softmax**: raise *e* to each score, then divide by the total. "
     "Bigger scores get a bigger share, and a score that is bigger by 1 gets *e* ≈ 2.7 times the weight. A **temperature** τ divides the scores first: "
     "τ < 1 makes the gaps bigger (sharper, closer to one winner), τ > 1 makes them smaller (flatter, closer to equal weights)."
@@ -65,7 +65,7 @@ def scores_section(s: np.ndarray) -> None:
     for line in lab.worked_latex(w) if len(s) <= 6 else ():
         st.latex(line)
 
-    st.markdown("**Entropy and top probability as τ changes.** Low τ: one score takes everything (entropy → 0, top probability → 1). High τ: the weights approach equal (entropy → log₂ n).")
+    ui.explain("**Entropy and top probability as τ changes.** Low τ: one score takes everything (entropy → 0, top probability → 1). High τ: the weights approach equal (entropy → log₂ n).")
     entropy, top = lab.temperature_sweep(s, TAUS, scale)
     ui.show_figure(temperature_curves(TAUS, entropy, top, tau, float(lab.entropy_bits(p)), float(p.max()), float(np.log2(len(s)))), key="softmax_curves")
 
@@ -73,7 +73,7 @@ def scores_section(s: np.ndarray) -> None:
 def dk_section() -> None:
     """The √d_k experiment: spread of q·k for random vectors, with and without the division, and softmax saturation."""
     st.subheader("2. Why divide by √d_k?")
-    st.markdown(
+    ui.explain(
         "A query and a key are vectors with d_k numbers. If each number is random with spread 1, their dot product is a sum of d_k random terms, "
         "so its spread grows like √d_k. Big scores push softmax to one-hot (**saturation**): one key takes all the weight and the others get almost nothing, "
         "so during training their gradients vanish. Dividing by √d_k brings the spread back to about 1, whatever d_k is."

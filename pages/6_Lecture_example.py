@@ -11,7 +11,7 @@ ui.sidebar()  # shared state; this page does not use the sentence
 DIMS = [f"dim {i + 1}" for i in range(lecture.LECTURE_X.shape[1])]
 
 st.title("🎓 The lecture's worked example")
-st.markdown(
+ui.explain(
     "The whole of self-attention on a toy you can check by hand: four words, each a vector of 3 numbers, "
     "and three small weight matrices filled with random whole numbers 0, 1 or 2 (NumPy, seed 42). "
     "Every matrix below shows its numbers. Edit the words' vectors or the seed and watch every later step change; "
@@ -67,14 +67,14 @@ for col, name in zip(st.columns(3), ("W_Q", "W_K", "W_V"), strict=True):
         show(name)
 
 st.subheader("3. Queries, keys and values")
-st.markdown("Each word's vector times each weight matrix: row *i* of Q is word *i*'s query (what it looks for), of K its key (what it offers), of V its value (what it passes on).")
+ui.explain("Each word's vector times each weight matrix: row *i* of Q is word *i*'s query (what it looks for), of K its key (what it offers), of V its value (what it passes on).")
 st.latex(r"Q = XW_Q,\qquad K = XW_K,\qquad V = XW_V")
 for col, name in zip(st.columns(3), ("Q", "K", "V"), strict=True):
     with col:
         show(name)
 
 st.subheader("4. Scores, scaling, softmax")
-st.markdown("Every query is compared with every key by a dot product, divided by √3, and each row is turned into weights by softmax: positive, and adding up to 1.")
+ui.explain("Every query is compared with every key by a dot product, divided by √3, and each row is turned into weights by softmax: positive, and adding up to 1.")
 st.latex(r"e_{ij} = q_i \cdot k_j \qquad \frac{e_{ij}}{\sqrt{3}} \qquad \alpha_{ij} = \frac{\exp(e_{ij}/\sqrt{3})}{\sum_{j'} \exp(e_{ij'}/\sqrt{3})}")
 for col, name in zip(st.columns(2), ("scores", "scaled"), strict=True):
     with col:
@@ -83,7 +83,7 @@ for col, name in zip(st.columns(2), ("scores", "scaled"), strict=True):
 show("weights")  # the example's point, full width: at least as large as every other matrix
 
 st.subheader("5. The output")
-st.markdown("Each word's new vector is the weighted average of the value vectors, with its row of weights.")
+ui.explain("Each word's new vector is the weighted average of the value vectors, with its row of weights.")
 st.latex(r"\text{attention}_i = \sum_j \alpha_{ij}\, v_j")
 left, right = st.columns([1, 1])
 with left:

@@ -15,14 +15,14 @@ causal, n_layer, nh = cfg.causal, cfg.n_layer, cfg.n_head
 read = heads.reading(cfg, L)  # the page's words for this model
 
 st.title("🐙 Multi-head attention")
-st.markdown(read.intro)
+ui.explain(read.intro)
 st.latex(read.formula)
 
 tr = ui.trace_or_stop(state)
 labels, T = tr.encoding.labels, len(tr.encoding)
 sinks = heads.sink_columns(tr.encoding, cfg)
 hide = sinks if st.checkbox(read.sink_label, bind="query-params", key="multihead_sink", help=read.sink_help) else ()
-st.markdown(read.sink_note)
+ui.explain(read.sink_note)
 w = tr[f"blocks.{L}.attn.hook_pattern"]  # (nh, T, T)
 if hide:
     st.caption(heads.hidden_note(read, w[H, -1], hide, L, H))
@@ -39,14 +39,14 @@ key = (state.model, state.sentence, state.temperature)  # fixes the trace
 def layer_heads() -> None:
     fig, zmax = cm.heads_figure(*key, L, hide, tr)
     scale = f"All {nh} maps use the same colour scale, from 0 to {zmax:.3f} (the largest weight shown), so a darker cell means more weight in any of them."
-    st.markdown(f"Each map is one head: row i = the token looking (query), column j = the token looked at (key). {scale}")
+    ui.explain(f"Each map is one head: row i = the token looking (query), column j = the token looked at (key). {scale}")
     ui.show_figure(fig, key="multihead_heads")
     if T > 1:
         st.caption(heads.sink_share_note(read, w, sinks, causal))
 
 
 def averages() -> None:
-    st.markdown("Averaging the maps gives a rough summary of where the model looks. **These are averages, not heads**: the model never uses them, and averaging blurs heads that look apart.")
+    ui.explain("Averaging the maps gives a rough summary of where the model looks. **These are averages, not heads**: the model never uses them, and averaging blurs heads that look apart.")
     st.latex(r"\bar\alpha^{(\ell)} = \frac{1}{h}\sum_{h'} \alpha^{(\ell, h')}, \qquad \bar\alpha = \frac{1}{L\,h}\sum_{\ell, h'} \alpha^{(\ell, h')}")
     ui.show_figure(cm.averages_figure(*key, L, hide, tr), key="multihead_means")
 
@@ -73,7 +73,7 @@ def every_head_part() -> None:
         step = f"rounded to steps of {fm.OPACITY_STEP} (at least {fm.OPACITY_STEP}, so faint lines stay visible)"
         dot = "the dot in its middle has the exact weight as its opacity and in its hover"
         st.caption(f"{n_lines} {noun(n_lines, 'line')}. Left: the token looking (query); right: the token looked at (key). A line's opacity is its weight, {step}; {dot}.")
-    st.markdown(f"**Every head of layer {OL} at once**, a colour each, with the same threshold and token. Click a head in the legend to see it alone; click it again for all.")
+    ui.explain(f"**Every head of layer {OL} at once**, a colour each, with the same threshold and token. Click a head in the legend to see it alone; click it again for all.")
     ui.show_figure(cm.layer_lines_figure(*key, OL, hide, threshold, token, tr), key="multihead_layer_lines")
 
 
@@ -88,7 +88,7 @@ def concat_wo() -> None:
 
 
 def switch_off() -> None:
-    st.markdown(read.ablation)
+    ui.explain(read.ablation)
     if read.encoder_note:
         st.markdown(read.encoder_note)
     st.latex(read.ablation_latex)

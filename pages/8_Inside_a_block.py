@@ -13,7 +13,7 @@ L, swiglu = state.layer, bs.gated(cfg)
 read = bs.reading(cfg, L)  # the page's words for this model: its norms and its MLP
 
 st.title("🧱 Inside a block")
-st.markdown(read.intro)
+ui.explain(read.intro)
 st.latex(read.block_latex)
 
 tr = ui.trace_or_stop(state)
@@ -21,7 +21,7 @@ labels, T = tr.encoding.labels, len(tr.encoding)
 key = (state.model, state.sentence, state.temperature)  # fixes the trace
 
 st.header("1 · The residual stream")
-st.markdown(read.stream)
+ui.explain(read.stream)
 norms_fig, norms, out = cm.stream_figure(*key, tr)  # norms: (n_stages, T)
 ui.show_figure(norms_fig, key="block_norms")
 st.caption(f"Average length over the {T} tokens: {norms[0].mean():.3g} at the start, {norms[-1].mean():.3g} after the last block.")
@@ -29,7 +29,7 @@ if out:
     st.caption(bs.stand_out_note(out, labels[out[0]]))
 
 st.header(f"2 · {read.norm} (block {L})")
-st.markdown(read.norm_text)
+ui.explain(read.norm_text)
 st.latex(read.norm_latex)
 ln = st.radio(f"Which {read.norm}", list(read.ln_names), format_func=read.ln_names.get, horizontal=True, bind="query-params", key="block_ln", help="Each block has two, one for each sublayer.")
 mean_fig, spread_fig, steps = cm.norm_figures(*key, L, ln, tr)
@@ -41,7 +41,7 @@ values_fig, act_fig, swiglu_fig = cm.token_figures(*key, L, ln, tok, tr)
 ui.show_figure(values_fig, key="block_ln_token")
 
 st.header(f"3 · The MLP (block {L})")
-st.markdown(read.mlp_text)
+ui.explain(read.mlp_text)
 for formula in read.mlp_latex:
     st.latex(formula)
 ui.side_by_side({"block_gelu": act_fig, "block_swiglu": swiglu_fig} if swiglu else {"block_gelu": act_fig})
@@ -52,7 +52,7 @@ n_shown = st.slider("Neurons shown", step, cfg.d_mlp, min(64, cfg.d_mlp), step=s
 ui.show_figure(cm.mlp_figure(*key, L, n_shown, tr), key="block_mlp")
 
 st.header("4 · What attention and the MLP add")
-st.markdown(read.adds_text)
+ui.explain(read.adds_text)
 st.latex(read.adds_latex)
 layers_fig, tokens_fig = cm.adds_figures(*key, L, tr)  # every block averaged; block L token by token
 ui.side_by_side({"block_adds_layers": layers_fig, "block_adds_tokens": tokens_fig})

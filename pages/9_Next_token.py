@@ -21,9 +21,11 @@ st.title("🎲 Next-token prediction")
 if not cfg.has_lm_head:
     st.info(read.no_head)
     st.stop()
-st.markdown(read.intro)
+ui.explain(read.intro)
 st.latex(r"z = \mathrm{N}_{\mathrm{final}}(h_t)\, W_U \in \mathbb{R}^{V}, \qquad p_i = \operatorname{softmax}(z / T)_i = \frac{e^{z_i / T}}{\sum_{j=1}^{V} e^{z_j / T}}")
-st.latex(r"\text{top-}k:\ S_k = \text{the } k \text{ largest } p_i, \qquad \text{top-}p:\ S_p = \text{the smallest set of the largest } p_i \text{ with} \sum_{i \in S_p} p_i \ge p")
+top_k = r"\text{top-}k:\ S_k = \text{the } k \text{ largest } p_i"
+top_p = r"\text{top-}p:\ S_p = \text{the smallest set of the largest } p_i \text{ with} \sum_{i \in S_p} p_i \ge p"
+st.latex(rf"\begin{{gathered}}{top_k}, \\ {top_p}\end{{gathered}}")
 st.latex(r"S = S_k \cap S_p, \qquad p'_i = \frac{p_i}{\sum_{j \in S} p_j} \text{ for } i \in S, \quad p'_i = 0 \text{ otherwise}")
 
 tr = ui.trace_or_stop(state)
@@ -61,7 +63,7 @@ if temperature < sampling.GREEDY_BELOW:
     st.info("T = 0 is **greedy** decoding: softmax(z / T) tends to all probability on the largest logit, so the top token is always chosen.")
 
 st.header("2 · Generate text")
-st.markdown(
+ui.explain(
     "Each new token is drawn from the filtered probabilities p′: a random number u between 0 and 1 walks down the kept tokens (most probable first) until their running "
     "total passes u. Then the token is appended and the model runs again on the longer text. The random numbers come from the **seed**: the same seed and settings always "
     "give the same tokens. Generation never changes the sidebar sentence unless you press *Use this text*."
@@ -104,7 +106,7 @@ if gen is not None and gen.steps:
             st.caption("Step 0 is the sidebar sentence itself: move the slider to see a step's candidates.")
 
 st.header("3 · The logit lens: what would each layer predict?")
-st.markdown(read.lens)
+ui.explain(read.lens)
 st.latex(r"z^{(\ell)} = \mathrm{N}_{\mathrm{final}}\big(x^{(\ell)}_t\big)\, W_U, \qquad p^{(\ell)} = \operatorname{softmax}\big(z^{(\ell)}\big), \qquad \ell = \text{embedding}, 0, \dots, L-1")
 lens_fig, window = cm.lens_figure(*key, pos, tr)
 ui.show_figure(lens_fig, key="next_lens")

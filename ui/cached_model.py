@@ -140,7 +140,7 @@ def heads_figure(model_name: str, sentence: str, tau: float, layer: int, hide: t
     """Every head of `layer` side by side on one colour scale, and the top of that scale."""
     w, mask = _tr[f"blocks.{layer}.attn.hook_pattern"], heads.key_mask(_tr)  # (nh, T, T), (T, T)
     zmax = heads.shown_max(w, mask, hide)
-    titles = [f"Layer {layer}, head {h}" for h in range(len(w))]
+    titles = [f"head {h}" for h in range(len(w))]
     return fm.weight_panels(w, _tr.encoding.labels, mask, titles, f"The heads of layer {layer}, one colour scale 0 … {zmax:.3f}", zmax=zmax, hide=hide), zmax
 
 

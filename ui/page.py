@@ -33,6 +33,13 @@ def trace_or_stop(state: State, temperature: float | None = None, causal: bool =
     return tr
 
 
+def explain(text: str, where=st) -> None:
+    """A paragraph of explanation (markdown, no user text unescaped), drawn in `where`. Presenter view leaves it out:
+    the teacher says it, and the screen keeps the title, the formula and the figure."""
+    if not presenter.on():
+        where.markdown(text)
+
+
 PAGE_CONTROL = {"bind": "query-params", "persist_state": "session"}  # kept in the address, and while not drawn (a closed lazy tab)
 
 

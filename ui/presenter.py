@@ -2,7 +2,7 @@
 
 Presenter view (a toggle, kept in the address as ?present=true) is for a projector: the sidebar starts collapsed,
 the shared controls sit in a compact bar above the figures, text and chart labels are larger, and the page's
-introduction and captions (the written explanations, which the teacher says aloud) are hidden.
+explanations (`ui.explain` paragraphs and captions, which the teacher says aloud) are left out.
 
 The step keys: ← and → (and PageUp/PageDown, what presentation clickers send) open the previous or next tab of a
 page; past the first or last tab, or on a page without tabs, they open the previous or next page.
@@ -28,13 +28,16 @@ BAR_CSS = (  # on a narrow screen the bar leaves out the presets (they stay in t
     f"<style>.st-key-{BAR_KEY} {{ display: none; }} @media (max-width: {NARROW_PX}px) {{ .st-key-{BAR_KEY} {{ display: flex; }} "
     f".st-key-{BAR_PREFIX}preset {{ display: none; }} }}</style>"
 )
+# A formula wider than its column scrolls sideways (Streamlit's own style); on a phone formulas are set at the text's
+# size instead of 1.21× it, so fewer of them need to (the Lecture page's widest: 518 → 366 px too wide at 390 px).
+FORMULA_CSS = "<style>@media (max-width: 640px) { .katex-display > .katex { font-size: 1em; } }</style>"
 CSS = f"""<style>
 .st-key-{BAR_KEY} {{ display: flex !important; }}
 html {{ font-size: 19px; }}
 [data-testid="stCaptionContainer"] {{ display: none; }}
 [data-testid="stMainBlockContainer"] {{ padding-top: 4rem; max-width: none; }}
 h1 {{ font-size: 2rem !important; padding-top: 0 !important; }}
-[data-testid="stElementContainer"]:has(h1) + [data-testid="stElementContainer"]:has([data-testid="stMarkdown"]) {{ display: none; }}
+.st-key-{BAR_KEY} label p {{ font-size: 0.8rem; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }}
 </style>"""
 HIDDEN_KEYS_CSS = "<style>.st-key-step_pageup, .st-key-step_pagedown { display: none; }</style>"
 
@@ -51,13 +54,13 @@ def sidebar_state() -> str:
 
 
 def toggle() -> None:
-    help_present = "For a projector: larger text, controls above the figures, no captions. ← → (or a clicker) step through the tabs and pages."
+    help_present = "For a projector: larger text, controls above the figures, no written explanations (you give them). ← → (or a clicker) step through the tabs and pages."
     st.toggle("Presenter view", key=KEY, bind="query-params", persist_state="session", help=help_present)
 
 
 def style(presenting: bool) -> None:
-    """The controls bar's visibility, and in presenter view the larger type (static CSS, no user text)."""
-    st.html(BAR_CSS + (CSS if presenting else ""))
+    """The page's CSS (static, no user text): formulas, the controls bar's visibility, and in presenter view the larger type."""
+    st.html(FORMULA_CSS + BAR_CSS + (CSS if presenting else ""))
 
 
 def larger(layout: dict) -> dict:

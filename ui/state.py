@@ -158,15 +158,13 @@ def sidebar() -> State:
         _sentence_controls("w_", (st,) * 5, cfg, compact=False)
     presenter.style(presenting)
     with st.container(key=presenter.BAR_KEY):
-        *where, keys = st.columns([2, 4, 1.4, 1.4, 2, 1.8], vertical_alignment="bottom")
+        *where, keys = st.columns([2, 3.4, 1.4, 1.4, 2, 2.6], vertical_alignment="bottom")
         _sentence_controls(presenter.BAR_PREFIX, where, cfg, compact=True)
         if presenting:
             with keys:
-                presenter.toggle()
                 presenter.step_buttons()
     with st.sidebar:
-        if not presenting:
-            presenter.toggle()
+        presenter.toggle()
         export.sidebar()
         widths.measure()
     state = current()

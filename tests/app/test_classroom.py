@@ -105,6 +105,15 @@ def test_presenter_view_shows_the_bar_and_enlarges_charts():
     assert layout["height"] > plain["height"]
 
 
+@pytest.mark.parametrize("name", ["3_One_head", "5_Softmax_and_temperature", "7_Multi_head", "9_Next_token"])
+def test_presenter_view_leaves_the_explanations_out_and_keeps_every_chart(name):
+    normal, shown = run_page(f"pages/{name}.py"), run_page(f"pages/{name}.py", present="true")
+    assert_ok(shown)
+    written = lambda at: {m.value for m in at.main.markdown}  # noqa: E731
+    assert written(shown) < written(normal)  # paragraphs left out, nothing added
+    assert len(shown.get("plotly_chart")) == len(normal.get("plotly_chart")) > 0
+
+
 def test_step_keys_walk_the_tabs_then_the_next_page():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     at.query_params["present"] = "true"

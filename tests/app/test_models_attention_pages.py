@@ -236,7 +236,7 @@ def test_query_key_map_on_smollm2_uses_the_rotated_shared_keys(smol):
     at.slider(key="qkmap_topk").set_value(2).run()
     at.selectbox(key="qkmap_query").set_value(8).run()
     assert_ok(at)
-    assert "2 line(s)" in texts(at)
+    assert "2 lines." in texts(at)
 
 
 def test_query_key_map_and_lecture_on_minilm(mini):

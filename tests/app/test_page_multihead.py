@@ -81,9 +81,9 @@ def test_heads_side_by_side_equal_the_trace_on_one_scale(lm, default_page):
     w = tr["blocks.0.attn.hook_pattern"]
     c = chart_titled(at, "The heads of layer 0, one colour scale 0 … 1.000")
     maps = panels(at, "The heads of layer 0")
-    assert list(maps) == [f"Layer 0, head {h}" for h in range(NH)]
+    assert list(maps) == [f"head {h}" for h in range(NH)]
     for h in range(NH):
-        np.testing.assert_allclose(maps[f"Layer 0, head {h}"], shown(w[h]), rtol=1e-6)
+        np.testing.assert_allclose(maps[f"head {h}"], shown(w[h]), rtol=1e-6)
     assert {d["coloraxis"] for d in c["data"]} == {"coloraxis"}  # one colour axis for every head
     assert (c["layout"]["coloraxis"]["cmin"], c["layout"]["coloraxis"]["cmax"]) == (0, 1.0)  # 0 … the largest weight shown (row 0 gives 1 to itself)
     share = w[:, 1:, 0].mean(axis=1)
@@ -144,7 +144,7 @@ def test_sidebar_layer_head_and_temperature_drive_the_page(lm):
     tr = trace(lm, temperature=0.5)
     maps = panels(at, "The heads of layer 2")
     for h in range(NH):
-        np.testing.assert_allclose(maps[f"Layer 2, head {h}"], shown(tr["blocks.2.attn.hook_pattern"][h]), rtol=1e-6)
+        np.testing.assert_allclose(maps[f"head {h}"], shown(tr["blocks.2.attn.hook_pattern"][h]), rtol=1e-6)
     assert part(at, 3).selectbox(key="multihead_open").value == "2.3"  # the opened head follows the sidebar
     np.testing.assert_allclose(z(at, "Opened: layer 2, head 3"), shown(tr["blocks.2.attn.hook_pattern"][3]), rtol=1e-6)
     np.testing.assert_allclose(panels(part(at, 2), "Averages")["AVERAGE over the 4 heads of layer 2"], shown(tr["blocks.2.attn.hook_pattern"].mean(axis=0)), rtol=1e-5)
@@ -155,7 +155,7 @@ def test_sidebar_layer_head_and_temperature_drive_the_page(lm):
 def test_query_string_opens_the_same_view(lm):
     at = run_page(PAGE, sentence=REPEATED, layer="1", head="2")
     assert_ok(at)
-    np.testing.assert_allclose(panels(at, "The heads of layer 1")["Layer 1, head 2"], shown(trace(lm)["blocks.1.attn.hook_pattern"][2]), rtol=1e-6)
+    np.testing.assert_allclose(panels(at, "The heads of layer 1")["head 2"], shown(trace(lm)["blocks.1.attn.hook_pattern"][2]), rtol=1e-6)
     assert part(at, 3).selectbox(key="multihead_open").value == "1.2"
 
 
@@ -165,7 +165,7 @@ def test_preset_sentence(lm):
     assert_ok(at)
     tr = trace(lm, "Fruit flies like a banana.")
     assert chart_titled(at, "The heads of layer 0")["layout"]["yaxis"]["ticktext"] == tick_labels(tr.encoding.labels)
-    np.testing.assert_allclose(panels(at, "The heads of layer 0")["Layer 0, head 2"], shown(tr["blocks.0.attn.hook_pattern"][2]), rtol=1e-6)
+    np.testing.assert_allclose(panels(at, "The heads of layer 0")["head 2"], shown(tr["blocks.0.attn.hook_pattern"][2]), rtol=1e-6)
 
 
 def test_open_another_head(lm):
@@ -233,7 +233,7 @@ def test_every_head_of_the_layer_as_lines_in_its_own_colour(lm):
 
 def test_sink_checkbox_hides_the_first_column_without_renormalising(lm):
     at = run_page(PAGE, sentence=REPEATED)
-    before = panels(at, "The heads of layer 0")["Layer 0, head 1"]
+    before = panels(at, "The heads of layer 0")["head 1"]
     at.checkbox(key="multihead_sink").check().run()
     assert_ok(at)
     tr = trace(lm)
@@ -243,8 +243,8 @@ def test_sink_checkbox_hides_the_first_column_without_renormalising(lm):
     assert c["layout"]["coloraxis"]["cmax"] == pytest.approx(top)  # the shared scale stretched to the largest weight still shown
     maps = panels(at, "The heads of layer 0")
     for h in range(NH):
-        np.testing.assert_allclose(maps[f"Layer 0, head {h}"], shown(w[h], hide_first=True), rtol=1e-6)  # the other weights unchanged
-    assert np.isnan(maps["Layer 0, head 1"][:, 0]).all() and not np.isnan(before[:, 0]).any()
+        np.testing.assert_allclose(maps[f"head {h}"], shown(w[h], hide_first=True), rtol=1e-6)  # the other weights unchanged
+    assert np.isnan(maps["head 1"][:, 0]).all() and not np.isnan(before[:, 0]).any()
     np.testing.assert_allclose(panels(part(at, 2), "Averages")["AVERAGE over the 4 heads of layer 0"], shown(w.mean(axis=0), hide_first=True), rtol=1e-5)
     opened = chart_titled(part(at, 3), "Opened: layer 0, head 0")["data"][0]
     np.testing.assert_allclose(array(opened["z"]), shown(w[0], hide_first=True), rtol=1e-6)
@@ -314,11 +314,11 @@ def test_ablation_equals_the_engine_intervention(lm):
 def test_one_token(lm):
     at = run_page(PAGE, sentence="a")
     assert_ok(at)
-    assert panels(at, "The heads of layer 0")["Layer 0, head 0"].tolist() == [[1.0]]
+    assert panels(at, "The heads of layer 0")["head 0"].tolist() == [[1.0]]
     assert "Weight on the first token" not in texts(at)
     at.checkbox(key="multihead_sink").check().run()
     assert_ok(at)
-    assert np.isnan(panels(at, "The heads of layer 0")["Layer 0, head 0"]).all()
+    assert np.isnan(panels(at, "The heads of layer 0")["head 0"]).all()
 
 
 def test_long_text_pools_the_overview(lm):
@@ -328,7 +328,7 @@ def test_long_text_pools_the_overview(lm):
     tr = trace(lm, text)
     T = len(tr.encoding)
     assert T == 256 and "reads at most 256" in texts(at)
-    np.testing.assert_allclose(panels(at, "The heads of layer 0")["Layer 0, head 3"], shown(tr["blocks.0.attn.hook_pattern"][3]), rtol=1e-6)
+    np.testing.assert_allclose(panels(at, "The heads of layer 0")["head 3"], shown(tr["blocks.0.attn.hook_pattern"][3]), rtol=1e-6)
     grid = z(part(at, 3), "All 16 heads")
     where, shape = mosaic_slices(NL, NH, 32)
     assert grid.shape == shape

@@ -55,7 +55,7 @@ def assert_map(at, tr, layer: int, head: int) -> np.ndarray:
 
 def drawn_lines(at) -> list[tuple[np.ndarray, np.ndarray]]:
     """Each line segment of the figure as (start, end)."""
-    t = traces(at)["query → its strongest key(s)"]
+    t = traces(at)["query → its strongest key"]
     x, y = array(t["x"]).reshape(-1, 3), array(t["y"]).reshape(-1, 3)
     return [(np.array([a[0], b[0]]), np.array([a[1], b[1]])) for a, b in zip(x, y, strict=True)]
 
@@ -76,7 +76,7 @@ def assert_lines(at, pts: np.ndarray, pairs: list[tuple[int, int]]) -> None:
     for (start, end), (i, j) in zip(lines, pairs, strict=True):
         np.testing.assert_allclose(start, pts[i], rtol=1e-6)  # from query i …
         np.testing.assert_allclose(end, pts[T + j], rtol=1e-6)  # … to key j
-    assert f"{len(pairs)} line(s)" in texts(at)
+    assert f"{len(pairs)} line" in texts(at)  # "1 line", "5 lines"
 
 
 def test_default_map_equals_an_independent_pca(lm):

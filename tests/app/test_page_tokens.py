@@ -247,7 +247,7 @@ def test_repeated_token_keeps_both_rows(lm):
     assert chart(at, "tokens_embed")["layout"]["yaxis"]["tickvals"] == list(range(T))
     assert len(chart(at, "tokens_chips")["data"][0]["text"]) == T
     assert len(array(chart(at, "tokens_pca")["data"][1]["x"])) == T
-    assert "repeats a token 1 time" in texts(at)
+    assert "Your sentence has 1 repeated token:" in texts(at)
 
 
 @pytest.mark.parametrize("name", list(PRESETS))
