@@ -61,7 +61,7 @@ def every_head_part() -> None:
     ui.head_role(state.model, OL, OH)
     c1, c2 = st.columns(2)
     threshold = c2.slider("Hide lines below weight", 0.01, 1.0, step=0.01, **ui.kept("multihead_threshold", 0.1), help="Only (query, key) pairs with at least this much weight get a line.")
-    help_token = "Keep only the lines of one token: the keys it looks at and the queries that look at it."
+    help_token = "Keep only the lines of one token: the keys it looks at and the queries that look at it. Or click a token's dot in a line view."
     token = c2.selectbox(
         "Lines of token", [-1, *range(T)], format_func=lambda j: "every token" if j < 0 else f"{j}: {labels[j]}", **ui.choice("multihead_line_token", range(-1, T), -1), help=help_token
     )
@@ -69,12 +69,14 @@ def every_head_part() -> None:
     with c1:
         ui.show_figure(big, key="multihead_open_map")
     with c2:
-        ui.show_figure(lines, key="multihead_lines")
+        ui.show_figure(lines, key="multihead_lines", on_click=ui.token_clicks("multihead_lines", "multihead_line_token"))
         step = f"rounded to steps of {fm.OPACITY_STEP} (at least {fm.OPACITY_STEP}, so faint lines stay visible)"
         dot = "the dot in its middle has the exact weight as its opacity and in its hover"
         st.caption(f"{n_lines} {noun(n_lines, 'line')}. Left: the token looking (query); right: the token looked at (key). A line's opacity is its weight, {step}; {dot}.")
-    ui.explain(f"**Every head of layer {OL} at once**, a colour each, with the same threshold and token. Click a head in the legend to see it alone; click it again for all.")
-    ui.show_figure(cm.layer_lines_figure(*key, OL, hide, threshold, token, tr), key="multihead_layer_lines")
+    clicks = "Click a head in the legend to see it alone (again: all); click a token's dot at either end to keep only its lines, and empty space for every token."
+    ui.explain(f"**Every head of layer {OL} at once**, a colour each, with the same threshold and token. {clicks}")
+    layer_lines = cm.layer_lines_figure(*key, OL, hide, threshold, token, tr)
+    ui.show_figure(layer_lines, key="multihead_layer_lines", on_click=ui.token_clicks("multihead_layer_lines", "multihead_line_token"))
 
 
 def concat_wo() -> None:

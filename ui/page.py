@@ -65,9 +65,9 @@ def lazy_tabs(parts: dict[str, Callable[[], None]], key: str) -> None:
                 show()
 
 
-def show_figure(fig: go.Figure, key: str) -> None:
+def show_figure(fig: go.Figure, key: str, on_click: Callable[[], None] | None = None) -> None:
     """Draw `fig` at the width its chart had in the browser last time, when known (see ui/widths.py), with larger
-    text in presenter view; its numbers go into the page's CSV."""
+    text in presenter view; its numbers go into the page's CSV. on_click: called when a click selects points."""
     spec = fig.to_dict()
     layout = dict(spec["layout"])
     width = widths.width_of(key)
@@ -77,7 +77,20 @@ def show_figure(fig: go.Figure, key: str) -> None:
         layout.update(presenter.larger(layout))
     spec = {**spec, "layout": layout}
     export.add_figure(key, spec)
-    st.plotly_chart(Spec(spec), config=export.plotly_config(key), key=key)
+    clicks = {"on_select": on_click, "selection_mode": "points"} if on_click else {}
+    st.plotly_chart(Spec(spec), config=export.plotly_config(key), key=key, **clicks)
+
+
+def token_clicks(chart_key: str, token_key: str) -> Callable[[], None]:
+    """For a line view: a click on a token's dot at either end (x = 0 or 1) sets the control `token_key` to that
+    token, so only its lines stay; a click on nothing (or on a line's middle dot) sets it back to every token (-1)."""
+
+    def pick() -> None:
+        points = st.session_state[chart_key].selection.points
+        ends = [round(p["y"]) for p in points if p.get("x") in (0, 1)]
+        st.session_state[token_key] = ends[0] if ends else -1
+
+    return pick
 
 
 def side_by_side(figures: dict[str, go.Figure]) -> None:

@@ -152,3 +152,18 @@ def test_on_a_desktop_the_controls_stay_in_the_sidebar(base_url, tab):
     wait_rendered(tab)
     assert not tab.locator('[data-testid="stMain"]').get_by_role("textbox", name="Sentence").is_visible()
     assert tab.locator('[data-testid="stSidebar"]').get_by_role("textbox", name="Sentence").is_visible()
+
+
+def test_clicking_a_token_in_the_line_view_keeps_only_its_lines(base_url, tab):
+    tab.goto(base_url + "/Multi_head?multihead_part=3+%C2%B7+Every+head+of+the+model")
+    wait_rendered(tab)
+    chart = tab.locator(".st-key-multihead_layer_lines")
+    chart.scroll_into_view_if_needed()
+    queries = chart.locator(".scatterlayer .trace").nth(-2).locator(".points path")  # the query tokens' dots, left
+    lines_before = chart.locator(".scatterlayer .trace .lines path").count()
+    box = queries.nth(3).bounding_box()
+    tab.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    settle(tab)
+    assert tab.locator(".st-key-multihead_line_token input").input_value().startswith("3: ")
+    assert "multihead_line_token=3" in tab.url  # the link keeps it
+    assert 0 < chart.locator(".scatterlayer .trace .lines path").count() <= lines_before
