@@ -3,10 +3,13 @@ previous/next keys all read this one list."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
 import streamlit as st
+
+log = logging.getLogger("atlas.navigation")
 
 ROOT = Path(__file__).resolve().parent.parent
 CURRENT_KEY = "atlas_page"
@@ -73,18 +76,29 @@ def current() -> str | None:
     return st.session_state.get(CURRENT_KEY)
 
 
+def pages_manager():
+    """Streamlit's PagesManager if it still has its uses_pages_directory flag; else None, after one warning."""
+    try:
+        from streamlit.runtime.pages_manager import PagesManager
+    except ImportError:
+        PagesManager = None  # noqa: N806
+    if not hasattr(PagesManager, "uses_pages_directory"):
+        log.warning("PagesManager.uses_pages_directory not found: a first visit of a page's address may show the plain menu (Streamlit's default behaviour)")
+        return None
+    return PagesManager
+
+
+_pages_manager = pages_manager()
+
+
 def take_over() -> None:
     """Make sure the router runs. A Streamlit server that finds a pages/ folder beside app.py starts in its older
     multipage mode, in which the first visit of a page's address (/One_head) runs that page alone, with a plain
     menu, until some run of app.py calls st.navigation. A page calls this first: it leaves that mode for the whole
     process (what st.navigation itself does) and runs again, through the router. If Streamlit no longer has the
     flag, nothing changes (the plain menu shows until the home page is opened once)."""
-    try:
-        from streamlit.runtime.pages_manager import PagesManager
-    except ImportError:
-        return
-    if getattr(PagesManager, "uses_pages_directory", None):
-        PagesManager.uses_pages_directory = False
+    if _pages_manager is not None and _pages_manager.uses_pages_directory:
+        _pages_manager.uses_pages_directory = False
         st.rerun()
 
 

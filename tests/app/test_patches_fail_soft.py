@@ -1,7 +1,7 @@
 """Streamlit internals the app leans on fail soft: when one is missing, one warning and Streamlit's default behaviour.
 
 ui/serving.py wraps the private ScriptRunner._run_script; ui/widths.py mounts a components-v2 component whose
-JavaScript reads Streamlit's DOM test ids. Each test removes one of them and checks the app goes on without it,
+JavaScript reads Streamlit's DOM test ids; ui/navigation.py clears PagesManager's private uses_pages_directory flag. Each test removes one of them and checks the app goes on without it,
 and one test per patch checks that with everything present the patch is in place.
 """
 
@@ -15,10 +15,11 @@ import sys
 
 import pytest
 import streamlit as st
+from streamlit.runtime import pages_manager
 from streamlit.runtime.scriptrunner import script_runner
 from streamlit.testing.v1 import AppTest
 
-from ui import serving, widths
+from ui import navigation, serving, widths
 
 from ..apptest_utils import TIMEOUT, assert_ok, charts_by_key, page_path
 
@@ -160,3 +161,33 @@ def test_the_javascript_reports_nothing_when_a_test_id_is_missing(page):
     out = subprocess.run(["node", "--input-type=module", "-e", JS_STUB, json.dumps(page), widths.JS], capture_output=True, text=True, timeout=30, check=True)
     sent = json.loads(out.stdout)
     assert sent == ([["widths", {"chart": 400}]] if page == PAGES["all_present"] else [])
+
+
+@pytest.mark.parametrize("missing", ["module", "flag"])
+def test_navigation_without_the_pages_flag_warns_once_and_leaves_the_default(monkeypatch, caplog, missing):
+    if missing == "module":
+        monkeypatch.setitem(sys.modules, "streamlit.runtime.pages_manager", None)  # importing it raises ImportError
+    else:
+        monkeypatch.delattr(pages_manager.PagesManager, "uses_pages_directory", raising=False)
+        monkeypatch.setattr(pages_manager, "PagesManager", type("PagesManager", (), {}))
+    with caplog.at_level(logging.WARNING, logger="atlas.navigation"):
+        found = navigation.pages_manager()
+    [message] = warnings_from(caplog, "atlas.navigation")
+    assert found is None and "uses_pages_directory" in message and "default" in message
+    reruns = []
+    monkeypatch.setattr(navigation, "_pages_manager", found)
+    monkeypatch.setattr(navigation.st, "rerun", lambda: reruns.append(1))
+    navigation.take_over()
+    assert not reruns  # nothing to flip, nothing rerun
+
+
+def test_navigation_with_the_pages_flag_takes_over_once_without_warning(monkeypatch, caplog):
+    with caplog.at_level(logging.WARNING, logger="atlas.navigation"):
+        assert navigation.pages_manager() is pages_manager.PagesManager
+    assert not warnings_from(caplog, "atlas.navigation")
+    fake, reruns = type("PagesManager", (), {"uses_pages_directory": True}), []
+    monkeypatch.setattr(navigation, "_pages_manager", fake)
+    monkeypatch.setattr(navigation.st, "rerun", lambda: reruns.append(1))
+    navigation.take_over()
+    navigation.take_over()
+    assert fake.uses_pages_directory is False and reruns == [1]  # the old mode left once, then runs go through the router
