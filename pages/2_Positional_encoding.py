@@ -94,10 +94,11 @@ ui.explain(
 figs = cm.input_figures(state.model, state.sentence, tr)
 keys = ("positions_sum_embed", "positions_sum_pos", "positions_sum_type", "positions_sum_input") if bert else ("positions_sum_embed", "positions_sum_pos", "positions_sum_input")
 per_row = 2 if bert else 3  # four panels in two rows: a quarter of the page is too narrow for a heatmap
-for start in range(0, len(figs), per_row):
-    for col, fig, key in zip(st.columns(per_row), figs[start : start + per_row], keys[start : start + per_row], strict=True):
-        with col:
-            ui.show_figure(fig, key=key)
+with ui.stacking("positions_panels", below_px=1600):  # one panel per row unless the screen is very wide
+    for start in range(0, len(figs), per_row):
+        for col, fig, key in zip(st.columns(per_row), figs[start : start + per_row], keys[start : start + per_row], strict=True):
+            with col:
+                ui.show_figure(fig, key=key)
 lengths = f"of a token vector here: {mean_length(tr['hook_embed']):.3g}; of a position vector: {mean_length(tr['hook_pos_embed']):.3g}"
 if bert:
     lengths += f"; of a token-type vector: {mean_length(tr['hook_token_type_embed']):.3g}"

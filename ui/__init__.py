@@ -2,9 +2,26 @@
 
 from . import serving
 from .models import get_model, get_trace, get_traces
-from .page import choice, explain, head_role, kept, lazy_tabs, show_figure, side_by_side, token_clicks, trace_or_stop
+from .page import choice, explain, head_role, kept, lazy_tabs, show_figure, side_by_side, stacking, token_clicks, trace_or_stop
 from .state import PRESETS, State, sidebar
 
 serving.install()  # one script run at a time per process (ui/serving.py)
 
-__all__ = ["PRESETS", "State", "get_model", "get_trace", "get_traces", "choice", "explain", "head_role", "kept", "lazy_tabs", "show_figure", "side_by_side", "sidebar", "token_clicks", "trace_or_stop"]
+__all__ = [
+    "PRESETS",
+    "State",
+    "get_model",
+    "get_trace",
+    "get_traces",
+    "choice",
+    "explain",
+    "head_role",
+    "kept",
+    "lazy_tabs",
+    "show_figure",
+    "side_by_side",
+    "sidebar",
+    "stacking",
+    "token_clicks",
+    "trace_or_stop",
+]

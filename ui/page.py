@@ -100,6 +100,14 @@ def side_by_side(figures: dict[str, go.Figure]) -> None:
             show_figure(fig, key=key)
 
 
+def stacking(key: str, below_px: int):
+    """A container (keyed `key`) whose columns stack one per row on screens narrower than below_px, for charts that
+    cannot be read side by side there (Streamlit itself stacks columns only below 640 px). Static CSS, no user text."""
+    box, column = f".st-key-{key} [data-testid='stHorizontalBlock']", f".st-key-{key} [data-testid='stColumn']"
+    st.html(f"<style>@media (max-width: {below_px}px) {{ {box} {{ flex-wrap: wrap; }} {column} {{ min-width: 100%; }} }}</style>")
+    return st.container(key=key)
+
+
 def head_role(model_name: str, layer: int, head: int) -> None:
     """What the head does, measured: its labels and scores on the repeated-random-token probe, and how to read them."""
     st.markdown("**What this head does, measured.** " + head_roles.summary(head_scores(model_name), layer, head))
