@@ -29,13 +29,15 @@ serve: $(VENV)/.runtime
 lint: $(VENV)/.dev
 	$(PY) -m ruff check .
 
+# Two workers (pytest-xdist), each taking whole test files, so a file's served app and browser stay on one worker.
+TEST_WORKERS ?= 2
 test: $(VENV)/.dev
 	bash scripts/ensure_chromium.sh
 	$(PY) -m ruff check .
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 test-fast: $(VENV)/.dev
-	$(PY) -m pytest -q -m "not browser"
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not browser"
 
 # Random fuzzing of every page: 54 tests × FUZZ_EXAMPLES (50 → 2,700 examples, ~5 min on 2 cores).
 fuzz: $(VENV)/.dev

@@ -270,12 +270,12 @@ BERT = ModelConfig(family="bert", pos_encoding="learned", activation="gelu", has
 def test_reading_names_each_familys_heads_sink_and_ablation(tiny_cfg):
     gpt = heads.reading(tiny_cfg, 2)
     assert "each with its own W_Q, W_K, W_V (d_head = d_model / h = 32 / 4 = 8)" in gpt.intro and "**layer 2**" in gpt.intro and "encoder" not in gpt.intro
-    assert gpt.b_O == heads.out_bias(tiny_cfg) == " + b_O" and r"W_O + b_O, \qquad" in gpt.formula
+    assert gpt.b_O == heads.out_bias(tiny_cfg) == " + b_O" and r"W_O + b_O, \\" in gpt.formula
     assert (gpt.sink, gpt.sink_to, gpt.columns) == ("first-token", "the first token", "first-token column")
     assert gpt.sink_label == "Hide the first-token column (attention sink)" and "very first token" in gpt.sink_note
     assert "prediction of the next token" in gpt.ablation and not gpt.encoder_note and r"\mathrm{logits}_{T-1}" in gpt.ablation_latex
     llama = heads.reading(LLAMA, 0)
-    assert "groups of 3 share one W_K and W_V (3 key/value heads" in llama.intro and llama.b_O == "" and r"W_O, \qquad" in llama.formula
+    assert "groups of 3 share one W_K and W_V (3 key/value heads" in llama.intro and llama.b_O == "" and r"W_O, \\" in llama.formula
     bert = heads.reading(BERT, 0)
     assert bert.intro.endswith("This model is an encoder: no causal mask (M = 0), every token sees the whole sentence.")
     assert bert.sink_label == "Hide the [CLS] and [SEP] columns (attention sinks)" and bert.sink == "[CLS]/[SEP]"
