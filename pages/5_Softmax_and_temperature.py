@@ -45,23 +45,24 @@ def scores_section(s: np.ndarray) -> None:
     p = lab.softmax_t(s, tau, scale)
     now = f"×{scale}, τ = {tau:g}"
     bars = {"softmax(s)  (×1, τ = 1)": lab.softmax(s), f"softmax({scale}·s / {tau:g})  ({now})": p}
-    left, right = st.columns([3, 2])
-    with left:
-        ui.show_figure(grouped_bars(bars, labels, title="Softmax weights", y_title="weight", y_range=(0, 1)), key="softmax_bars")
-    with right:
-        m1, m2 = st.columns(2)
-        m1.metric("Top probability", f"{p.max():.3f}", help=f"The largest weight at {now}.")
-        m2.metric("Entropy", f"{lab.entropy_bits(p):.3f} bits", help=f"0 bits = all weight on one score; {np.log2(len(s)):.3f} bits = equal weights.")
-        w = lab.worked_softmax(scale * s / tau)
-        exp_name = "e^z" if w["shift"] == 0 else "e^(z − max z)"
-        st.dataframe(
-            pd.DataFrame(cols := {"score s": s, f"z = {scale}·s / {tau:g}": w["z"], exp_name: w["exp"], "weight": w["weights"]}),
-            hide_index=True,
-            key="softmax_worked",
-            column_config=dict.fromkeys(cols, st.column_config.NumberColumn(format=lab.TABLE_FORMAT)),
-        )
-        if w["shift"]:
-            st.caption(f"e^z would overflow, so every z is first lowered by the largest one, {w['shift']:.4g}: the weights stay exactly the same.")
+    with ui.stacking("softmax_worked_row", below_px=1100):  # the table beside the bars only where it fits
+        left, right = st.columns([3, 2])
+        with left:
+            ui.show_figure(grouped_bars(bars, labels, title="Softmax weights", y_title="weight", y_range=(0, 1)), key="softmax_bars")
+        with right:
+            m1, m2 = st.columns(2)
+            m1.metric("Top probability", f"{p.max():.3f}", help=f"The largest weight at {now}.")
+            m2.metric("Entropy", f"{lab.entropy_bits(p):.3f} bits", help=f"0 bits = all weight on one score; {np.log2(len(s)):.3f} bits = equal weights.")
+            w = lab.worked_softmax(scale * s / tau)
+            exp_name = "e^z" if w["shift"] == 0 else "e^(z − max z)"
+            st.dataframe(
+                pd.DataFrame(cols := {"score s": s, f"z = {scale}·s / {tau:g}": w["z"], exp_name: w["exp"], "weight": w["weights"]}),
+                hide_index=True,
+                key="softmax_worked",
+                column_config=dict.fromkeys(cols, st.column_config.NumberColumn(format=lab.TABLE_FORMAT)),
+            )
+            if w["shift"]:
+                st.caption(f"e^z would overflow, so every z is first lowered by the largest one, {w['shift']:.4g}: the weights stay exactly the same.")
     for line in lab.worked_latex(w) if len(s) <= 6 else ():
         st.latex(line)
 

@@ -95,15 +95,16 @@ if gen is not None and gen.steps:
     cut, use = {TIMELINE: (key, gen.cut(k))}, {"atlas_sentence": gen.text_at(k)[:MAX_CHARS]}
     b1.button(f"Continue from step {k} (drop the later steps)", key="next_cut", on_click=update, args=(cut,), disabled=k == n, help="Forget the later steps; the buttons above continue from here.")
     b2.button("Use this text as the sidebar sentence", key="next_use", on_click=update, args=(use,), help="Every page then reads this text; the timeline starts again from it.")
-    left, right = st.columns([3, 2])
-    left.dataframe(pd.DataFrame(sampling.timeline_rows(gen)), hide_index=True, key="next_timeline_table", height=260)
-    with right:
-        if k > 0:
-            s = gen.steps[k - 1]
-            fig = probability_bars(np.array([c.prob for c in s.top]), np.array([c.filtered for c in s.top]), [c.label for c in s.top], f"Step {k}: the top candidates; drawn: {s.label}")
-            ui.show_figure(fig, key="next_step_bars")
-        else:
-            st.caption("Step 0 is the sidebar sentence itself: move the slider to see a step's candidates.")
+    with ui.stacking("next_step_row", below_px=1100):  # the step's bars beside the timeline only where they fit
+        left, right = st.columns([3, 2])
+        left.dataframe(pd.DataFrame(sampling.timeline_rows(gen)), hide_index=True, key="next_timeline_table", height=260)
+        with right:
+            if k > 0:
+                s = gen.steps[k - 1]
+                fig = probability_bars(np.array([c.prob for c in s.top]), np.array([c.filtered for c in s.top]), [c.label for c in s.top], f"Step {k}: the top candidates; drawn: {s.label}")
+                ui.show_figure(fig, key="next_step_bars")
+            else:
+                st.caption("Step 0 is the sidebar sentence itself: move the slider to see a step's candidates.")
 
 st.header("3 · The logit lens: what would each layer predict?")
 ui.explain(read.lens)

@@ -103,7 +103,8 @@ def side_by_side(figures: dict[str, go.Figure]) -> None:
 def stacking(key: str, below_px: int):
     """A container (keyed `key`) whose columns stack one per row on screens narrower than below_px, for charts that
     cannot be read side by side there (Streamlit itself stacks columns only below 640 px). Static CSS, no user text."""
-    box, column = f".st-key-{key} [data-testid='stHorizontalBlock']", f".st-key-{key} [data-testid='stColumn']"
+    outer = f":not(.st-key-{key} [data-testid='stColumn'] *)"  # not the columns nested inside its columns
+    box, column = f".st-key-{key} [data-testid='stHorizontalBlock']{outer}", f".st-key-{key} [data-testid='stColumn']{outer}"
     st.html(f"<style>@media (max-width: {below_px}px) {{ {box} {{ flex-wrap: wrap; }} {column} {{ min-width: 100%; }} }}</style>")
     return st.container(key=key)
 

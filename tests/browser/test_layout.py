@@ -17,7 +17,7 @@ pytestmark = pytest.mark.browser
 WIDTHS = (390, 768, 1024, 1440)
 # name → (address, tab to open, button to press first)
 PAGES = {
-    "softmax": ("Softmax_and_temperature?softmax_scale=100", None, None),  # ×100: the worked table's widest numbers
+    "softmax": ("Softmax_and_temperature?softmax_scale=%C3%97100", None, None),  # ×100 (the address holds the label): the worked table's widest numbers
     "context": ("Context", None, None),
     "ablation": ("Multi_head", "5 · Switch heads off", None),
     "cross": ("Cross_attention", None, None),
@@ -39,7 +39,6 @@ NARROW_IN_COLUMNS = {
     ("softmax", "Entropy and top probability"): (390,),  # 156: two y axes
     ("softmax", "Saturation"): (390, 768, 1024),  # 233, 235, 149: side_by_side
     ("softmax", "Spread (std)"): (1024,),  # 172: side_by_side
-    ("softmax", "Softmax weights"): (1024,),  # 213: st.columns([3, 2]) beside the table
     ("softmax", "Scores of query"): (390, 768, 1024),  # 233, 235, 157: side_by_side
     ("softmax", "Weights of query"): (390, 768, 1024),  # 233, 235, 157: side_by_side
     ("context", "Cosine similarity"): (390,),  # 233
@@ -68,16 +67,16 @@ NARROW_IN_COLUMNS = {
     ("lecture", "weights = softmax"): (390,),  # 222: full width, words on both axes
     ("lecture", "attention = weights·V"): (1024,),  # 190: st.columns([1, 1]) beside the worked row
     ("next", "After position"): (390, 1024),  # 233, 205
-    ("next", "Step "): (390, 768, 1024),  # 233, 161, 93: st.columns([3, 2]) beside the timeline table
+    ("next", "Step "): (390,),  # 233
     ("next", "Logit lens"): (390,),  # 61: one column per token
 }
 MIN_LISTED_PX = 10
 
 # The tables the lecturer reported (other pages' tables are not checked here) and the widths at which they are still
-# wider than their column (a grid cannot wrap text): the worked softmax table sits in the right-hand 2/5 of the page
-# beside the bars; the Masking page's table has seven columns, two of them lists of three tokens.
+# wider than their column (a grid cannot wrap text): the Masking page's table has seven columns, two of them lists of
+# three tokens. (The worked softmax table sits beside the bars only on screens wider than 1,100 px.)
 TABLES = ("softmax_worked", "masking_table")
-WIDE_TABLES = {("softmax_worked", 768), ("softmax_worked", 1024), ("masking_table", 390), ("masking_table", 768), ("masking_table", 1024)}
+WIDE_TABLES = {("masking_table", 390), ("masking_table", 768), ("masking_table", 1024)}
 
 MEASURE = """() => {
   const box = (e) => { const r = e.getBoundingClientRect(); return {l: r.left, r: r.right, t: r.top, b: r.bottom, w: r.width, h: r.height}; };
