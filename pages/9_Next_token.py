@@ -23,10 +23,6 @@ if not cfg.has_lm_head:
     st.stop()
 ui.explain(read.intro)
 st.latex(r"z = \mathrm{N}_{\mathrm{final}}(h_t)\, W_U \in \mathbb{R}^{V}, \qquad p_i = \operatorname{softmax}(z / T)_i = \frac{e^{z_i / T}}{\sum_{j=1}^{V} e^{z_j / T}}")
-top_k = r"\text{top-}k:\ S_k = \text{the } k \text{ largest } p_i"
-top_p = r"\text{top-}p:\ S_p = \text{the smallest set of the largest } p_i \text{ with} \sum_{i \in S_p} p_i \ge p"
-st.latex(rf"\begin{{gathered}}{top_k}, \\ {top_p}\end{{gathered}}")
-st.latex(r"S = S_k \cap S_p, \qquad p'_i = \frac{p_i}{\sum_{j \in S} p_j} \text{ for } i \in S, \quad p'_i = 0 \text{ otherwise}")
 
 tr = ui.trace_or_stop(state)
 labels, T = tr.encoding.labels, len(tr.encoding)
@@ -48,17 +44,22 @@ n_bars = c5.slider("Bars", 5, 30, 12, bind="query-params", key="next_bars", help
 logits = tr["logits"][pos]  # (V,)
 dist = sampling.distribution(logits, temperature, top_k, top_p)
 table = sampling.distribution_rows(dist, logits, vocab, n_bars)
-left, right = st.columns([3, 2])
-with left:
-    ui.show_figure(probability_bars(table["p"], table["p′"], table["token"], f"After position {pos}: the {n_bars} most probable next tokens of {V:,}"), key="next_bars_chart")
-with right:
-    m1, m2, m3 = st.columns(3)
-    m1.metric("Tokens kept", f"{dist.n_kept:,}", help=f"Of {V:,}: the tokens that survive top-k and top-p.")
-    m2.metric("Kept mass", f"{dist.kept_mass:.3f}", help="Σ p_i over the kept tokens, before renormalising; each kept p_i is divided by it.")
-    m3.metric("Top token", f"{dist.probs[dist.order[0]]:.3f}", help="The largest p_i at this temperature.")
-    st.dataframe(pd.DataFrame(table), hide_index=True, key="next_table", height=240)
-    if pos < T - 1:
-        st.caption(sampling.actual_next_note(dist, tr.encoding.ids[pos + 1], pos + 1))
+with ui.stacking("next_bars_row", below_px=1100):  # the numbers beside the bars only where both fit
+    left, right = st.columns([3, 2])
+    with left:
+        ui.show_figure(probability_bars(table["p"], table["p′"], table["token"], f"After position {pos}: the {n_bars} most probable next tokens of {V:,}"), key="next_bars_chart")
+    with right:
+        m1, m2, m3 = st.columns(3)
+        m1.metric("Tokens kept", f"{dist.n_kept:,}", help=f"Of {V:,}: the tokens that survive top-k and top-p.")
+        m2.metric("Kept mass", f"{dist.kept_mass:.3f}", help="Σ p_i over the kept tokens, before renormalising; each kept p_i is divided by it.")
+        m3.metric("Top token", f"{dist.probs[dist.order[0]]:.3f}", help="The largest p_i at this temperature.")
+        st.dataframe(pd.DataFrame(table), hide_index=True, key="next_table", height=240)
+        if pos < T - 1:
+            st.caption(sampling.actual_next_note(dist, tr.encoding.ids[pos + 1], pos + 1))
+k_tex = r"\text{top-}k:\ S_k = \text{the } k \text{ largest } p_i"
+p_tex = r"\text{top-}p:\ S_p = \text{the smallest set of the largest } p_i \text{ with} \sum_{i \in S_p} p_i \ge p"
+st.latex(rf"\begin{{gathered}}{k_tex}, \\ {p_tex}\end{{gathered}}")  # the filters behind p′ in the chart
+st.latex(r"S = S_k \cap S_p, \qquad p'_i = \frac{p_i}{\sum_{j \in S} p_j} \text{ for } i \in S, \quad p'_i = 0 \text{ otherwise}")
 if temperature < sampling.GREEDY_BELOW:
     st.info("T = 0 is **greedy** decoding: softmax(z / T) tends to all probability on the largest logit, so the top token is always chosen.")
 

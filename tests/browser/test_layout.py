@@ -66,7 +66,7 @@ NARROW_IN_COLUMNS = {
     ("lecture", "scores"): (390, 768, 1024),  # 222, 224, 122: two columns
     ("lecture", "weights = softmax"): (390,),  # 222: full width, words on both axes
     ("lecture", "attention = weights·V"): (1024,),  # 190: st.columns([1, 1]) beside the worked row
-    ("next", "After position"): (390, 1024),  # 233, 205
+    ("next", "After position"): (390,),  # 233
     ("next", "Step "): (390,),  # 233
     ("next", "Logit lens"): (390,),  # 61: one column per token
 }
