@@ -26,8 +26,7 @@ st.session_state["masking_pos"] = min(st.session_state.get("masking_pos", 3), T 
 
 def causal() -> None:
     st.latex(r"M^{\mathrm{causal}}_{ij} = \begin{cases} 0 & j \le i \\ -\infty & j > i \end{cases}")
-    kind, message = read.causal
-    getattr(st, kind)(message)
+    ui.note(*read.causal)
     pos = st.slider("Position i", 0, T - 1, bind="query-params", key="masking_pos", help="A query position: its row of the mask is outlined in red.") if T > 1 else 0
     seen, weight_note = one_head.position_words(s.weights, pos, decoder)
     col1, col2 = st.columns(2)
@@ -42,8 +41,7 @@ def causal() -> None:
 
 
 def before_after() -> None:
-    kind, message = read.before_after
-    getattr(st, kind)(message)
+    ui.note(*read.before_after)
     figs = {"masking_scaled": fa.scores_heatmap(s.scaled, labels, "Scores before the mask" if decoder else "Scores (nothing masked)", values=False)}
     if decoder:
         figs["masking_masked"] = fa.scores_heatmap(s.masked, labels, "After the mask = before softmax", values=False)
@@ -92,8 +90,7 @@ def padded() -> None:
         st.markdown(padding.shorter_note(chk, b))
         for name, diff in zip(names, chk.differences, strict=True):
             st.metric(f"Sentence {name}: largest {'logit' if chk.output == 'logits' else 'output'} difference, batch vs alone", f"{diff:.2e}")
-        kind, message = padding.verdict(use_pad, causal_on)
-        getattr(st, kind)(message)
+        ui.note(*padding.verdict(use_pad, causal_on))
 
 
 PARTS = {"1 · The causal mask": causal, "2 · Before and after the mask": before_after, "3 · Seeing the future": future, "4 · The padding mask": padded}

@@ -101,7 +101,7 @@ def switch_off() -> None:
     ablate = tuple(sorted(heads.parse_head(n) for n in chosen))
     fig, table, moved = cm.ablation(*key, ablate, k, tr, ui.trace_or_stop(state, ablate=ablate) if ablate else tr)
     ui.show_figure(fig, key="multihead_ablation")
-    kind, message = heads.ablation_verdict(cfg, chosen, moved, T)
+    kind, message = heads.ablation_verdict(cfg, chosen, moved, T)  # a result: shown in presenter view too
     getattr(st, kind)(message)
     if table:
         prob = st.column_config.NumberColumn(format="%.5f")

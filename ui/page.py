@@ -40,6 +40,14 @@ def explain(text: str, where=st) -> None:
         where.markdown(text)
 
 
+def note(kind: str, message: str) -> None:
+    """A lesson's (kind, message) text: "markdown" is an explanation (see explain); "info", "success" or "warning" always shows."""
+    if kind == "markdown":
+        explain(message)
+    else:
+        getattr(st, kind)(message)
+
+
 PAGE_CONTROL = {"bind": "query-params", "persist_state": "session"}  # kept in the address, and while not drawn (a closed lazy tab)
 
 
