@@ -242,7 +242,7 @@ def bench_page(browser, base: str, page: Path | None, sentence: str, tau: float,
     name = page.stem if page else "home"
     tab = browser.new_page(viewport={"width": 1300, "height": 900})
     tab.add_init_script(INSTRUMENT)
-    tab.goto(page_url(base, page) + "?" + urllib.parse.urlencode({"model": args.model, "sentence": sentence, "temperature": tau}))
+    tab.goto(page_url(base, page) + "?" + urllib.parse.urlencode({"model": args.model, "sentence": sentence, "temperature": tau} | ({} if args.layer is None else {"layer": args.layer})))
     wait_rendered(tab)
     if name in SHOWN_TAB:
         open_tab(tab, SHOWN_TAB[name])
@@ -267,6 +267,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2, help="timed presses toggling between two seen values (0 = skip)")
     ap.add_argument("--pages", nargs="*", help="only pages whose file name contains one of these (home = app.py)")
     ap.add_argument("--model", default="shakespeare-gpt", help="the model the pages open (query string model=…)")
+    ap.add_argument("--layer", type=int, help="the sidebar's layer (query string layer=…; default: the page's own, 0)")
     args = ap.parse_args()
     charted = [p for p in (ROOT / "pages").glob("*.py") if "show_figure" in p.read_text(encoding="utf-8")]  # (the guided tour has no chart to time)
     pages = [None, *sorted(charted, key=lambda p: int(p.stem.split("_")[0]))]

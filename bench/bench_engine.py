@@ -66,7 +66,7 @@ def cpu_per_trace_ms(lm, text: str, at_once: int, gated: bool, rounds: int = 12)
 
     def one() -> None:
         with gate:
-            run_trace(lm.model, lm.tokenizer, text)
+            run_trace(lm.model, lm.tokenizer, text).run_blocks()
 
     t0 = time.process_time()
     for _ in range(rounds):
@@ -102,11 +102,11 @@ def main() -> None:
             continue
         text = text_of(lm.tokenizer, n)
         ids = torch.tensor([lm.tokenizer.encode(text).ids])  # (1, n)
-        size = sum(arr.nbytes for arr in run_trace(lm.model, lm.tokenizer, text).cache.values()) / 2**20
+        size = run_trace(lm.model, lm.tokenizer, text).run_blocks().nbytes / 2**20
         for threads in THREADS:
             torch.set_num_threads(threads)
             fwd = median_ms(partial(forward, lm.model, ids), a.repeats)
-            full = median_ms(partial(run_trace, lm.model, lm.tokenizer, text), a.repeats)
+            full = median_ms(lambda text=text: run_trace(lm.model, lm.tokenizer, text).run_blocks(), a.repeats)
             print(f"{n:>6} {threads:>7} {fwd:>11.2f} {full:>13.2f} {size:>10.2f}")
     print(f"\nmedians of {a.repeats} runs after 5 warm-up runs; issue target: forward + full trace ≤ 5 ms at 64 tokens")
 

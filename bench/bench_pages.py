@@ -89,22 +89,24 @@ def describe(exc) -> str:
     return f"{exc.proto.type}: {exc.proto.message} ({last.splitlines()[0] if last else ''})"[:200]
 
 
-def app_test(page: Path | str, model: str, sentence: str | None = None) -> AppTest:
-    """An AppTest of a page file or a script's code, opened on `model` (and `sentence`) by its query string."""
+def app_test(page: Path | str, model: str, sentence: str | None = None, layer: int | None = None) -> AppTest:
+    """An AppTest of a page file or a script's code, opened on `model` (and `sentence`, `layer`) by its query string."""
     at = AppTest.from_file(str(page), default_timeout=120) if isinstance(page, Path) else AppTest.from_string(page, default_timeout=120)
     at.query_params["model"] = model
+    if layer is not None:
+        at.query_params["layer"] = str(layer)
     if sentence is not None:
         at.query_params["sentence"] = sentence
     return at
 
 
-def measure(page: Path | str, model: str, sentence: str, tab: tuple[str, str] | None = None) -> tuple[float, float, int]:
+def measure(page: Path | str, model: str, sentence: str, tab: tuple[str, str] | None = None, layer: int | None = None) -> tuple[float, float, int]:
     """(median ms with new values, median ms with repeated values, bytes of the page); page: a file, or a script's
     code; tab: (key, label) of a lazy tab to open first."""
     st.cache_resource.clear()
     st.cache_data.clear()
     ui.models.TRACES = ui.models.TraceCache(ui.models.TRACES.budget)  # get_trace reads the module's TRACES at each call
-    at = app_test(page, model, sentence)
+    at = app_test(page, model, sentence, layer)
     if tab:
         at.session_state[tab[0]] = tab[1]
     at.run()
@@ -127,6 +129,7 @@ def main() -> None:
     ap.add_argument("pages", nargs="*", help="only pages whose file name contains one of these")
     ap.add_argument("--model", default="shakespeare-gpt", help="the model the pages open (query string model=…)")
     ap.add_argument("--tokens", type=int, nargs="+", default=[16, 256], help="sentence lengths in tokens")
+    ap.add_argument("--layer", type=int, help="the sidebar's layer (query string layer=…; default: the page's own, 0)")
     a = ap.parse_args()
     pages = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py"), key=lambda p: int(p.stem.split("_")[0]))]
     if a.pages:
@@ -138,14 +141,14 @@ def main() -> None:
     logging.getLogger("streamlit.error_util").disabled = True  # a page's exception: one line in the table, not its traceback
     sentences = {n: text_of(a.model, n) for n in a.tokens}
     print(f"load average before: {' '.join(Path('/proc/loadavg').read_text().split()[:3])} (2 cores; other work on the machine inflates every number)")
-    print(f"model {a.model}; AppTest rerun medians (ms) after a temperature change, and KiB of the page's elements")
+    print(f"model {a.model}, layer {0 if a.layer is None else a.layer}; AppTest rerun medians (ms) after a temperature change, and KiB of the page's elements")
     heads = "".join(f" {'new@' + str(n):>8} {'rep@' + str(n):>8} {'KiB@' + str(n):>8}" for n in a.tokens)
     print(f"{'page':44}{heads} {'compile':>8} {'load avg':>9}")
     for name, page in [("(sidebar only: the floor)", SIDEBAR_ONLY), *((p.stem, p) for p in pages)]:
         tabs = lazy_tabs(app_test(page, a.model, sentences[a.tokens[0]]).run()) if isinstance(page, Path) else {}
         for row, tab in [(name, None)] if not tabs else [(f"{name} · {label}", (key, label)) for key, labels in tabs.items() for label in labels]:
             try:
-                cells = "".join(f" {new:8.1f} {rep:8.1f} {kib / 1024:8.1f}" for new, rep, kib in (measure(page, a.model, sentences[n], tab) for n in a.tokens))
+                cells = "".join(f" {new:8.1f} {rep:8.1f} {kib / 1024:8.1f}" for new, rep, kib in (measure(page, a.model, sentences[n], tab, a.layer) for n in a.tokens))
             except PageError as err:
                 print(f"{row[:44]:44} the page shows an exception, not measured: {err}", flush=True)
                 continue

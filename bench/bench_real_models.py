@@ -11,8 +11,9 @@ load time of SmolLM2 in a fresh process, and the memory of a process holding eve
               GGUF file, float32; MiniLM: BertModel from the package's zip, extracted to a temporary folder)
     no rec    our model(ids), nothing recorded (for reference)
     (a) rec   our model(ids, rec={}), every intermediate recorded (torch tensors, no copies)
-    (b) trace run_trace: tokenize, record what a trace keeps, copy it to numpy (what the app does)
-    (c) all   run_trace, then every layer's internals read (tr["blocks.{l}.attn.hook_q"]: each layer recomputed)
+    (b) trace run_trace(…).run_blocks(): tokenize, run every block, record what a trace keeps, copy it to numpy
+              (what the app does for a page that reads the last layer)
+    (c) all   (b), then every layer's internals read (tr["blocks.{l}.attn.hook_q"]: each layer recomputed)
   Rounds run every variant once, in turn (so a change of the machine's speed hits all alike), after 3 warm-up rounds;
   the table gives each variant's median and its ratio to HF's median.
 --load: fresh processes (alternating): load_model("smollm2-135m") whole, and split into read_gguf_llama (parse,
@@ -100,10 +101,10 @@ def forward_variants(lm, text: str, ids, call) -> dict:
             lm.model(ids, rec={})
 
     def trace():
-        run_trace(lm.model, lm.tokenizer, text)
+        return run_trace(lm.model, lm.tokenizer, text).run_blocks()
 
     def everything():
-        tr = run_trace(lm.model, lm.tokenizer, text)
+        tr = trace()
         for layer in range(lm.cfg.n_layer):
             tr[f"blocks.{layer}.attn.hook_q"]  # opens (recomputes) the layer
 

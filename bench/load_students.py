@@ -215,7 +215,7 @@ async def student(i: int, args, base: str, page: str, model: str, t0: float, rec
     """Open the page on `model`, then move a control after every think time until the end of the test."""
     rng = random.Random(args.seed * 100_003 + i)
     await asyncio.sleep(args.ramp * i / max(args.students - 1, 1))
-    url_query = urlencode({"model": model}) if model else ""  # a reload keeps the address bar, which holds the app's state
+    url_query = urlencode({"model": model} if args.layer is None else {"model": model, "layer": args.layer}) if model else ""  # a reload keeps the address bar, which holds the app's state
     while time.perf_counter() < stop_at:
         s = Session(base, page_name(page))
         s.query_string = url_query
@@ -419,6 +419,7 @@ def main() -> None:
     ap.add_argument("--ramp", type=float, default=None, help="seconds over which students arrive (default: min(10, warmup/2))")
     ap.add_argument("--page", default="3_One_head", help='a page file stem ("3_One_head", "app" = home), a comma-separated list (students round-robin), or "mix"')
     ap.add_argument("--model", default="shakespeare-gpt", help='the model the students open (query string model=…); a comma-separated list: students round-robin; "" = the server\'s default')
+    ap.add_argument("--layer", type=int, help="the layer every student opens (query string layer=…; default: the page's own, 0)")
     ap.add_argument("--think", type=float, nargs=2, default=(1.0, 3.0), metavar=("MIN", "MAX"), help="think time between moves, seconds (uniform)")
     ap.add_argument("--timeout", type=float, default=60, help="a rerun slower than this counts as an error; the student reloads")
     ap.add_argument("--actions", type=weights, default=ACTIONS, help='weights of the moves, e.g. "temperature=0.6,head=0.4" (default: temperature=0.4,head=0.25,sentence=0.15,step=0.2)')

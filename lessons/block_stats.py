@@ -50,11 +50,6 @@ def stream_stages(cfg: ModelConfig) -> list[tuple[str, str]]:
     return stages
 
 
-def n_layers(tr: Trace) -> int:
-    """How many blocks the traced model has."""
-    return sum(1 for name in tr.cache if name.endswith(".hook_resid_post"))
-
-
 def read(tr: Trace, name: str) -> np.ndarray:
     """tr[name], reading a post-norm block's output (ln2) from the next block's recorded input: the same numbers,
     without recomputing the block."""
@@ -137,7 +132,7 @@ def norm_steps(tr: Trace, layer: int, ln: str) -> NormSteps:
 
 def contribution_norms(tr: Trace) -> tuple[np.ndarray, np.ndarray]:
     """How much each block writes into the stream: ‖attn_out_t‖ and ‖mlp_out_t‖, shape (n_layer, T) each."""
-    L = n_layers(tr)
+    L = tr.cfg.n_layer
     attn = np.stack([np.linalg.norm(tr[f"blocks.{layer}.hook_attn_out"], axis=-1) for layer in range(L)])  # (L, T)
     mlp = np.stack([np.linalg.norm(tr[f"blocks.{layer}.hook_mlp_out"], axis=-1) for layer in range(L)])  # (L, T)
     return attn.astype(np.float32), mlp.astype(np.float32)

@@ -15,7 +15,7 @@ import numpy as np
 
 from transformer import Encoding, ModelConfig, Trace
 
-from .block_stats import block_output, n_layers
+from .block_stats import block_output
 from .embedding_space import unit_rows
 from .pca import pca
 
@@ -65,7 +65,7 @@ def stage_labels(n_layer: int) -> list[str]:
 
 def word_vectors(tr: Trace, position: int) -> np.ndarray:
     """The token at `position`: W_E[id] (= hook_embed), then every block's output (block_stats.block_output). Shape (n_layer + 1, d)."""
-    return np.stack([tr["hook_embed"][position], *(block_output(tr, layer)[position] for layer in range(n_layers(tr)))])
+    return np.stack([tr["hook_embed"][position], *(block_output(tr, layer)[position] for layer in range(tr.cfg.n_layer))])
 
 
 def cosine_by_layer(a: np.ndarray, b: np.ndarray) -> np.ndarray:

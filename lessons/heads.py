@@ -65,8 +65,7 @@ def sink_share(weights: np.ndarray, columns: tuple[int, ...], causal: bool) -> n
 
 def mean_pattern(tr: Trace, layer: int | None) -> np.ndarray:
     """The attention weights averaged over the heads of `layer`, or over every layer and head when None. Shape (T, T)."""
-    n_layer = sum(1 for name in tr.cache if name.endswith(".attn.hook_pattern"))
-    layers = range(n_layer) if layer is None else [layer]
+    layers = range(tr.cfg.n_layer) if layer is None else [layer]
     stacked = np.stack([tr[f"blocks.{lay}.attn.hook_pattern"] for lay in layers])  # (n_layers, nh, T, T)
     return stacked.mean(axis=(0, 1))  # (T, T)
 

@@ -15,7 +15,7 @@ import torch
 
 from transformer import GPT, Trace
 
-from .block_stats import block_output, n_layers
+from .block_stats import block_output
 from .probability import softmax
 
 LENS_POSITIONS = 32  # the lens reads at most this many positions at once …
@@ -41,7 +41,7 @@ def window(pos: int, T: int, size: int = LENS_POSITIONS) -> range:
 def residual_streams(tr: Trace, positions: Sequence[int]) -> np.ndarray:
     """The residual stream at the given positions: block 0's input, then each block's output. Shape (L+1, P, d)."""
     rows = list(positions)
-    return np.stack([tr["blocks.0.hook_resid_pre"][rows], *(block_output(tr, layer)[rows] for layer in range(n_layers(tr)))])  # (L+1, P, d)
+    return np.stack([tr["blocks.0.hook_resid_pre"][rows], *(block_output(tr, layer)[rows] for layer in range(tr.cfg.n_layer))])  # (L+1, P, d)
 
 
 @dataclass(frozen=True)

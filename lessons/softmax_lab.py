@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from transformer import GPT, Interventions, ModelConfig, Trace
-from transformer.trace import layer_opener
+from transformer.trace import open_layer
 
 from .probability import entropy_bits, softmax
 
@@ -99,8 +99,7 @@ def tempered_pattern(model: GPT, at_1: Trace, layer: int, head: int, tau: float)
     """(T, T) weights of one head when the model runs with attention temperature τ on that head only (an engine
     intervention). The layers before `layer` do not change, so the engine runs block `layer` again on the input the
     trace at τ = 1 recorded for it: the numbers a whole forward pass gives, at a fraction of the cost."""
-    inputs = {f"blocks.{layer}.hook_resid_pre": at_1[f"blocks.{layer}.hook_resid_pre"]}
-    arrays = layer_opener(model, inputs, len(at_1.encoding), Interventions(head_temperature=((layer, head, float(tau)),)))(layer)
+    arrays = open_layer(model, at_1[f"blocks.{layer}.hook_resid_pre"], layer, Interventions(head_temperature=((layer, head, float(tau)),)))
     return arrays[f"blocks.{layer}.attn.hook_pattern"][head]  # (T, T)
 
 

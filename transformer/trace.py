@@ -56,6 +56,7 @@ def token_limit(cfg: ModelConfig) -> int:
     """How many tokens a trace of this model reads: its context, at most MAX_TOKENS."""
     return min(cfg.n_ctx, MAX_TOKENS)
 
+
 BLOCK_NAMES = (
     "hook_resid_pre",
     "ln1.hook_normalized",
@@ -100,7 +101,8 @@ def trace_names(cfg: ModelConfig) -> list[str]:
 # What a trace keeps of every layer: the residual stream, what each sublayer adds, and the attention pattern.
 # The rest of a layer (Q, K, V, scores, norms, MLP neurons…) is recomputed from its hook_resid_pre when a page
 # reads it, for at most OPEN_LAYERS layers at a time: a 30-layer model's full trace at 64 tokens is ~135 MiB,
-# what it keeps ~39 MiB. The logits (T × vocabulary: 12 MiB for SmolLM2 at 64 tokens, and a fifth of its forward
+# what it keeps ~39 MiB. A trace runs its blocks only as far as a page reads (One head on layer 0 of SmolLM2 runs
+# one block of 30), and the logits (T × vocabulary: 12 MiB for SmolLM2 at 64 tokens, and a fifth of its forward
 # pass) are computed from ln_final.hook_normalized when a page first reads them.
 KEPT = ("hook_resid_pre", "hook_resid_mid", "hook_resid_post", "hook_attn_out", "hook_mlp_out", "attn.hook_pattern")
 OPEN_LAYERS = 2
@@ -135,27 +137,77 @@ def read_only(t: torch.Tensor) -> np.ndarray:
     return arr
 
 
+def run_block(model: GPT, x: torch.Tensor, layer: int, interventions: Interventions, rec: dict) -> torch.Tensor:
+    """Block `layer` on its input x (1, T, d), recording into rec; returns its output (1, T, d)."""
+    mask, rope = model.attention_context(x.shape[1], interventions)
+    with torch.inference_mode():
+        return model.blocks[layer](x, mask, interventions, rec, rope)
+
+
+def open_layer(model: GPT, resid_pre: np.ndarray, layer: int, interventions: Interventions) -> dict[str, np.ndarray]:
+    """Everything block `layer` records, run again on its recorded input (T, d) with the same interventions."""
+    rec: dict[str, torch.Tensor] = {}
+    run_block(model, torch.from_numpy(np.array(resid_pre))[None], layer, interventions, rec)
+    return {name: read_only(t[0]) for name, t in rec.items()}
+
+
+def _size(arrays: dict[str, np.ndarray]) -> int:
+    return sum(arr.nbytes for arr in arrays.values())
+
+
+class Forward:
+    """The rest of one text's forward pass, run block by block as far as its trace is read."""
+
+    def __init__(self, model: GPT, interventions: Interventions, x: torch.Tensor | None, done: int = 0):
+        self.model, self.interventions = model, interventions
+        self.x, self.done = x, done  # x (1, T, d): the input of block `done`; done = n_layer + 1 once the final norm ran
+
+    def run_to(self, layer: int) -> dict[str, np.ndarray]:
+        """Run the blocks up to `layer` (all of them and the final norm when layer ≥ n_layer). Returns what a trace
+        keeps of them, all of block `layer`, and the next block's input."""
+        n_layer = self.model.cfg.n_layer
+        rec = Recorder(lambda name: is_kept(name) or layer_of(name) == layer)
+        while self.done <= min(layer, n_layer - 1):
+            self.x = run_block(self.model, self.x, self.done, self.interventions, rec)  # (1, T, d)
+            self.done += 1
+        if self.done == n_layer and layer >= n_layer:
+            with torch.inference_mode():
+                self.model.final_norm(self.x, rec)
+            self.done = n_layer + 1
+        elif self.done < n_layer:
+            rec[f"blocks.{self.done}.hook_resid_pre"] = self.x  # known now: the last block's output
+        return {name: read_only(t[0]) for name, t in rec.items()}
+
+    def unembed(self, final: np.ndarray) -> np.ndarray:
+        """logits = LN(x)·W_U (T, vocab), as the model's forward computes them, from the final normalized stream (T, d)."""
+        with torch.inference_mode():
+            return read_only(torch.from_numpy(np.array(final)) @ self.model.W_U)
+
+
 @dataclass(frozen=True)
 class Trace:
     """Every intermediate of one text's forward pass, by name (shapes in the module docstring).
 
-    Arrays are read-only float32. A layer's full internals are recomputed on first read, from the layer's own
-    recorded input, by the same block with the same interventions: the same numbers the forward pass had.
+    Arrays are read-only float32. The blocks run when a page first reads them, up to the layer it reads; a layer's
+    full internals are recomputed on first read, from the layer's own recorded input, by the same block with the same
+    interventions: the same numbers one whole forward pass has. Shared by every session: it grows under its lock.
     """
 
     encoding: Encoding  # the tokens that were run (after any cut)
-    cache: dict[str, np.ndarray]  # the arrays always kept (KEPT of every layer, and everything outside the blocks)
+    cache: dict[str, np.ndarray]  # the arrays always kept (KEPT of every layer run so far, and everything outside the blocks)
     interventions: Interventions
     n_tokens_in: int  # tokens in the text as given; > len(encoding) when it was cut
     cut_chars: bool  # the text was longer than MAX_CHARS characters
-    cfg: ModelConfig | None = None  # the traced model's configuration (which family: which names, which parts)
-    names: tuple[str, ...] = ()  # every name the trace answers
-    open_layer: Callable[[int], dict[str, np.ndarray]] | None = field(default=None, repr=False, compare=False)
-    layer_nbytes: int = 0  # bytes of one layer's full internals
-    unembed: Callable[[np.ndarray], np.ndarray] | None = field(default=None, repr=False, compare=False)  # LN(x) (T, d) → logits (T, vocab)
+    cfg: ModelConfig
+    names: tuple[str, ...]  # every name the trace answers
+    forward: Forward = field(repr=False, compare=False)
     _open: OrderedDict = field(default_factory=OrderedDict, repr=False, compare=False)  # layer → its arrays, most recent last
     _logits: list = field(default_factory=list, repr=False, compare=False)  # the logits, once read
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    _held: list = field(default_factory=lambda: [0], repr=False, compare=False)  # [bytes held], kept up to date under the lock
+
+    def __post_init__(self):
+        self._held[0] = sum(arr.nbytes for arr in self.cache.values()) + sum(_size(arrays) for arrays in self._open.values())
 
     @property
     def truncated(self) -> bool:
@@ -163,9 +215,8 @@ class Trace:
 
     @property
     def nbytes(self) -> int:
-        """Bytes the trace may hold: the kept arrays, OPEN_LAYERS layers' full internals and the logits once read."""
-        logits = len(self.encoding) * self.cfg.vocab_size * 4 if self.unembed is not None else 0
-        return sum(arr.nbytes for arr in self.cache.values()) + OPEN_LAYERS * self.layer_nbytes + logits
+        """Bytes the trace holds now: the kept arrays, the open layers' full internals and the logits once read."""
+        return self._held[0]
 
     def __contains__(self, name: str) -> bool:
         return name in self.names
@@ -174,22 +225,48 @@ class Trace:
         arr = self.cache.get(name)
         if arr is not None:
             return arr
-        if name == "logits" and self.unembed is not None:
-            with self._lock:
-                if not self._logits:
-                    self._logits.append(self.unembed(self.cache["ln_final.hook_normalized"]))  # (T, vocab)
-                return self._logits[0]
-        layer = layer_of(name)
-        if layer is None or self.open_layer is None or name not in self.names:
+        if name not in self.names:
             raise KeyError(name)
+        layer = layer_of(name)
         with self._lock:
-            if layer in self._open:
-                self._open.move_to_end(layer)
-            else:
-                self._open[layer] = self.open_layer(layer)
-                while len(self._open) > OPEN_LAYERS:
-                    self._open.popitem(last=False)
+            if name in self.cache:  # another session ran the blocks meanwhile
+                return self.cache[name]
+            if self.forward.done <= (self.cfg.n_layer if layer is None else layer):
+                self._run_to(self.cfg.n_layer if layer is None else layer)
+                if name in self.cache:
+                    return self.cache[name]
+            if name == "logits":
+                if not self._logits:
+                    self._logits.append(self.forward.unembed(self.cache["ln_final.hook_normalized"]))  # (T, vocab)
+                    self._held[0] += self._logits[0].nbytes
+                return self._logits[0]
+            if layer not in self._open:
+                self._keep_open(layer, open_layer(self.forward.model, self.cache[f"blocks.{layer}.hook_resid_pre"], layer, self.interventions))
+            self._open.move_to_end(layer)
             return self._open[layer][name]
+
+    def run_blocks(self) -> Trace:
+        """Run every block that has not run yet, and the final norm, as one whole forward pass would; returns the trace."""
+        with self._lock:
+            if self.forward.done <= self.cfg.n_layer:
+                self._run_to(self.cfg.n_layer)
+        return self
+
+    def _run_to(self, layer: int) -> None:
+        """Run the blocks up to `layer` (under the lock): their kept arrays join the cache, and block `layer` opens."""
+        arrays = self.forward.run_to(layer)
+        for name, arr in arrays.items():
+            if is_kept(name) and name not in self.cache:
+                self.cache[name] = arr
+                self._held[0] += arr.nbytes
+        if layer < self.cfg.n_layer:
+            self._keep_open(layer, {name: arr for name, arr in arrays.items() if layer_of(name) == layer})
+
+    def _keep_open(self, layer: int, arrays: dict[str, np.ndarray]) -> None:
+        self._held[0] += _size(arrays) - _size(self._open.pop(layer, {}))
+        self._open[layer] = arrays
+        while len(self._open) > OPEN_LAYERS:
+            self._held[0] -= _size(self._open.popitem(last=False)[1])
 
     def attention_input(self, layer: int) -> np.ndarray:
         """(T, d) what the layer's attention reads: the normalized stream (pre-norm), or the stream itself (BERT)."""
@@ -203,7 +280,7 @@ class Trace:
         return self[f"{a}hook_{rot}q"][:, head], self[f"{a}hook_{rot}k"][:, g], self[f"{a}hook_v"][:, g]
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """Every array, by name (opens every layer in turn: for saving a whole trace)."""
+        """Every array, by name (runs and opens every layer in turn: for saving a whole trace)."""
         return {name: self[name] for name in self.names}
 
 
@@ -252,13 +329,18 @@ PAIRWISE = ("attn.hook_scores_raw", "attn.hook_scores_scaled", "attn.hook_scores
 
 
 def run_trace(model: GPT, tokenizer: Tokenizer, text: str, interventions: Interventions = NO_INTERVENTIONS, pair: str | None = None) -> Trace:
-    """Run `model` on `text` (and a second sentence `pair`, for an encoder) and record every intermediate.
-    Text longer than the context is cut to its first n_ctx tokens."""
-    return run_traces(model, tokenizer, [text], interventions, [pair])[0]
+    """Run `model` on `text` (and a second sentence `pair`, for an encoder): the embedding now, the blocks when the
+    trace is first read, as far as it is read. Text longer than the context is cut to its first n_ctx tokens."""
+    enc, n_in, cut_chars = encode_for_model(tokenizer, text, token_limit(model.cfg), pair)
+    rec: dict[str, torch.Tensor] = {}
+    with torch.inference_mode():
+        x = model.embed(torch.tensor([enc.ids]), rec, torch.tensor([enc.type_ids or [0] * len(enc)]))  # (1, T, d)
+    cache = {name: read_only(t[0]) for name, t in rec.items()} | {"blocks.0.hook_resid_pre": read_only(x[0])}
+    return Trace(enc, cache, interventions, n_in, cut_chars, model.cfg, tuple(trace_names(model.cfg)), Forward(model, interventions, x))
 
 
 def run_traces(model: GPT, tokenizer: Tokenizer, texts: Sequence[str], interventions: Interventions = NO_INTERVENTIONS, pairs: Sequence[str | None] | None = None) -> list[Trace]:
-    """run_trace for several texts in one batched pass: right-padded to the longest, the padding keys masked.
+    """run_trace for several texts in one batched pass of every block: right-padded to the longest, the padding keys masked.
 
     A real token never sees a padding key, so each trace holds the numbers run_trace gives (up to float rounding);
     four short texts cost about 1.6 times one, not 4 times.
@@ -267,7 +349,7 @@ def run_traces(model: GPT, tokenizer: Tokenizer, texts: Sequence[str], intervent
         return []
     pairs = [None] * len(texts) if pairs is None else pairs
     encoded = [encode_for_model(tokenizer, text, token_limit(model.cfg), pair) for text, pair in zip(texts, pairs, strict=True)]
-    # keep what every trace keeps, and all of layer 0 (most pages open it first; it also gives a layer's size)
+    # keep what every trace keeps, and all of layer 0 (most pages open it first)
     rec = forward_padded(model, [enc for enc, _, _ in encoded], pad=0, interventions=interventions, keep=lambda n: is_kept(n) or layer_of(n) == 0)
     names = tuple(trace_names(model.cfg))
     traces = []
@@ -276,32 +358,6 @@ def run_traces(model: GPT, tokenizer: Tokenizer, texts: Sequence[str], intervent
         arrays = {name: read_only(t[b, :, :T, :T] if name.endswith(PAIRWISE) else t[b, :T]) for name, t in rec.items()}  # drop the padding
         layer0 = {name: arr for name, arr in arrays.items() if not is_kept(name)}
         kept = {name: arr for name, arr in arrays.items() if is_kept(name)}
-        opener = layer_opener(model, kept, T, interventions)
-        layer_nbytes = sum(a.nbytes for a in layer0.values())
-        unembed = unembedder(model) if "logits" in names else None
-        traces.append(Trace(enc, kept, interventions, n_in, cut_chars, model.cfg, names, opener, layer_nbytes, unembed, OrderedDict({0: layer0})))
+        done = Forward(model, interventions, None, done=model.cfg.n_layer + 1)  # every block ran
+        traces.append(Trace(enc, kept, interventions, n_in, cut_chars, model.cfg, names, done, OrderedDict({0: layer0})))
     return traces
-
-
-def unembedder(model: GPT) -> Callable[[np.ndarray], np.ndarray]:
-    """logits = LN(x)·W_U, as the model's forward computes them, for a trace's final normalized stream (T, d)."""
-
-    def unembed(final: np.ndarray) -> np.ndarray:
-        with torch.inference_mode():
-            return read_only(torch.from_numpy(np.array(final)) @ model.W_U)  # (T, vocab)
-
-    return unembed
-
-
-def layer_opener(model: GPT, kept: dict[str, np.ndarray], T: int, interventions: Interventions) -> Callable[[int], dict[str, np.ndarray]]:
-    """A function that runs one block again on its recorded input and returns all that block records."""
-
-    def open_layer(layer: int) -> dict[str, np.ndarray]:
-        x = torch.from_numpy(np.array(kept[f"blocks.{layer}.hook_resid_pre"]))[None]  # (1, T, d)
-        mask, rope = model.attention_context(T, interventions)
-        rec: dict[str, torch.Tensor] = {}
-        with torch.inference_mode():
-            model.blocks[layer](x, mask, interventions, rec, rope)
-        return {name: read_only(t[0]) for name, t in rec.items()}
-
-    return open_layer

@@ -59,13 +59,15 @@ class TraceCache:
     """The most recently used traces, up to `budget` bytes in all; shared by every session.
 
     Bounded by bytes, not entries: a 16-token trace is ~1 MiB and a 256-token one ~29 MiB, so a count small enough
-    for long texts would keep too few short ones (with 50 students, 16 entries last about a second). Not a
-    Streamlit cache: a client's "clear cache" message leaves it alone.
+    for long texts would keep too few short ones (with 50 students, 16 entries last about a second). A trace grows
+    after it is cached (its blocks run as far as pages read it), so every look-up counts the bytes again: the total
+    may pass the budget by what traces grew since the last look-up, never for longer. Not a Streamlit cache: a
+    client's "clear cache" message leaves it alone.
     """
 
     def __init__(self, budget: int):
         self.budget, self.nbytes = budget, 0
-        self._items: OrderedDict[tuple, tuple[Trace, int]] = OrderedDict()  # oldest first
+        self._items: OrderedDict[tuple, Trace] = OrderedDict()  # oldest first
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -73,19 +75,23 @@ class TraceCache:
 
     def get(self, key: tuple, make: Callable[[], Trace]) -> Trace:
         with self._lock:
-            if key in self._items:
+            trace = self._items.get(key)
+            if trace is not None:
                 self._items.move_to_end(key)
-                return self._items[key][0]
+                self._shrink()
+                return trace
         trace = make()  # outside the lock: other sessions' look-ups go on meanwhile
-        size = trace.nbytes
         with self._lock:
-            if key not in self._items:
-                self._items[key] = (trace, size)
-                self.nbytes += size
-                while self.nbytes > self.budget and len(self._items) > 1:
-                    _, (_, dropped) = self._items.popitem(last=False)
-                    self.nbytes -= dropped
-            return self._items[key][0]
+            trace = self._items.setdefault(key, trace)
+            self._items.move_to_end(key)
+            self._shrink()
+            return trace
+
+    def _shrink(self) -> None:
+        """Count the traces' bytes again and drop the least recently used until they fit (the newest always stays)."""
+        self.nbytes = sum(trace.nbytes for trace in self._items.values())
+        while self.nbytes > self.budget and len(self._items) > 1:
+            self.nbytes -= self._items.popitem(last=False)[1].nbytes
 
 
 TRACES = TraceCache(budget=256 * 2**20)

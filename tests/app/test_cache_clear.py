@@ -139,5 +139,12 @@ def test_trace_cache_keeps_the_most_recent_traces_within_its_byte_budget():
     cache.get(("c",), maker(0.7))
     cache.get(("b",), maker(0.6))
     assert made == [0.5, 0.6, 0.7, 0.6]  # "a" and "c" were hits; "b" had been evicted: made again
+    # A cached trace grows as pages read it; the next look-up counts it again and makes room.
+    cache.get(("b",), maker(0.6))["logits"]  # every block and the logits: far more than two fresh traces
+    assert cache.nbytes == 2 * size  # counted at look-ups only
+    cache.get(("c",), maker(0.7))  # a hit: now "b" is the least recent, and over the budget
+    assert len(cache) == 1 and cache.nbytes == size
+    cache.get(("b",), maker(0.6))
+    assert made == [0.5, 0.6, 0.7, 0.6, 0.6]
     huge = ui.models.TraceCache(budget=size // 2)
     assert huge.get(("x",), maker(0.8)) is huge.get(("x",), maker(0.8)) and len(huge) == 1  # one trace above the budget stays

@@ -26,7 +26,7 @@ def test_trace_a_gguf_file_equals_hugging_face(tmp_path, capsys, llama_gguf, hf_
     code, data, _ = trace(tmp_path, capsys, "--model", str(llama_gguf), "--text", TEXT)
     assert code == 0 and "blocks.1.attn.hook_rot_q" in data and "hook_pos_embed" not in data
     with torch.no_grad():
-        ref = hf_llama(torch.tensor([data["token_ids"]]), output_attentions=True)
+        ref = hf_llama(torch.from_numpy(data["token_ids"])[None], output_attentions=True)
     for layer, att in enumerate(ref.attentions):
         np.testing.assert_allclose(data[f"blocks.{layer}.attn.hook_pattern"], att[0], atol=1e-5)
     assert data["blocks.0.attn.hook_k"].shape[1] == 2 and data["blocks.0.attn.hook_q"].shape[1] == 4  # GQA: 4 query heads, 2 key/value heads
@@ -37,7 +37,7 @@ def test_trace_a_hugging_face_llama_directory(tmp_path, capsys, hf_llama, bpe): 
     bpe.save(str(tmp_path / "llama" / "tokenizer.json"))
     code, data, _ = trace(tmp_path, capsys, "--model", str(tmp_path / "llama"), "--text", TEXT)
     with torch.no_grad():
-        ref = hf_llama(torch.tensor([data["token_ids"]]))
+        ref = hf_llama(torch.from_numpy(data["token_ids"])[None])
     assert code == 0
     np.testing.assert_allclose(data["logits"], ref.logits[0], atol=1e-4)
 

@@ -80,17 +80,18 @@ def drop_config_key(key):
         cfg = json.loads((path / "config.json").read_text())
         del cfg[key]
         (path / "config.json").write_text(json.dumps(cfg))
+
     return drop
 
 
-# how a model folder is broken → what the error must say ("" when any ModelLoadError will do)
+# how a model folder is broken → what the error must say
 BROKEN = {
     "unknown model type": (lambda p: edit_config(p, model_type="mamba"), "model_type 'mamba' is not supported"),
     "unsupported GPT-2 option": (lambda p: edit_config(p, scale_attn_by_inverse_layer_idx=True), "scale_attn_by_inverse_layer_idx"),
     "config is not JSON": (lambda p: (p / "config.json").write_text("{not json"), "Could not read"),
     "weights file is garbage": (lambda p: (p / "model.safetensors").write_bytes(b"\x00" * 100), "Could not read"),
-    "more layers than the file holds": (lambda p: edit_config(p, n_layer=3), ""),
-    "width unlike the weights": (lambda p: edit_config(p, n_embd=32), ""),
+    "more layers than the file holds": (lambda p: edit_config(p, n_layer=3), "'h.2.attn.c_attn.weight' is missing from the configuration or the weights"),
+    "width unlike the weights": (lambda p: edit_config(p, n_embd=32), "n_embd = 32, but the token embedding in the weights is 64 wide"),
     "config without n_head": (drop_config_key("n_head"), "n_head"),
     "empty tokenizer": (lambda p: (p / "tokenizer.json").write_text("{}"), "tokenizer.json is not a tokenizer file"),
     **{f"missing {f}": (lambda p, f=f: (p / f).unlink(), f"missing {f}") for f in ("config.json", "model.safetensors", "tokenizer.json")},

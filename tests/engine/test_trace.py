@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+import transformer.trace as trace_module
 from tests.conftest import SENTENCES
 from transformer import Interventions, sinusoidal_encoding
 from transformer.loading import load_model
@@ -229,31 +230,68 @@ def test_bundled_model_in_threads(bundled, one_torch_thread):
             assert np.array_equal(par[name], seq[name]), name
 
 
-def test_a_layer_opened_on_demand_equals_the_full_forward_pass(tiny_model, tokenizer):
-    """A trace keeps the residual stream and patterns of every layer; the rest of a layer, recomputed from the layer's
-    input when read, equals what one full forward pass records, to the bit."""
+def test_a_trace_runs_its_blocks_as_far_as_it_is_read(tiny_model, tokenizer, tiny_cfg):
+    """run_trace runs the embedding; reading layer l runs the blocks up to l and no further. A trace keeps the residual
+    stream and patterns of every layer run; the rest of a layer, recomputed from the layer's input when read, equals
+    what one full forward pass records, to the bit."""
+    assert tiny_cfg.n_layer == 3
     iv = Interventions(temperature=0.8, ablate=frozenset({(1, 0)}))
     tr = run_trace(tiny_model, tokenizer, SENTENCES[1], iv)
-    assert "blocks.2.attn.hook_q" not in tr.cache and "blocks.2.attn.hook_pattern" in tr.cache
+    assert tr.forward.done == 0 and "blocks.0.hook_resid_post" not in tr.cache
     rec = {}
     with torch.inference_mode():
         tiny_model(torch.tensor([tr.encoding.ids]), interventions=iv, rec=rec)
+    assert np.array_equal(tr["blocks.1.attn.hook_pattern"], rec["blocks.1.attn.hook_pattern"][0].numpy())
+    assert tr.forward.done == 2 and "blocks.2.hook_resid_pre" in tr.cache and "blocks.2.attn.hook_pattern" not in tr.cache
+    assert "blocks.1.attn.hook_q" not in tr.cache and list(tr._open) == [1]  # the layer read is open, its internals not kept
     for layer in (2, 1, 0, 2):  # opening a third layer closes the least recently read one
         for name in (f"blocks.{layer}.attn.hook_q", f"blocks.{layer}.attn.hook_scores_raw", f"blocks.{layer}.mlp.hook_post", f"blocks.{layer}.attn.hook_z"):
             assert np.array_equal(tr[name], rec[name][0].numpy()), name
         assert len(tr._open) <= 2
+    assert tr.forward.done == 3 and "ln_final.hook_normalized" not in tr.cache
+    assert np.array_equal(tr["ln_final.hook_normalized"], rec["ln_final.hook_normalized"][0].numpy()) and tr.forward.done == 4
     with pytest.raises(KeyError):
         tr["blocks.9.attn.hook_q"]
+
+
+def test_a_growing_trace_counts_its_bytes(tiny_model, tokenizer, tiny_cfg):
+    """nbytes is what the trace holds now: it grows as blocks run and layers open, and equals the arrays it holds."""
+    tr = run_trace(tiny_model, tokenizer, SENTENCES[2])
+
+    def held() -> int:
+        return sum(a.nbytes for a in tr.cache.values()) + sum(a.nbytes for arrays in tr._open.values() for a in arrays.values()) + sum(a.nbytes for a in tr._logits)
+
+    sizes = [tr.nbytes]
+    for name in ("blocks.0.attn.hook_pattern", "blocks.2.attn.hook_q", "blocks.1.mlp.hook_post", "logits"):
+        tr[name]
+        assert tr.nbytes == held(), name
+        sizes.append(tr.nbytes)
+    assert sizes == sorted(sizes) and sizes[0] < sizes[-1]
+    tr["blocks.0.attn.hook_q"]  # a third open layer: the least recently read one closes
+    assert tr.nbytes == held() and len(tr._open) == 2
+
+
+def test_threads_reading_one_trace_run_each_block_once(tiny_model, tokenizer, monkeypatch):
+    """Sessions share a cached trace: many threads reading it at once run each block once and all read the same arrays."""
+    calls = []
+    original = trace_module.run_block
+    monkeypatch.setattr(trace_module, "run_block", lambda model, x, layer, iv, rec: calls.append(layer) or original(model, x, layer, iv, rec))
+    tr = run_trace(tiny_model, tokenizer, SENTENCES[3])
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        got = list(pool.map(lambda i: tr[f"blocks.{i % 3}.attn.hook_pattern"], range(24)))
+    assert sorted(calls) == [0, 1, 2]
+    assert all(got[i] is got[i % 3] for i in range(24))
 
 
 def test_logits_are_computed_when_first_read(tiny_model, tokenizer, tiny_cfg):
     """run_trace skips the unembedding; the first read computes LN(x)·W_U, equal to the forward pass's logits, once."""
     tr = run_trace(tiny_model, tokenizer, SENTENCES[0], Interventions(temperature=0.7))
     assert "logits" in tr and "logits" not in tr.cache and not tr._logits
-    T = len(tr.encoding)
-    assert tr.nbytes >= sum(a.nbytes for a in tr.cache.values()) + T * tiny_cfg.vocab_size * 4  # counted before they exist
     with torch.inference_mode():
         want = tiny_model(torch.tensor([tr.encoding.ids]), interventions=Interventions(temperature=0.7))[0].numpy()  # (T, vocab)
+    tr["ln_final.hook_normalized"]  # every block has run: what is left to hold is the logits
+    before = tr.nbytes
     got = tr["logits"]
+    assert tr.nbytes == before + len(tr.encoding) * tiny_cfg.vocab_size * 4
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     assert tr["logits"] is got and not got.flags.writeable  # computed once, read-only

@@ -32,9 +32,8 @@ class BERT(nn.Module):
         nothing in an encoder); no RoPE angles."""
         return visible_mask(T, False, attention_mask), None
 
-    def forward(self, idx, attention_mask=None, interventions: Interventions = NO_INTERVENTIONS, rec: Record = None, token_type_ids=None):
-        """idx, token_type_ids: (B, T) ids (types default to 0, sentence A); attention_mask: (B, T), 1 = real token.
-        Returns the last block's output (B, T, d_model): one vector per token, no logits."""
+    def embed(self, idx, rec: Record = None, token_type_ids=None):
+        """idx, token_type_ids: (B, T) ids (types default to 0, sentence A) → block 0's input (B, T, d_model)."""
         B, T = idx.shape
         if T > self.cfg.n_ctx:
             raise ValueError(f"sequence of {T} tokens is longer than the context of {self.cfg.n_ctx}")
@@ -42,14 +41,23 @@ class BERT(nn.Module):
         embed = self.W_E[idx]  # (B, T, d_model)
         pos_embed = self.W_pos[:T].expand(B, T, -1)  # (B, T, d_model)
         type_embed = self.W_type[types]  # (B, T, d_model)
-        # input = LN(token embedding + position + token type)
-        x = self.ln_embed(embed + pos_embed + type_embed, rec, "ln_embed.")  # (B, T, d_model)
-        mask, _ = self.attention_context(T, interventions, attention_mask)
-        for block in self.blocks:
-            x = block(x, mask, interventions, rec)
         if rec is not None:
             rec["hook_embed"], rec["hook_pos_embed"], rec["hook_token_type_embed"] = embed, pos_embed, type_embed
+        # input = LN(token embedding + position + token type)
+        return self.ln_embed(embed + pos_embed + type_embed, rec, "ln_embed.")  # (B, T, d_model)
+
+    def final_norm(self, x, rec: Record = None):
+        """Post-norm blocks end normalized: the last block's output is the encoder's output."""
         return x
+
+    def forward(self, idx, attention_mask=None, interventions: Interventions = NO_INTERVENTIONS, rec: Record = None, token_type_ids=None):
+        """idx, token_type_ids: (B, T) ids; attention_mask: (B, T), 1 = real token.
+        Returns the last block's output (B, T, d_model): one vector per token, no logits."""
+        x = self.embed(idx, rec, token_type_ids)  # (B, T, d_model)
+        mask, _ = self.attention_context(idx.shape[1], interventions, attention_mask)
+        for block in self.blocks:
+            x = block(x, mask, interventions, rec)
+        return self.final_norm(x, rec)
 
 
 def bert_to_atlas(hf: dict, state: dict[str, torch.Tensor]) -> tuple[ModelConfig, dict[str, torch.Tensor]]:

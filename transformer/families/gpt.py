@@ -53,27 +53,33 @@ class GPT(nn.Module):
         rope = rotary_angles(torch.arange(T), self.cfg.d_head, self.cfg.rope_theta) if self.cfg.pos_encoding == "rotary" else None
         return mask, rope
 
-    def forward(self, idx, attention_mask=None, interventions: Interventions = NO_INTERVENTIONS, rec: Record = None, token_type_ids=None):
-        """idx: (B, T) token ids; attention_mask: (B, T), 1 = real token, 0 = padding. Returns logits (B, T, vocab), or None
-        when `rec` is a record that drops them (the unembedding is a fifth of SmolLM2's forward)."""
+    def embed(self, idx, rec: Record = None, token_type_ids=None):
+        """idx: (B, T) token ids → block 0's input (B, T, d_model): token embedding (+ position vector)."""
         B, T = idx.shape
         if T > self.cfg.n_ctx:
             raise ValueError(f"sequence of {T} tokens is longer than the context of {self.cfg.n_ctx}")
         embed = self.W_E[idx]  # (B, T, d_model)
-        if self.cfg.pos_encoding == "rotary":
-            x = embed  # positions enter inside attention, by rotating queries and keys
-        else:
-            pos_embed = self.W_pos[:T].expand(B, T, -1)  # (B, T, d_model)
-            x = embed + pos_embed  # input = token embedding + positional encoding
-            if rec is not None:
-                rec["hook_pos_embed"] = pos_embed
         if rec is not None:
             rec["hook_embed"] = embed
-        x = self.drop(x)
-        mask, rope = self.attention_context(T, interventions, attention_mask)
+        if self.cfg.pos_encoding == "rotary":
+            return self.drop(embed)  # positions enter inside attention, by rotating queries and keys
+        pos_embed = self.W_pos[:T].expand(B, T, -1)  # (B, T, d_model)
+        if rec is not None:
+            rec["hook_pos_embed"] = pos_embed
+        return self.drop(embed + pos_embed)  # input = token embedding + positional encoding
+
+    def final_norm(self, x, rec: Record = None):
+        """The last block's output (B, T, d_model) → LN(x), what the unembedding reads."""
+        return self.ln_final(x, rec, "ln_final.")
+
+    def forward(self, idx, attention_mask=None, interventions: Interventions = NO_INTERVENTIONS, rec: Record = None, token_type_ids=None):
+        """idx: (B, T) token ids; attention_mask: (B, T), 1 = real token, 0 = padding. Returns logits (B, T, vocab), or None
+        when `rec` is a record that drops them (the unembedding is a fifth of SmolLM2's forward)."""
+        x = self.embed(idx, rec)  # (B, T, d_model)
+        mask, rope = self.attention_context(idx.shape[1], interventions, attention_mask)
         for block in self.blocks:
             x = block(x, mask, interventions, rec, rope)
-        final = self.ln_final(x, rec, "ln_final.")
+        final = self.final_norm(x, rec)
         if not (rec is None or wants(rec, "logits")):
             return None  # a trace unembeds when a page first reads its logits (trace.Trace)
         # logits = LN(x)·W_U (W_U = W_Eᵀ when tied)
@@ -108,6 +114,8 @@ def gpt2_to_atlas(hf: dict, state: dict[str, torch.Tensor]) -> tuple[ModelConfig
     )
     hs = cfg.d_head
     sd = {k.removeprefix("transformer."): v for k, v in state.items()}
+    if sd["wte.weight"].shape[1] != d:
+        raise ModelLoadError(f"config.json says n_embd = {d}, but the token embedding in the weights is {sd['wte.weight'].shape[1]} wide.")
     out = {"W_E": sd["wte.weight"], "W_pos": sd["wpe.weight"], "ln_final.w": sd["ln_f.weight"], "ln_final.b": sd["ln_f.bias"]}
     for i in range(cfg.n_layer):
         h, b = f"h.{i}.", f"blocks.{i}."
