@@ -162,11 +162,11 @@ class Forward:
         self.model, self.interventions = model, interventions
         self.x, self.done = x, done  # x (1, T, d): the input of block `done`; done = n_layer + 1 once the final norm ran
 
-    def run_to(self, layer: int) -> dict[str, np.ndarray]:
+    def run_to(self, layer: int, whole_layer: bool) -> dict[str, np.ndarray]:
         """Run the blocks up to `layer` (all of them and the final norm when layer ≥ n_layer). Returns what a trace
-        keeps of them, all of block `layer`, and the next block's input."""
+        keeps of them, all of block `layer` when whole_layer, and the next block's input."""
         n_layer = self.model.cfg.n_layer
-        rec = Recorder(lambda name: is_kept(name) or layer_of(name) == layer)
+        rec = Recorder(lambda name: is_kept(name) or (whole_layer and layer_of(name) == layer))
         while self.done <= min(layer, n_layer - 1):
             self.x = run_block(self.model, self.x, self.done, self.interventions, rec)  # (1, T, d)
             self.done += 1
@@ -232,7 +232,7 @@ class Trace:
             if name in self.cache:  # another session ran the blocks meanwhile
                 return self.cache[name]
             if self.forward.done <= (self.cfg.n_layer if layer is None else layer):
-                self._run_to(self.cfg.n_layer if layer is None else layer)
+                self._run_to(self.cfg.n_layer if layer is None else layer, whole_layer=layer is not None and not is_kept(name))
                 if name in self.cache:
                     return self.cache[name]
             if name == "logits":
@@ -249,17 +249,19 @@ class Trace:
         """Run every block that has not run yet, and the final norm, as one whole forward pass would; returns the trace."""
         with self._lock:
             if self.forward.done <= self.cfg.n_layer:
-                self._run_to(self.cfg.n_layer)
+                self._run_to(self.cfg.n_layer, whole_layer=False)
         return self
 
-    def _run_to(self, layer: int) -> None:
-        """Run the blocks up to `layer` (under the lock): their kept arrays join the cache, and block `layer` opens."""
-        arrays = self.forward.run_to(layer)
+    def _run_to(self, layer: int, whole_layer: bool) -> None:
+        """Run the blocks up to `layer` (under the lock): their kept arrays join the cache, and block `layer` opens
+        when whole_layer (a page that reads its Q, K, scores… reads them next; one that reads only the kept arrays of
+        layer after layer would record every layer's internals for nothing)."""
+        arrays = self.forward.run_to(layer, whole_layer)
         for name, arr in arrays.items():
             if is_kept(name) and name not in self.cache:
                 self.cache[name] = arr
                 self._held[0] += arr.nbytes
-        if layer < self.cfg.n_layer:
+        if whole_layer:
             self._keep_open(layer, {name: arr for name, arr in arrays.items() if layer_of(name) == layer})
 
     def _keep_open(self, layer: int, arrays: dict[str, np.ndarray]) -> None:

@@ -243,7 +243,9 @@ def test_a_trace_runs_its_blocks_as_far_as_it_is_read(tiny_model, tokenizer, tin
         tiny_model(torch.tensor([tr.encoding.ids]), interventions=iv, rec=rec)
     assert np.array_equal(tr["blocks.1.attn.hook_pattern"], rec["blocks.1.attn.hook_pattern"][0].numpy())
     assert tr.forward.done == 2 and "blocks.2.hook_resid_pre" in tr.cache and "blocks.2.attn.hook_pattern" not in tr.cache
-    assert "blocks.1.attn.hook_q" not in tr.cache and list(tr._open) == [1]  # the layer read is open, its internals not kept
+    assert "blocks.1.attn.hook_q" not in tr.cache and not tr._open  # a kept name read: no layer's internals recorded
+    assert np.array_equal(tr["blocks.2.attn.hook_q"], rec["blocks.2.attn.hook_q"][0].numpy())
+    assert tr.forward.done == 3 and list(tr._open) == [2]  # an internal read: its block ran recording everything, and stays open
     for layer in (2, 1, 0, 2):  # opening a third layer closes the least recently read one
         for name in (f"blocks.{layer}.attn.hook_q", f"blocks.{layer}.attn.hook_scores_raw", f"blocks.{layer}.mlp.hook_post", f"blocks.{layer}.attn.hook_z"):
             assert np.array_equal(tr[name], rec[name][0].numpy()), name
