@@ -46,16 +46,17 @@ ui.explain(
 )
 st.latex(read.latex)
 
-c1, c2 = st.columns([3, 2])
-c1.selectbox("Preset", list(SETS), bind="query-params", key="context_set", on_change=apply_set, help="Sentences from the lecture, with a word they share. Editing the box below overrides it.")
-help_box = "These sentences are this page's own; the sidebar's sentence is not used unless you press the button below."
-text = c1.text_area("Sentences, one per line (2 to 4)", bind="query-params", key="context_sentences", height=130, help=help_box)
-c1.button(
-    "Use the sidebar sentence as sentence 1", key="context_use_sidebar", on_click=use_sidebar_sentence, args=(state.sentence,), help="Replaces the first line with the sentence from the sidebar."
-)
-word = c2.text_input("Word", bind="query-params", key="context_word", max_chars=40, help="Matched in each sentence as a whole word, ignoring upper/lower case. The first occurrence is followed.")
-forms = c2.toggle("Longer forms too", **ui.kept("context_forms", True), help="On: also longer words that start with it (bear → bears, Bears). Off: only the exact word matches.")
-c2.caption(read.followed)
+with ui.folded("Sentences and word"):
+    c1, c2 = st.columns([3, 2])
+    c1.selectbox("Preset", list(SETS), bind="query-params", key="context_set", on_change=apply_set, help="Sentences from the lecture, with a word they share. Editing the box below overrides it.")
+    help_box = "These sentences are this page's own; the sidebar's sentence is not used unless you press the button below."
+    text = c1.text_area("Sentences, one per line (2 to 4)", bind="query-params", key="context_sentences", height=130, help=help_box)
+    c1.button(
+        "Use the sidebar sentence as sentence 1", key="context_use_sidebar", on_click=use_sidebar_sentence, args=(state.sentence,), help="Replaces the first line with the sentence from the sidebar."
+    )
+    word = c2.text_input("Word", bind="query-params", key="context_word", max_chars=40, help="Matched in each sentence as a whole word, ignoring upper/lower case. The first occurrence is followed.")
+    forms = c2.toggle("Longer forms too", **ui.kept("context_forms", True), help="On: also longer words that start with it (bear → bears, Bears). Off: only the exact word matches.")
+    c2.caption(read.followed)
 if notice := st.session_state.pop("context_notice", None):
     st.info(notice)
 
@@ -82,7 +83,7 @@ for n, (s, tr) in enumerate(zip(sentences, ui.get_traces(state.model, tuple(sent
     rows.append(cx.match_row(n, s, tr.encoding, found[n][1] if n in found else None))
     if n in found and found[n][1].n_found > 1:
         st.caption(f"Sentence {n} contains the word {found[n][1].n_found} times; the first is followed.")
-st.dataframe(rows, hide_index=True)
+ui.folded("Where the word is found").dataframe(rows, hide_index=True)
 if len(found) < 2:
     st.info("The word must be in at least two sentences to compare its vectors. Change the word or the sentences.")
     st.stop()

@@ -26,16 +26,17 @@ st.latex(r"\text{encoder: }\ \alpha_{ij} = \operatorname{softmax}_{j \in 1..T}(s
 for hint in missing_real_models():
     st.info(f"A real pretrained model is not installed here: `{hint}` installs it (then reload the page).")
 encoders, decoders = cached.models_of("bert"), cached.models_of("gpt", "llama")
-c1, c2 = st.columns(2)
-if encoders:
-    enc_name = c1.selectbox("Encoder", encoders, **ui.choice("compare_encoder", encoders, ed.ENCODER if ed.ENCODER in encoders else encoders[0]), format_func=ed.short_name)
-else:
-    enc_name = None
-    c1.warning("No encoder to compare with: this page needs MiniLM (all-MiniLM-L6-v2), installed as shown above. Until then it shows the decoder alone.")
-dec_name = c2.selectbox("Decoder", decoders, **ui.choice("compare_decoder", decoders, ed.default_decoder(decoders, os.environ.get(DEFAULT_MODEL_ENV))), format_func=ed.short_name)
-if ed.DECODER not in decoders:
-    st.caption("SmolLM2 is not installed: the decoder offered first is the bundled Shakespeare GPT, a small model whose heads are far less clear-cut.")
-source = st.radio("Sentence", [EXAMPLE, OWN], horizontal=True, **ui.choice("compare_source", [EXAMPLE, OWN], EXAMPLE))
+with ui.folded("Models and sentence"):
+    c1, c2 = st.columns(2)
+    if encoders:
+        enc_name = c1.selectbox("Encoder", encoders, **ui.choice("compare_encoder", encoders, ed.ENCODER if ed.ENCODER in encoders else encoders[0]), format_func=ed.short_name)
+    else:
+        enc_name = None
+        c1.warning("No encoder to compare with: this page needs MiniLM (all-MiniLM-L6-v2), installed as shown above. Until then it shows the decoder alone.")
+    dec_name = c2.selectbox("Decoder", decoders, **ui.choice("compare_decoder", decoders, ed.default_decoder(decoders, os.environ.get(DEFAULT_MODEL_ENV))), format_func=ed.short_name)
+    if ed.DECODER not in decoders:
+        st.caption("SmolLM2 is not installed: the decoder offered first is the bundled Shakespeare GPT, a small model whose heads are far less clear-cut.")
+    source = st.radio("Sentence", [EXAMPLE, OWN], horizontal=True, **ui.choice("compare_source", [EXAMPLE, OWN], EXAMPLE))
 text, cut = ed.clip(ed.EXAMPLE if source == EXAMPLE else state.sentence)
 st.caption(f"«{ed.md(text)}»")
 if cut:
@@ -74,7 +75,7 @@ target = c2.selectbox(
     **ui.choice("compare_target", found, next((f for f in found if f[1].lower() == "animal" and f != word), found[0])),
     help="The word we hope it looks at (the key).",
 )
-st.markdown(ed.tokens_text(word[1]))
+ui.explain(ed.tokens_text(word[1]))
 
 
 def go_to_best(kind: str, layer: int, head: int) -> None:

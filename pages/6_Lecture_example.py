@@ -17,8 +17,8 @@ ui.explain(
     "Every matrix below shows its numbers. Edit the words' vectors or the seed and watch every later step change; "
     "the button brings back the lecture's numbers."
 )
-st.code(lecture.LECTURE_CODE, language="python")
-st.latex(r"Q = XW_Q,\quad K = XW_K,\quad V = XW_V,\qquad \text{attention} = \operatorname{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)V,\quad d_k = 3")
+ui.folded("The lecture's code").code(lecture.LECTURE_CODE, language="python")
+st.latex(r"\begin{gathered}Q = XW_Q,\quad K = XW_K,\quad V = XW_V, \\ \text{attention} = \operatorname{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)V,\quad d_k = 3\end{gathered}")
 
 
 def reset() -> None:

@@ -40,6 +40,12 @@ def explain(text: str, where=st) -> None:
         where.markdown(text)
 
 
+def folded(label: str):
+    """Where a page's own inputs (or code) go: the page itself, or in presenter view a closed expander called `label`,
+    so that the first screen shows the figure and the teacher opens the inputs when needed."""
+    return st.expander(label, expanded=False) if presenter.on() else st.container()
+
+
 def note(kind: str, message: str) -> None:
     """A lesson's (kind, message) text: "markdown" is an explanation (see explain); "info", "success" or "warning" always shows."""
     if kind == "markdown":

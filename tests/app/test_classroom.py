@@ -114,6 +114,27 @@ def test_presenter_view_leaves_the_explanations_out_and_keeps_every_chart(name):
     assert len(shown.get("plotly_chart")) == len(normal.get("plotly_chart")) > 0
 
 
+@pytest.mark.parametrize(
+    ("name", "folds"),
+    [
+        ("10_Context", {"Sentences and word": "text_area", "Where the word is found": "dataframe"}),
+        ("14_Encoder_vs_decoder", {"Models and sentence": "selectbox"}),
+        ("6_Lecture_example", {"The lecture's code": "code"}),
+    ],
+)
+def test_presenter_view_folds_a_pages_inputs(name, folds):
+    """Presenter view moves a page's own inputs (or code) into closed expanders, so that the first screen keeps the
+    figure; the normal view draws them on the page, with no expander of that name."""
+    normal, shown = run_page(f"pages/{name}.py"), run_page(f"pages/{name}.py", present="true")
+    assert_ok(shown)
+    assert not {e.label for e in normal.expander} & set(folds)
+    expanders = {e.label: e for e in shown.expander}
+    for label, kind in folds.items():
+        assert not expanders[label].proto.expanded
+        assert len(getattr(expanders[label], kind)) >= 1 and len(getattr(normal.main, kind)) >= 1  # the same element, moved
+    assert len(shown.get("plotly_chart")) == len(normal.get("plotly_chart"))
+
+
 def test_step_keys_walk_the_tabs_then_the_next_page():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     at.query_params["present"] = "true"
