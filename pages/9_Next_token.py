@@ -29,7 +29,8 @@ labels, T = tr.encoding.labels, len(tr.encoding)
 key = (state.model, state.sentence, state.temperature)  # fixes the trace
 
 st.header("1 · From logits to probabilities")
-if st.session_state.get("next_position") == st.session_state.get("next_position_T", 0) - 1:  # it was on the last token: keep it there
+last_T = st.session_state.get("next_position_T", T)
+if last_T != T and st.session_state.get("next_position") == last_T - 1:  # a new sentence, and it was on the last token: keep it there
     st.session_state["next_position"] = T - 1
 st.session_state["next_position_T"] = T
 c1, c2, c3, c4, c5 = st.columns([2, 2, 2, 2, 1])
