@@ -4,13 +4,16 @@
     .venv/bin/python bench/bench_induction.py --load 50       # + 50 students (load_students.py) on one server, without and with live trainings
 
 "Induction head" = the first snapshot whose best layer-1 induction score is ≥ 0.5 (transformer.train_induction.induction_step).
-The live training runs as the page runs it (ui/training.py): in a thread, one torch thread, ATLAS_TRAIN_DUTY of the time.
+The live training runs as the page runs it (ui/training.py): in a child process, one torch thread, niceness 10,
+ATLAS_TRAIN_DUTY of the time. With --load, a websocket client (bench/st_client.py, no browser) presses the page's
+"Train from scratch" button whenever no training runs.
 Prints tables; asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import dataclasses
 import json
 import os
@@ -54,31 +57,37 @@ def as_live() -> tuple[float, float, int, float]:
 
 
 def keep_training(base: str, stop_file: str, log_file: str) -> None:
-    """(Run in a subprocess.) Keeps a live training running on the server until stop_file exists: every 20 s a browser
-    tab opens the page (bundled model), logs the training's status line, starts a training if none runs, and closes
-    again (the training goes on in the server; an open tab would cost the shared CPU more than a student's does)."""
-    from playwright.sync_api import sync_playwright
+    """(Run in a subprocess.) Keeps a live training running on the server until stop_file exists: every 20 s a
+    websocket session (no browser: it would take the shared cores) opens the page (bundled model), presses "Train
+    from scratch" when the button shows (no training runs), logs what it did, and closes."""
+    asyncio.run(keep_training_async(base, stop_file, log_file))
 
-    from scripts.browser import launch, wait_rendered
 
-    with sync_playwright() as p, open(log_file, "a") as log:
-        browser = launch(p)
-        t0 = time.time()
+async def keep_training_async(base: str, stop_file: str, log_file: str) -> None:
+    sys.path.insert(0, str(ROOT / "bench"))
+    from st_client import Session
+
+    t0 = time.time()
+    with open(log_file, "a") as log:
         while not os.path.exists(stop_file):
-            page = browser.new_page(viewport={"width": 1300, "height": 900})
-            page.goto(base + "/Heads_forming?model=shakespeare-gpt")
-            wait_rendered(page)
-            log.write(f"{time.time() - t0:6.1f} s  {page.locator('[data-testid=stProgress]').first.inner_text().strip()}\n")
-            log.flush()
-            train = page.get_by_role("button", name="🏋️ Train from scratch")
-            if train.count():
-                train.click()
-                page.wait_for_timeout(1000)
-            page.close()
+            s = Session(base, "Heads_forming")
+            s.query_string = "model=shakespeare-gpt"
+            try:
+                await s.open()
+                for _ in range(3):  # a process's first run restarts once through the page router (FINISHED_EARLY_FOR_RERUN)
+                    if (await s.rerun()).status == "FINISHED_SUCCESSFULLY":
+                        break
+                if any(w.endswith("-heads_train") for w in s.elements):
+                    run = await s.press("heads_train")
+                    log.write(f"{time.time() - t0:6.1f} s  started a training ({run.status})\n")
+                else:
+                    log.write(f"{time.time() - t0:6.1f} s  a training is running\n")
+                log.flush()
+            finally:
+                await s.close()
             for _ in range(20):
                 if not os.path.exists(stop_file):
-                    time.sleep(1)
-        browser.close()
+                    await asyncio.sleep(1)
 
 
 def load_run(base: str, students: int, duration: float, warmup: float, out: str) -> dict:
@@ -97,7 +106,7 @@ def with_load(students: int, duration: float, warmup: float) -> None:
         rows = [("no training", load_run(base, students, duration, warmup, str(tmp / "quiet.json")))]
         stop, log = tmp / "stop", tmp / "trainings.log"
         helper = subprocess.Popen([sys.executable, __file__, "--keep-training", base, str(stop), str(log)], cwd=ROOT)
-        time.sleep(8)  # the tab opens and starts the first training
+        time.sleep(8)  # the helper opens the page and starts the first training
         try:
             rows.append(("live training running", load_run(base, students, duration, warmup, str(tmp / "training.json"))))
         finally:

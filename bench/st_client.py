@@ -143,6 +143,17 @@ class Session:
     def element(self, user_key: str):
         return self.elements[self.widget_id(user_key)]
 
+    async def press(self, user_key: str, timeout: float = 60.0) -> Run:
+        """Click the button with this user key: one rerun whose widget states carry its trigger, as a browser sends it."""
+        wid = next((w for w in self.elements if w.endswith("-" + user_key)), None)
+        if wid is None:
+            raise KeyError(f"no button with key {user_key!r} on this page")
+        self.widgets[wid] = WidgetState(id=wid, trigger_value=True)
+        try:
+            return await self.rerun(timeout=timeout)
+        finally:
+            self.widgets.pop(wid, None)  # a trigger is sent once
+
     async def rerun(self, changes: dict[str, object] | None = None, timeout: float = 60.0) -> Run:
         """Set widgets by user key (slider: float, selectbox/text: str, checkbox: bool), rerun, wait for script_finished."""
         for key, value in (changes or {}).items():
