@@ -173,7 +173,7 @@ class Forward:
         if self.done == n_layer and layer >= n_layer:
             with torch.inference_mode():
                 self.model.final_norm(self.x, rec)
-            self.done = n_layer + 1
+            self.x, self.done = None, n_layer + 1  # nothing is left to run
         elif self.done < n_layer:
             rec[f"blocks.{self.done}.hook_resid_pre"] = self.x  # known now: the last block's output
         return {name: read_only(t[0]) for name, t in rec.items()}
