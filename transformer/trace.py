@@ -137,9 +137,10 @@ def read_only(t: torch.Tensor) -> np.ndarray:
     return arr
 
 
-def run_block(model: GPT, x: torch.Tensor, layer: int, interventions: Interventions, rec: dict) -> torch.Tensor:
-    """Block `layer` on its input x (1, T, d), recording into rec; returns its output (1, T, d)."""
-    mask, rope = model.attention_context(x.shape[1], interventions)
+def run_block(model: GPT, x: torch.Tensor, layer: int, interventions: Interventions, rec: dict, context: tuple | None = None) -> torch.Tensor:
+    """Block `layer` on its input x (1, T, d), recording into rec; returns its output (1, T, d). context: the model's
+    attention_context for these T tokens and interventions, when already at hand."""
+    mask, rope = model.attention_context(x.shape[1], interventions) if context is None else context
     with torch.inference_mode():
         return model.blocks[layer](x, mask, interventions, rec, rope)
 
@@ -161,6 +162,7 @@ class Forward:
     def __init__(self, model: GPT, interventions: Interventions, x: torch.Tensor | None, done: int = 0):
         self.model, self.interventions = model, interventions
         self.x, self.done = x, done  # x (1, T, d): the input of block `done`; done = n_layer + 1 once the final norm ran
+        self.context = None if x is None else model.attention_context(x.shape[1], interventions)  # the mask and RoPE angles every block reads
 
     def run_to(self, layer: int, whole_layer: bool) -> dict[str, np.ndarray]:
         """Run the blocks up to `layer` (all of them and the final norm when layer ≥ n_layer). Returns what a trace
@@ -168,7 +170,7 @@ class Forward:
         n_layer = self.model.cfg.n_layer
         rec = Recorder(lambda name: is_kept(name) or (whole_layer and layer_of(name) == layer))
         while self.done <= min(layer, n_layer - 1):
-            self.x = run_block(self.model, self.x, self.done, self.interventions, rec)  # (1, T, d)
+            self.x = run_block(self.model, self.x, self.done, self.interventions, rec, self.context)  # (1, T, d)
             self.done += 1
         if self.done == n_layer and layer >= n_layer:
             with torch.inference_mode():

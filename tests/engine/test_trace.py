@@ -277,7 +277,7 @@ def test_threads_reading_one_trace_run_each_block_once(tiny_model, tokenizer, mo
     """Sessions share a cached trace: many threads reading it at once run each block once and all read the same arrays."""
     calls = []
     original = trace_module.run_block
-    monkeypatch.setattr(trace_module, "run_block", lambda model, x, layer, iv, rec: calls.append(layer) or original(model, x, layer, iv, rec))
+    monkeypatch.setattr(trace_module, "run_block", lambda model, x, layer, iv, rec, context=None: calls.append(layer) or original(model, x, layer, iv, rec, context))
     tr = run_trace(tiny_model, tokenizer, SENTENCES[3])
     with ThreadPoolExecutor(max_workers=8) as pool:
         got = list(pool.map(lambda i: tr[f"blocks.{i % 3}.attn.hook_pattern"], range(24)))
