@@ -56,9 +56,12 @@ bench: $(VENV)/.dev
 	-$(PY) bench/load_students.py --students 50 --duration 100 --warmup 20 --think 1 3 --replicas 2
 	$(PY) bench/bench_real_models.py
 	$(PY) bench/bench_pages.py --model smollm2-135m --tokens 64
+	$(PY) bench/bench_pages.py --model smollm2-135m --tokens 64 --layer 29
 	$(PY) bench/bench_pages.py --model minilm-l6 --tokens 64
 	$(PY) bench/bench_browser.py --pages One_head --model smollm2-135m
+	$(PY) bench/bench_browser.py --pages One_head --model smollm2-135m --layer 29
 	$(PY) bench/load_students.py --students 50 --duration 100 --warmup 20 --think 3 10 --model smollm2-135m
+	$(PY) bench/load_students.py --students 50 --duration 100 --warmup 20 --think 3 10 --model smollm2-135m --layer 15
 	$(PY) bench/load_students.py --students 50 --duration 100 --warmup 20 --think 1 3 --model smollm2-135m
 
 screenshots: $(VENV)/.dev
