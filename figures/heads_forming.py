@@ -43,31 +43,12 @@ def step_lines(
     data = []
     if faint is not None:
         name, fx, fy = faint
-        data.append(
-            {
-                "type": "scatter",
-                "x": np.asarray(fx, dtype=np.float32),
-                "y": np.asarray(fy, dtype=np.float32),
-                "mode": "lines",
-                "name": esc(name),
-                "line": {"color": "#cccccc", "width": 1},
-                "hovertemplate": f"{esc(name)}<br>step %{{x}}: %{{y:.3f}}<extra></extra>",
-            }
-        )
+        data.append({"type": "scatter", "x": np.asarray(fx, dtype=np.float32), "y": np.asarray(fy, dtype=np.float32), "mode": "lines", "name": esc(name),
+                     "line": {"color": "#cccccc", "width": 1}, "hovertemplate": f"{esc(name)}<br>step %{{x}}: %{{y:.3f}}<extra></extra>"})
     for k, (name, y) in enumerate(series.items()):
         line = {"width": 2} | ({"color": colors[k]} if colors else {})
-        data.append(
-            {
-                "type": "scatter",
-                "x": x,
-                "y": np.asarray(y, dtype=np.float32),
-                "mode": "lines+markers",
-                "marker": {"size": 4},
-                "name": esc(name),
-                "line": line,
-                "hovertemplate": f"{esc(name)}<br>step %{{x}}: %{{y:.3f}}<extra></extra>",
-            }
-        )
+        data.append({"type": "scatter", "x": x, "y": np.asarray(y, dtype=np.float32), "mode": "lines+markers", "marker": {"size": 4}, "name": esc(name),
+                     "line": line, "hovertemplate": f"{esc(name)}<br>step %{{x}}: %{{y:.3f}}<extra></extra>"})
     shapes = [{"type": "line", "xref": "x", "yref": "paper", "x0": current, "x1": current, "y0": 0, "y1": 1, "line": {"color": CURRENT_COLOR, "dash": "dash", "width": 1.5}}]
     notes = [{"text": f"step {current}", "xref": "x", "yref": "paper", "x": current, "y": 1, "yanchor": "bottom", "showarrow": False, "font": {"size": 11}}]
     if band is not None:

@@ -30,7 +30,8 @@ SCORES = {
     "previous_token": ScoreInfo(
         "Previous token",
         r"P = \operatorname{mean}_i\ \alpha_{i,\,i-1}",
-        "Weight on the token just before. A previous-token head writes “the token before me was K” into every position: exactly what an induction head in the next layer searches for.",
+        "Weight on the token just before. A previous-token head writes “the token before me was K” into every position: "
+        "exactly what an induction head in the next layer searches for.",
     ),
     "duplicate_token": ScoreInfo(
         "Duplicate token",

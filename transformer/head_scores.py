@@ -171,7 +171,9 @@ def patterns_of(model: torch.nn.Module, ids: np.ndarray) -> np.ndarray:
     return np.stack([rec[f"blocks.{layer}.attn.hook_pattern"].float().numpy() for layer in range(model.cfg.n_layer)], axis=1)
 
 
-def probe_scores(model: torch.nn.Module, tokenizer=None, half: int = PROBE_HALF, batch: int = PROBE_BATCH, seed: int = PROBE_SEED, on_progress: Callable[[int, int], None] | None = None) -> HeadScores:
+def probe_scores(
+    model: torch.nn.Module, tokenizer=None, half: int = PROBE_HALF, batch: int = PROBE_BATCH, seed: int = PROBE_SEED, on_progress: Callable[[int, int], None] | None = None
+) -> HeadScores:
     """Every head's scores, (n_layer, n_head) each, averaged over `batch` seeded repeated-random-token probes, run one
     probe at a time (on_progress(done, batch) before each: SmolLM2 takes ~1.2 s per probe on one core)."""
     half = min(half, model.cfg.n_ctx // 2)

@@ -173,11 +173,11 @@ weight the app shows comes from this model's own forward pass.
 `{Path(corpus).name}`: Shakespeare's plays as one plain-text file (public domain; the widely
 used "tiny shakespeare" copy from the char-rnn project). The corpus is not part of this
 repository: it is read by path. Split: the first {100 - 100 * tc.val_fraction:.0f}% of the characters
-train, the last {100 * tc.val_fraction:.0f}% validate ({n["train_tokens"]:,} / {n["val_tokens"]:,} tokens).
+train, the last {100 * tc.val_fraction:.0f}% validate ({n['train_tokens']:,} / {n['val_tokens']:,} tokens).
 The byte-level BPE tokenizer ({cfg.vocab_size} tokens) was trained on the training split only.
 
 ## Size
-{n["params"]:,} parameters (float32).
+{n['params']:,} parameters (float32).
 
 | config | value |
 |---|---|
@@ -187,7 +187,7 @@ The byte-level BPE tokenizer ({cfg.vocab_size} tokens) was trained on the traini
     {command}
 
 {tc.steps} steps of {tc.batch_size} × {cfg.n_ctx} tokens, AdamW (peak lr {tc.lr}, weight decay {tc.weight_decay} on matrices except W_E),
-seed {tc.seed}, {tc.threads} CPU thread(s); {n["minutes"]:.1f} minutes on a 2-core CPU (tokenizer included).
+seed {tc.seed}, {tc.threads} CPU thread(s); {n['minutes']:.1f} minutes on a 2-core CPU (tokenizer included).
 
 | step | train loss | val loss (subset) |
 |---|---|---|
@@ -196,9 +196,9 @@ seed {tc.seed}, {tc.threads} CPU thread(s); {n["minutes"]:.1f} minutes on a 2-co
 ## Results (validation split, nats/token)
 | model | loss |
 |---|---|
-| this transformer | **{n["val_loss"]:.4f}** |
-| bigram baseline (add-{n["bigram_k"]:g} smoothing, same tokens) | {n["bigram_val_loss"]:.4f} |
-| difference | {n["bigram_val_loss"] - n["val_loss"]:.4f} |
+| this transformer | **{n['val_loss']:.4f}** |
+| bigram baseline (add-{n['bigram_k']:g} smoothing, same tokens) | {n['bigram_val_loss']:.4f} |
+| difference | {n['bigram_val_loss'] - n['val_loss']:.4f} |
 
 ## Sample (prompt "ROMEO:", temperature 0.8, seed {tc.seed})
 ```

@@ -74,14 +74,8 @@ class InductionConfig:
 
     def model_config(self) -> ModelConfig:
         return ModelConfig(
-            vocab_size=self.n_symbols + 1,
-            n_ctx=self.n_ctx,
-            d_model=self.d_model,
-            n_layer=self.n_layer,
-            n_head=self.n_head,
-            pos_encoding="rotary",
-            tie_embeddings=False,
-            attn_only=True,
+            vocab_size=self.n_symbols + 1, n_ctx=self.n_ctx, d_model=self.d_model, n_layer=self.n_layer, n_head=self.n_head,
+            pos_encoding="rotary", tie_embeddings=False, attn_only=True,
         )
 
 
@@ -329,7 +323,7 @@ def model_card(replay: Replay) -> str:
 
 A tiny attention-only transformer trained by Attention Atlas on random symbols in which a run of {ic.min_run}–{ic.max_run}
 symbols repeats, to show induction heads forming. Not a language model: its tokens are {ic.n_symbols} meaningless
-symbols ({" ".join(SYMBOLS[:8])} …), written with spaces between them.
+symbols ({' '.join(SYMBOLS[:8])} …), written with spaces between them.
 
 d_model {ic.d_model}, rotary positions, no MLP, untied unembedding; {ic.steps} steps of {ic.batch_size} × {ic.n_ctx} tokens,
 AdamW (peak lr {ic.lr}, warm-up {ic.warmup}), seed {ic.seed}, {ic.threads} thread(s). Induction head (layer 1, score ≥ 0.5) {when}.

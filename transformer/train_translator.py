@@ -175,7 +175,7 @@ Word-level vocabulary of {len(vocab):,} words (4 specials, {vocab.n_source} Engl
 saved as `tokenizer.json` (Hugging Face `tokenizers` WordLevel).
 
 ## Size
-{n["params"]:,} parameters (float32): {cfg.n_layer} encoder and {cfg.n_layer} decoder blocks, {cfg.n_head} heads,
+{n['params']:,} parameters (float32): {cfg.n_layer} encoder and {cfg.n_layer} decoder blocks, {cfg.n_head} heads,
 shared (tied) word embedding.
 
 | config | value |
@@ -186,14 +186,14 @@ shared (tied) word embedding.
     {command}
 
 {tc.steps} steps of {tc.batch_size} pairs, AdamW (peak lr {tc.lr}, weight decay {tc.weight_decay}), {tc.threads} CPU
-thread(s): {n["minutes"]:.1f} minutes on a 2-core CPU (data generation included).
+thread(s): {n['minutes']:.1f} minutes on a 2-core CPU (data generation included).
 
 | step | loss | held-out exact match (300 pairs) | minutes |
 |---|---|---|---|
 {rows}
 
 ## Result
-Held-out exact-match accuracy (greedy decoding): **{accuracy_text(n["exact_match"], tc.n_test)}**.
+Held-out exact-match accuracy (greedy decoding): **{accuracy_text(n['exact_match'], tc.n_test)}**.
 Reproduce it with
 
     python -m transformer train-translator --eval assets/models/{name}
@@ -208,8 +208,8 @@ Some misses:
 Alignment agreement of each cross-attention head: the fraction of target words whose most-attended
 source word is the gold-aligned one, averaged over 300 held-out pairs (the decoder reads the reference).
 
-| layer | {" | ".join(f"head {h}" for h in range(cfg.n_head))} |
-|---|{"---|" * cfg.n_head}
+| layer | {' | '.join(f'head {h}' for h in range(cfg.n_head))} |
+|---|{'---|' * cfg.n_head}
 {heads}
 
 ## Limits

@@ -25,7 +25,8 @@ BAR_KEY = "atlas_bar"  # the container of the controls bar above the page
 BAR_PREFIX = "bar_"  # the keys of the bar's controls (the sidebar's: "w_")
 NARROW_PX = 900  # below this width Streamlit starts with the sidebar closed: the bar shows instead
 BAR_CSS = (  # on a narrow screen the bar leaves out the presets (they stay in the sidebar) to keep the first screen for the page
-    f"<style>.st-key-{BAR_KEY} {{ display: none; }} @media (max-width: {NARROW_PX}px) {{ .st-key-{BAR_KEY} {{ display: flex; }} .st-key-{BAR_PREFIX}preset {{ display: none; }} }}</style>"
+    f"<style>.st-key-{BAR_KEY} {{ display: none; }} @media (max-width: {NARROW_PX}px) {{ .st-key-{BAR_KEY} {{ display: flex; }} "
+    f".st-key-{BAR_PREFIX}preset {{ display: none; }} }}</style>"
 )
 # A formula wider than its column scrolls sideways (Streamlit's own style); on a phone formulas are set at the text's
 # size instead of 1.21× it, so fewer of them need to (the Lecture page's widest: 518 → 366 px too wide at 390 px).

@@ -23,6 +23,7 @@ from transformer.loading import missing_real_models
 pytestmark = pytest.mark.skipif(bool(missing_real_models()), reason="the real models are not installed")
 
 
+
 def page(name: str, model: str, **query):
     at = run_page(page_path(name), model=model, sentence=SENTENCE, **query)
     assert_ok(at)

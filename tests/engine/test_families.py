@@ -33,17 +33,8 @@ def hf_bert():
 def hf_llama():
     torch.manual_seed(2)
     cfg = LlamaConfig(
-        vocab_size=120,
-        hidden_size=48,
-        intermediate_size=80,
-        num_hidden_layers=2,
-        num_attention_heads=6,
-        num_key_value_heads=2,
-        rope_theta=500.0,
-        rms_norm_eps=1e-5,
-        max_position_embeddings=64,
-        tie_word_embeddings=True,
-        attn_implementation="eager",
+        vocab_size=120, hidden_size=48, intermediate_size=80, num_hidden_layers=2, num_attention_heads=6, num_key_value_heads=2,
+        rope_theta=500.0, rms_norm_eps=1e-5, max_position_embeddings=64, tie_word_embeddings=True, attn_implementation="eager",
     )
     return LlamaForCausalLM(cfg).eval()
 

@@ -54,7 +54,8 @@ class GPT(nn.Module):
         return mask, rope
 
     def embed(self, idx, rec: Record = None, token_type_ids=None):
-        """idx: (B, T) token ids → block 0's input (B, T, d_model): token embedding (+ position vector)."""
+        """idx: (B, T) token ids → block 0's input (B, T, d_model): token embedding (+ position vector).
+        token_type_ids is an encoder's (sentence A or B) and is not read here: every family embeds with one call."""
         B, T = idx.shape
         if T > self.cfg.n_ctx:
             raise ValueError(f"sequence of {T} tokens is longer than the context of {self.cfg.n_ctx}")
