@@ -119,7 +119,7 @@ def reading(cfg: ModelConfig, byte_level: bool) -> Reading:
     """The Context page's texts for this model (GPT, Llama or BERT) and its tokenizer (byte-level BPE or WordPiece)."""
     first = {"gpt": r"\mathrm{Block}_0\big(x^{(0)} + PE_t\big)", "llama": r"\mathrm{Block}_0\big(x^{(0)}\big)", "bert": r"\mathrm{Block}_0\big(\mathrm{LN}(x^{(0)} + PE_t + T_{A})\big)"}[cfg.family]
     stream = rf"x^{{(0)}} = W_E[\mathrm{{id}}], \quad x^{{(1)}} = {first}, \quad x^{{(l+1)}} = \mathrm{{Block}}_l\big(x^{{(l)}}\big)"
-    latex = stream + r", \qquad \cos(a, b) = \frac{a \cdot b}{\lVert a\rVert\,\lVert b\rVert}"
+    latex = r"\begin{gathered}" + stream + r", \\ \cos(a, b) = \frac{a \cdot b}{\lVert a\rVert\,\lVert b\rVert}\end{gathered}"  # two lines: one is wider than a 1024 px page
     why = "with the causal mask that is the first position that has read the whole word."
     if not cfg.causal:
         why = "this model is an encoder (no causal mask), so every token of the word has read the whole sentence, both sides, from the first block on: the last is as good as any."

@@ -156,7 +156,7 @@ def test_pair_cosines_and_table_rows(lm):
 
 def test_reading_names_each_familys_first_block_and_followed_token(tiny_cfg):
     gpt = cx.reading(tiny_cfg, byte_level=True)
-    assert r"x^{(1)} = \mathrm{Block}_0\big(x^{(0)} + PE_t\big)" in gpt.latex and gpt.latex.endswith(r"\cos(a, b) = \frac{a \cdot b}{\lVert a\rVert\,\lVert b\rVert}")
+    assert r"x^{(1)} = \mathrm{Block}_0\big(x^{(0)} + PE_t\big)" in gpt.latex and gpt.latex.endswith(r"\\ \cos(a, b) = \frac{a \cdot b}{\lVert a\rVert\,\lVert b\rVert}\end{gathered}")
     assert gpt.followed.startswith("A word may be split into several tokens (*Bears* → B + ears).") and "causal mask that is the first position" in gpt.followed
     assert "W_E[id], before the position vector is added:" in gpt.similarity and "after its LayerNorm" not in gpt.similarity
     assert gpt.looks.startswith("The attention weights of the word's token") and "both sides" not in gpt.looks
