@@ -34,9 +34,7 @@ def use_sidebar_sentence(sentence: str) -> None:
     st.session_state["context_sentences"] = "\n".join([line, *st.session_state["context_sentences"].splitlines()[1:]])
 
 
-first_set = next(iter(SETS))
-for name, default in (("context_sentences", "\n".join(SETS[first_set][0])), ("context_word", SETS[first_set][1])):
-    st.session_state.setdefault(name, default)
+FIRST_SENTENCES, FIRST_WORD = next(iter(SETS.values()))  # what the boxes hold until a preset or the reader changes them
 
 st.title("🐻 Context changes meaning")
 ui.explain(
@@ -50,11 +48,12 @@ with ui.folded("Sentences and word"):
     c1, c2 = st.columns([3, 2])
     c1.selectbox("Preset", list(SETS), bind="query-params", key="context_set", on_change=apply_set, help="Sentences from the lecture, with a word they share. Editing the box below overrides it.")
     help_box = "These sentences are this page's own; the sidebar's sentence is not used unless you press the button below."
-    text = c1.text_area("Sentences, one per line (2 to 4)", bind="query-params", key="context_sentences", height=130, help=help_box)
+    text = c1.text_area("Sentences, one per line (2 to 4)", "\n".join(FIRST_SENTENCES), bind="query-params", key="context_sentences", height=130, help=help_box)
     c1.button(
         "Use the sidebar sentence as sentence 1", key="context_use_sidebar", on_click=use_sidebar_sentence, args=(state.sentence,), help="Replaces the first line with the sentence from the sidebar."
     )
-    word = c2.text_input("Word", bind="query-params", key="context_word", max_chars=40, help="Matched in each sentence as a whole word, ignoring upper/lower case. The first occurrence is followed.")
+    help_word = "Matched in each sentence as a whole word, ignoring upper/lower case. The first occurrence is followed."
+    word = c2.text_input("Word", FIRST_WORD, bind="query-params", key="context_word", max_chars=40, help=help_word)
     forms = c2.toggle("Longer forms too", **ui.kept("context_forms", True), help="On: also longer words that start with it (bear → bears, Bears). Off: only the exact word matches.")
     c2.caption(read.followed)
 if notice := st.session_state.pop("context_notice", None):

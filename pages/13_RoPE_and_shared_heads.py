@@ -68,8 +68,7 @@ def part_query_key() -> None:
     title = f"Query head {H} at m = {m} and its key (K/V head {qk.kv_head}) at n = {n}, layer {L}"
     ui.show_figure(frope.before_after_heatmap(qk.vectors, ["q before", "q turned", "k before", "k turned"], title), key="rope_vectors")
     P = cfg.d_head // 2
-    st.session_state["rope_pairs"] = [i for i in st.session_state.get("rope_pairs", sorted({0, 1, P // 4, P - 1})) if i < P]
-    chosen = st.multiselect("Pairs to draw", range(P), max_selections=6, bind="query-params", key="rope_pairs", help="Pair i is dimensions i and i + d/2.")
+    chosen = st.multiselect("Pairs to draw", range(P), max_selections=6, **ui.kept_subset("rope_pairs", sorted({0, 1, P // 4, P - 1}), P), help="Pair i is dimensions i and i + d/2.")
     if chosen:
         ui.show_figure(frope.clock_hands(*rope.pairs(qk.vectors), sorted(chosen), qk.angle_m, qk.angle_n, m, n, "Each pair is a clock hand"), key="rope_clocks")
     ui.show_figure(frope.pair_bars(qk.pair_dots, f"What each pair adds to the score q_{m}·k_{n} = {qk.score:.4f}"), key="rope_pair_bars")
@@ -82,8 +81,7 @@ def part_shift() -> None:
     m, n = positions()
     sh = cached.rope_shifts(state.model, state.sentence, state.temperature, L, H, m, n, tr)
     lo, hi = int(sh.shifts[0]), int(sh.shifts[-1])
-    st.session_state["rope_shift"] = min(max(st.session_state.get("rope_shift", 100), lo), hi)  # the range moves with m and n
-    s = st.slider("Shift s", lo, hi, bind="query-params", key="rope_shift", help="Move the query to m + s and the key to n + s.")
+    s = st.slider("Shift s", lo, hi, **ui.kept_within("rope_shift", 100, lo, hi), help="Move the query to m + s and the key to n + s.")
     k = sh.index(s)
     st.markdown(rope.shift_text(m, n))
     ui.show_figure(frope.shift_chart(sh.shifts, sh.both, sh.query_only, s, m, n, f"Layer {L}, head {H}: the score when the positions move"), key="rope_shift_chart")

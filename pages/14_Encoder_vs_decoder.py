@@ -91,10 +91,8 @@ def part_rows() -> None:
             st.subheader(f"{kind.capitalize()}: {ed.md(ed.short_name(name))}")
             src, tgt = ed.pair_tokens(tr.encoding, text, word[0], target[0])
             ui.show_figure(fcmp.token_strip(tr.encoding.labels, src, tgt, f"{len(tr.encoding)} tokens"), key=f"compare_{kind}_tokens")
-            for key, top, default in (("layer", cfg.n_layer - 1, best[0]), ("head", cfg.n_head - 1, best[1])):
-                st.session_state[f"compare_{kind}_{key}"] = min(st.session_state.get(f"compare_{kind}_{key}", default), top)
-            layer = st.slider("Layer", 0, cfg.n_layer - 1, bind="query-params", key=f"compare_{kind}_layer")
-            head = st.slider("Head", 0, cfg.n_head - 1, bind="query-params", key=f"compare_{kind}_head")
+            layer = st.slider("Layer", 0, cfg.n_layer - 1, **ui.kept_within(f"compare_{kind}_layer", best[0], 0, cfg.n_layer - 1))
+            head = st.slider("Head", 0, cfg.n_head - 1, **ui.kept_within(f"compare_{kind}_head", best[1], 0, cfg.n_head - 1))
             st.button(f"Go to the best head (layer {best[0]}, head {best[1]})", on_click=go_to_best, args=(kind, best[0], best[1]), key=f"compare_{kind}_best")
             row = ed.row(tr, layer, head, src[-1])
             title = f"Weights of “{word[1]}” (token {src[-1]}), layer {layer}, head {head}"

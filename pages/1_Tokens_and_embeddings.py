@@ -71,12 +71,13 @@ k = c2.slider("Neighbours (k)", 3, 30, 10, bind="query-params", key="tokens_k", 
 ui.show_figure(cm.neighbours_figure(state.model, enc.ids[query], k, labels[query]), key="tokens_neighbours")
 
 st.header("6. Directions: a − b + c")
-if st.session_state.get("tokens_analogy_model") != state.model:  # another model: its own default words
+if st.session_state.setdefault("tokens_analogy_model", state.model) != state.model:  # another model: its own default words
     st.session_state.update({"tokens_analogy_model": state.model, **{f"tokens_analogy_{n}": w for n, w in zip("abc", words, strict=True)}})
 ui.explain(read.analogy)
 st.latex(r"v = \hat w_a - \hat w_b + \hat w_c, \qquad \text{answer} = \arg\max_{t \notin \{a,b,c\}} \cos(v, w_t)")
 boxes = {
-    name: col.text_input(name, max_chars=40, bind="query-params", key=f"tokens_analogy_{name}", help=f"A token of the vocabulary (box {name}).") for col, name in zip(st.columns(3), "abc", strict=True)
+    name: col.text_input(name, word, max_chars=40, bind="query-params", key=f"tokens_analogy_{name}", help=f"A token of the vocabulary (box {name}).")
+    for col, name, word in zip(st.columns(3), "abc", words, strict=True)
 }
 c1, c2 = st.columns([2, 1])
 space_help = "BPE treats ' king' (after a space) and 'king' (at the start of a line) as different tokens. Ticked: a space is put before each word."

@@ -33,9 +33,7 @@ n_pos = c2.slider("Length (positions)", 2, 256, 64, bind="query-params", key="po
 pe_fig, counter_fig, pe_rows_fig, sim_fig = cm.sinusoid_figures(d, n_pos)
 ui.show_figure(pe_fig, key="positions_pe")
 
-default_dims = [i for i in st.session_state.get("positions_dims", sorted({0, 1, 6, d // 2})) if i < d]  # only dimensions that still exist after d changed
-st.session_state["positions_dims"] = default_dims
-dims = st.multiselect("Dimensions to draw", range(d), bind="query-params", key="positions_dims", help="Columns of the table above, drawn as curves over the positions.")
+dims = st.multiselect("Dimensions to draw", range(d), **ui.kept_subset("positions_dims", sorted({0, 1, 6, d // 2}), d), help="Columns of the table above, drawn as curves over the positions.")
 if dims:
     ui.show_figure(cm.waves_figure(d, n_pos, tuple(dims)), key="positions_waves")
     st.caption("Wavelengths (positions per full wave): " + ", ".join(f"dim {i}: {w:,.1f}" for i, w in zip(dims, wavelengths(dims, d), strict=True)))

@@ -21,13 +21,12 @@ st.latex(r"\alpha = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}\,\tau} + M
 tr = ui.trace_or_stop(state)
 s, labels = one_head.head_steps(tr, L, H), tr.encoding.labels
 T = len(labels)
-st.session_state["masking_pos"] = min(st.session_state.get("masking_pos", 3), T - 1)  # the sentence may have become shorter
 
 
 def causal() -> None:
     st.latex(r"M^{\mathrm{causal}}_{ij} = \begin{cases} 0 & j \le i \\ -\infty & j > i \end{cases}")
     ui.note(*read.causal)
-    pos = st.slider("Position i", 0, T - 1, bind="query-params", key="masking_pos", help="A query position: its row of the mask is outlined in red.") if T > 1 else 0
+    pos = st.slider("Position i", 0, T - 1, **ui.kept_within("masking_pos", 3, 0, T - 1), help="A query position: its row of the mask is outlined in red.") if T > 1 else 0
     seen, weight_note = one_head.position_words(s.weights, pos, decoder)
     col1, col2 = st.columns(2)
     with col1:

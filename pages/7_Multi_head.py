@@ -28,9 +28,8 @@ if hide:
     st.caption(heads.hidden_note(read, w[H, -1], hide, L, H))
 
 every_head, side = heads.all_heads(n_layer, nh), heads.head_name(L, H)
-first = "multihead_side" not in st.session_state
-if (first and "multihead_open" not in st.query_params) or st.session_state.get("multihead_side", side) != side or st.session_state.get("multihead_open", side) not in every_head:
-    st.session_state["multihead_open"] = side  # open the sidebar's head: at first (unless a link names one), and when the sidebar moves
+if st.session_state.get("multihead_side", side) != side or st.session_state.get("multihead_open", side) not in every_head:
+    st.session_state["multihead_open"] = side  # the sidebar moved (or the model changed): open the sidebar's head
 st.session_state["multihead_side"] = side
 st.session_state["multihead_ablate"] = [n for n in st.session_state.get("multihead_ablate", []) if n in every_head]  # another model may have fewer heads
 key = (state.model, state.sentence, state.temperature)  # fixes the trace
@@ -54,7 +53,7 @@ def averages() -> None:
 def every_head_part() -> None:
     name = lambda n: "layer {}, head {}".format(*heads.parse_head(n))  # noqa: E731
     help_open = "Which head to show large, with its line view (red box below)."
-    OL, OH = heads.parse_head(st.selectbox("Open layer L, head H", every_head, format_func=name, bind="query-params", persist_state="session", key="multihead_open", help=help_open))
+    OL, OH = heads.parse_head(st.selectbox("Open layer L, head H", every_head, format_func=name, **ui.choice("multihead_open", every_head, side), help=help_open))
     fig, block, n = cm.overview_figure(*key, (OL, OH), hide, tr, head_roles.badges(cm.head_scores(state.model)))
     st.markdown(heads.overview_note(block, n, T, causal))
     ui.show_figure(fig, key="multihead_overview")

@@ -2,7 +2,7 @@
 
 from . import serving
 from .models import get_model, get_trace, get_traces
-from .page import choice, explain, folded, head_role, kept, lazy_tabs, note, show_figure, side_by_side, stacking, token_clicks, trace_or_stop
+from .page import choice, explain, folded, head_role, kept, kept_subset, kept_within, lazy_tabs, note, show_figure, side_by_side, stacking, token_clicks, trace_or_stop
 from .state import PRESETS, State, sidebar
 
 serving.install()  # one script run at a time per process (ui/serving.py)
@@ -18,6 +18,8 @@ __all__ = [
     "folded",
     "head_role",
     "kept",
+    "kept_subset",
+    "kept_within",
     "lazy_tabs",
     "note",
     "show_figure",

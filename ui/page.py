@@ -63,6 +63,23 @@ def kept(key: str, default) -> dict:
     return {"key": key, "value": default, **PAGE_CONTROL}
 
 
+def kept_within(key: str, default: int, lo: int, hi: int) -> dict:
+    """`kept` for an integer slider over lo…hi, a range that moves with the sentence or the model: the kept value is
+    brought back inside it, and the control starts at `default` brought inside it. The browser leaves a control out of
+    the address while it shows its start value, so that value must be the one the page would pick itself."""
+    if not lo <= st.session_state.get(key, lo) <= hi:
+        st.session_state[key] = min(max(st.session_state[key], lo), hi)
+    return kept(key, min(max(default, lo), hi))
+
+
+def kept_subset(key: str, default: Sequence[int], n: int) -> dict:
+    """Arguments for a multiselect `key` over range(n) that starts at `default`, kept like `kept`; kept choices that
+    are no longer below n (the model or the table changed) are dropped."""
+    if any(i >= n for i in st.session_state.get(key, ())):
+        st.session_state[key] = [i for i in st.session_state[key] if i < n]
+    return {"key": key, "default": [i for i in default if i < n], **PAGE_CONTROL}
+
+
 def choice(key: str, options: Sequence, default) -> dict:
     """Arguments for a selectbox or radio `key` over `options` that starts at `default`, kept like `kept`. A value no
     longer among the options (a position past the end of a shorter sentence) falls back to `default`."""

@@ -42,10 +42,10 @@ def phrase_input(lt: LoadedModel) -> s2s.SourceText:
     c1, c2, c3 = st.columns([2, 3, 1.2], vertical_alignment="bottom")
     c1.selectbox("Example phrases", ["(choose an example)", *xa.PRESETS], bind="query-params", key="xattn_preset", on_change=apply_preset, help="Phrases that show reordering, agreement and elision.")
     help_phrase = "Lower or upper case; punctuation is skipped. Words outside the lexicon are flagged and left out."
-    phrase = c2.text_input("English phrase", bind="query-params", key="xattn_phrase", max_chars=s2s.MAX_SOURCE_CHARS, help=help_phrase)
+    phrase = c2.text_input("English phrase", key="xattn_phrase", max_chars=s2s.MAX_SOURCE_CHARS, help=help_phrase)
     help_new = "A phrase made by the same rules as the training phrases, but never used in training."
     c3.button("A phrase it never saw", key="xattn_random", on_click=draw_example, args=(lt.meta.get("data_seed", 0),), help=help_new)
-    st.query_params["phrase"] = phrase
+    st.query_params["phrase"] = phrase  # the link's phrase (read by phrase_from_link), written on every run
     try:
         src = cached.read_phrase(phrase)
     except s2s.SourceInputError as err:

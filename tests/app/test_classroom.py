@@ -62,6 +62,56 @@ def test_a_link_brings_back_the_pages_own_controls(page):
             assert got == pytest.approx(expected[w.key]) if isinstance(got, float) else got == expected[w.key], w.key
 
 
+def bound_controls(at: AppTest) -> list:
+    """The page's own controls kept in the address (widgets with bind="query-params"), in every container."""
+    found, stack = [], [at._tree]
+    while stack:
+        node = stack.pop()
+        stack.extend(getattr(node, "children", {}).values())
+        key = getattr(getattr(node, "proto", None), "query_param_key", "")
+        if key and not key.startswith(("w_", "bar_")) and key not in SHARED:
+            found.append(node)
+    return found
+
+
+def start_and_shown(w) -> tuple[object, object]:
+    """A bound control's declared start value and the value it shows, both as its widget message writes them
+    (indices for the choice widgets, a list of numbers for a slider)."""
+    kind, start = type(w).__name__, w.proto.default
+    if kind == "Slider":
+        return list(start), list(w.value) if isinstance(w.value, tuple) else [w.value]
+    if kind == "SelectSlider":
+        values = w.value if isinstance(w.value, tuple) else (w.value,)
+        return list(start), [list(w.options).index(w.format_func(v)) for v in values]
+    if kind in ("Selectbox", "Radio"):
+        return start, w.index
+    if kind == "Multiselect":
+        return list(start), sorted(w.indices)
+    return start, w.value  # checkbox, toggle, text box
+
+
+LINKED_MODEL = {"13_RoPE_and_shared_heads": "smollm2-135m"}  # the RoPE views need a model with RoPE
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.stem)
+def test_a_control_the_link_leaves_out_opens_at_its_start_value(page):
+    """The browser leaves a bound control out of the address while it shows its declared start value, so a link
+    opened without that parameter must show exactly the start value. A page that picks its own value instead (the
+    sidebar's head, position 3, a model's example words) could not share a view where the control is back at the
+    start. Checked on every tab, with the sidebar away from layer 0, head 0."""
+    query = {"model": LINKED_MODEL.get(page.stem, "shakespeare-gpt"), "layer": "1", "head": "2"}
+    views = [{}] + [{key: label} for key, labels in lazy_tabs(run_page(str(page), **query)).items() for label in labels[1:]]
+    checked = 0
+    for view in views:
+        at = run_page(str(page), **query, **view)
+        assert_ok(at)
+        for w in bound_controls(at):
+            start, shown = start_and_shown(w)
+            assert shown == pytest.approx(start), (view, w.proto.query_param_key)
+            checked += 1
+    assert checked > 0, "the page has bound controls"
+
+
 @pytest.mark.parametrize("name", TAB_PAGES)
 def test_a_link_opens_the_tab_it_names(name):
     path = str(ROOT / "pages" / f"{name}.py")

@@ -99,6 +99,24 @@ def test_a_shared_link_opens_the_same_view(base_url, browser, tab):
     third.close()
 
 
+def test_a_link_brings_back_a_control_moved_to_its_first_value(base_url, browser, tab):
+    """Masking's position starts at 3: moved to 0, the link must say so (the browser leaves a control out of the
+    address only while it shows its start value)."""
+    tab.goto(base_url + "/Masking")
+    wait_rendered(tab)
+    position = tab.locator('[data-testid="stMain"] input[aria-label="Position i"]')
+    assert position.input_value() == "3"
+    position.focus()
+    position.press("Home")
+    settle(tab)
+    assert "masking_pos=0" in tab.url
+    other = browser.new_page(viewport=PROJECTOR)
+    other.goto(tab.url)
+    wait_rendered(other)
+    assert other.locator('[data-testid="stMain"] input[aria-label="Position i"]').input_value() == "0"
+    other.close()
+
+
 def png_size(data: bytes) -> tuple[int, int]:
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     return struct.unpack(">II", data[16:24])
