@@ -296,18 +296,18 @@ def _mlp_words(cfg: ModelConfig) -> tuple[str, tuple[str, ...]]:
             f"linear branch neuron by neuron; the product, one number per **neuron**, is projected back to {cfg.d_model}. A neuron speaks when its gate is open and its linear "
             "branch is large, in either sign. Left: each neuron's gate on the SiLU curve; right: the token's strongest neurons, their two factors and the product."
         )
-        mlp = r"\big(\mathrm{SiLU}(x\,W_{\mathrm{gate}}) \odot x\,W_{\mathrm{in}}\big)\,W_{\mathrm{out}}, \quad \mathrm{SiLU}(g) = \frac{g}{1 + e^{-g}}"
-        return text, (r"\mathrm{MLP}(x) = " + mlp + r", \quad W_{\mathrm{gate}}, W_{\mathrm{in}} \in \mathbb{R}^{" + size + "}",)
+        mlp = r"\mathrm{MLP}(x) = \big(\mathrm{SiLU}(x\,W_{\mathrm{gate}}) \odot x\,W_{\mathrm{in}}\big)\,W_{\mathrm{out}}, \quad W_{\mathrm{gate}}, W_{\mathrm{in}} \in \mathbb{R}^{" + size + "}"
+        return text, (mlp, r"\mathrm{SiLU}(g) = \frac{g}{1 + e^{-g}}")
     text = (
         f"The feed-forward network works on each token separately (no token looks at another here). It widens the vector from {cfg.d_model} to {cfg.d_mlp} numbers, the "
         f"**neurons**, passes each through the GELU function, and projects back to {cfg.d_model}. GELU lets positive inputs through almost unchanged and squashes negative "
         "ones to about 0 (with a small dip just below 0): a neuron is *on* when its input is large and positive, *off* otherwise. Neurons often fire for recognisable patterns of the text."
     )
     mlp = r"\mathrm{MLP}(x) = \mathrm{GELU}(x\,W_{\mathrm{in}} + b_{\mathrm{in}})\,W_{\mathrm{out}} + b_{\mathrm{out}}, \qquad W_{\mathrm{in}} \in \mathbb{R}^{" + size + "}"
-    gelu_form = r"\mathrm{GELU}(x) = x\,\Phi(x), \quad \Phi = \text{the standard normal CDF (the exact form this model uses)}"
+    gelu_form = r"\begin{gathered}\mathrm{GELU}(x) = x\,\Phi(x), \quad \Phi = \text{the standard normal CDF} \\ \text{(the exact form this model uses)}\end{gathered}"
     if cfg.activation == "gelu_new":
         tanh = r"\tfrac{1}{2}\,x\left(1 + \tanh\!\left[\sqrt{2/\pi}\,\big(x + 0.044715\,x^3\big)\right]\right)"
-        gelu_form = r"\mathrm{GELU}(x) = x\,\Phi(x) \approx " + tanh + r" \quad \text{(the tanh form this model uses)}"
+        gelu_form = r"\begin{gathered}\mathrm{GELU}(x) = x\,\Phi(x) \approx " + tanh + r" \\ \text{(the tanh form this model uses)}\end{gathered}"
     return text, (mlp, gelu_form)
 
 

@@ -100,4 +100,4 @@ e, s, a = m["scores"][i], m["scaled"][i], m["weights"][i]
 st.latex(rf"e_{{{i + 1}}} = q_{{{i + 1}}}K^\top = {vec(e)}, \qquad \frac{{e_{{{i + 1}}}}}{{\sqrt{{3}}}} = {vec(s)}")
 st.latex(rf"\alpha_{{{i + 1}}} = \operatorname{{softmax}}{vec(s)} = {vec(a)}")
 terms = " + ".join(rf"{w:.3g}\,{vec(v)}" for w, v in zip(a, m["V"], strict=True))
-st.latex(rf"\text{{attention}}_{{{i + 1}}} = {terms} = {vec(m['attention'][i])}")
+st.latex(rf"\begin{{gathered}}\text{{attention}}_{{{i + 1}}} = {terms} \\ = {vec(m['attention'][i])}\end{{gathered}}")

@@ -15,12 +15,11 @@ reports, and so the same default.
 
 from __future__ import annotations
 
-import logging
 import math
 
 import streamlit as st
 
-log = logging.getLogger("atlas.widths")
+from .watcher import watcher
 
 KEY = "atlas_chart_widths"
 MIN_W, MAX_W = 150.0, 8000.0  # Streamlit never draws a chart narrower than 150 px
@@ -29,12 +28,9 @@ MAX_CHARTS = 200
 # Measures the frame Streamlit itself measures (stFullScreenFrame, getBoundingClientRect().width) for every chart in
 # an element container with a user key, skipping hidden tabs (width 0) and full-screen charts. Reports only changes,
 # so a chart whose frame, container or key class is not found (test ids renamed) is skipped and nothing is reported.
-JS = """
-export default function ({ setStateValue }) {
+SCAN = """
   const known = {};
-  let queued = 0;
   const scan = () => {
-    queued = 0;
     let changed = false;
     for (const chart of document.querySelectorAll('[data-testid="stMain"] [data-testid="stPlotlyChart"]')) {
       const frame = chart.closest('[data-testid="stFullScreenFrame"]');
@@ -46,25 +42,12 @@ export default function ({ setStateValue }) {
       if (width > 0 && known[key] !== width) { known[key] = width; changed = true; }
     }
     if (changed) setStateValue('widths', { ...known });
-  };
-  const queue = () => { if (!queued) queued = requestAnimationFrame(scan); };
-  const watch = new MutationObserver(queue);
-  watch.observe(document.body, { childList: true, subtree: true });
-  window.addEventListener('resize', queue);
-  queue();
-  return () => { watch.disconnect(); window.removeEventListener('resize', queue); if (queued) cancelAnimationFrame(queued); };
-}
-"""
+  };"""
 
 
 def measurer():
     """The measuring component, or None (after one warning) when Streamlit has no st.components.v2.component."""
-    v2 = getattr(getattr(st, "components", None), "v2", None)
-    make = getattr(v2, "component", None)
-    if not callable(make):
-        log.warning("st.components.v2.component not found: chart widths are not measured (Streamlit's default widths)")
-        return None
-    return make("atlas_chart_widths", js=JS)
+    return watcher("atlas_chart_widths", SCAN, "chart widths are not measured (Streamlit's default widths)")
 
 
 _measure = measurer()

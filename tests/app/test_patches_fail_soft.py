@@ -19,7 +19,8 @@ from streamlit.runtime import pages_manager
 from streamlit.runtime.scriptrunner import script_runner
 from streamlit.testing.v1 import AppTest
 
-from ui import navigation, serving, widths
+from ui import formulas, navigation, serving, widths
+from ui.watcher import script
 
 from ..apptest_utils import TIMEOUT, assert_ok, charts_by_key, page_path
 
@@ -94,6 +95,11 @@ def run_masking() -> AppTest:
     return at.run()
 
 
+def mounted(at: AppTest, key: str) -> list:
+    """The sidebar's components v2 elements with the user key `key`."""
+    return [c for c in at.sidebar.get("bidi_component") if c.proto.id.endswith(key)]
+
+
 def drawn_widths(at: AppTest) -> dict:
     return {key: spec["layout"].get("width") for key, spec in charts_by_key(at).items()}
 
@@ -102,24 +108,24 @@ def drawn_widths(at: AppTest) -> dict:
 def test_widths_without_components_v2_warn_once_and_draw_default_widths(monkeypatch, caplog, missing):
     owner = st.components if missing == "v2" else st.components.v2
     monkeypatch.delattr(owner, missing)
-    with caplog.at_level(logging.WARNING, logger="atlas.widths"):
+    with caplog.at_level(logging.WARNING, logger="atlas.watcher"):
         monkeypatch.setattr(widths, "_measure", widths.measurer())  # what `import ui` does, on this Streamlit
-    [message] = warnings_from(caplog, "atlas.widths")
+    [message] = warnings_from(caplog, "atlas.watcher")
     assert "components.v2" in message and "default" in message
     assert widths._measure is None
     at = run_masking()
     assert_ok(at)
-    assert not at.get("bidi_component")  # no measurer in the sidebar
+    assert not mounted(at, widths.KEY)  # no measurer in the sidebar
     assert drawn_widths(at) == {"masking_mask": None, "masking_row": None}  # the report is not used
 
 
 def test_widths_with_components_v2_measure_and_draw_measured_widths(caplog):
-    with caplog.at_level(logging.WARNING, logger="atlas.widths"):
+    with caplog.at_level(logging.WARNING, logger="atlas.watcher"):
         assert callable(widths.measurer())
-    assert not warnings_from(caplog, "atlas.widths")
+    assert not warnings_from(caplog, "atlas.watcher")
     at = run_masking()
     assert_ok(at)
-    assert len(at.sidebar.get("bidi_component")) == 1
+    assert len(mounted(at, widths.KEY)) == 1
     assert drawn_widths(at) == {"masking_mask": 412.5, "masking_row": None}
 
 
@@ -158,9 +164,54 @@ PAGES = {
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
 @pytest.mark.parametrize("page", PAGES.values(), ids=PAGES.keys())
 def test_the_javascript_reports_nothing_when_a_test_id_is_missing(page):
-    out = subprocess.run(["node", "--input-type=module", "-e", JS_STUB, json.dumps(page), widths.JS], capture_output=True, text=True, timeout=30, check=True)
+    out = subprocess.run(["node", "--input-type=module", "-e", JS_STUB, json.dumps(page), script(widths.SCAN)], capture_output=True, text=True, timeout=30, check=True)
     sent = json.loads(out.stdout)
     assert sent == ([["widths", {"chart": 400}]] if page == PAGES["all_present"] else [])
+
+
+def test_formulas_without_components_v2_warn_once_and_keep_streamlits_style(monkeypatch, caplog):
+    monkeypatch.delattr(st.components.v2, "component")
+    with caplog.at_level(logging.WARNING, logger="atlas.watcher"):
+        monkeypatch.setattr(formulas, "_fit", formulas.fitter())
+    [message] = warnings_from(caplog, "atlas.watcher")
+    assert "components.v2" in message and "scroll" in message
+    at = run_masking()
+    assert_ok(at)
+    assert not mounted(at, formulas.KEY) and len(mounted(at, widths.KEY)) == 1
+
+
+# The fitting JavaScript on a stub page of formulas, each (its box's width, the width it needs at 16 px). Prints the
+# font size the script set on each (an empty string: left as it was).
+FORMULA_STUB = """
+const shown = JSON.parse(process.argv[1]).map(([room, need]) => {
+  const katex = { style: { fontSize: 'unset by the test' } };
+  return { clientWidth: room, get scrollWidth() { return katex.style.fontSize ? need * parseFloat(katex.style.fontSize) / 16 : need; },
+           querySelector: () => katex, katex };
+});
+const frames = [];
+Object.assign(globalThis, {
+  document: { body: {}, querySelectorAll: () => shown },
+  window: { addEventListener() {}, removeEventListener() {} },
+  MutationObserver: class { observe() {} disconnect() {} },
+  requestAnimationFrame: (cb) => frames.push(cb),
+  cancelAnimationFrame: () => {},
+  getComputedStyle: () => ({ fontSize: '16px' }),
+});
+const { default: fit } = await import('data:text/javascript,' + encodeURIComponent(process.argv[2]));
+fit({ setStateValue: () => {} });
+while (frames.length) frames.shift()();
+console.log(JSON.stringify(shown.map((f) => f.katex.style.fontSize)));
+"""
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
+def test_the_javascript_sets_a_wide_formula_smaller_down_to_the_floor():
+    boxes = [(358, 358), (358, 360), (358, 421), (358, 724), (0, 500)]  # fits; 2 px of rounding; 0.85×; below the floor; hidden
+    out = subprocess.run(["node", "--input-type=module", "-e", FORMULA_STUB, json.dumps(boxes), script(formulas.SCAN)], capture_output=True, text=True, timeout=30, check=True)
+    sizes = json.loads(out.stdout)
+    assert sizes[:2] == ["", ""] and sizes[4] == "unset by the test"
+    assert float(sizes[2].removesuffix("px")) == pytest.approx(16 * 358 / 421)
+    assert float(sizes[3].removesuffix("px")) == pytest.approx(16 * formulas.FLOOR)  # 16 × 358/724 would be 7.9 px: it scrolls instead
 
 
 @pytest.mark.parametrize("missing", ["module", "flag"])

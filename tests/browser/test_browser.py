@@ -10,20 +10,35 @@ import pytest
 
 from scripts.browser import ROOT, open_tab, page_url, wait_rendered
 from tests.apptest_utils import PAGES as PAGE_FILES
+from ui import formulas
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.browser
 
 PAGES = [None, *PAGE_FILES]  # None: the home page
+NO_FORMULA = {"0_Guided_tour"}  # pages with no display formula
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"  # plotly.js as a global, to draw figures by hand
 
 
+# Every shown display formula: its box's width and the width it needs (a formula that needs more scrolls sideways).
+FORMULAS = """() => [...document.querySelectorAll('[data-testid="stMain"] .katex-display')].filter((d) => d.clientWidth > 0)
+  .map((d) => ({text: d.textContent.slice(0, 50), room: d.clientWidth, need: d.scrollWidth}))"""
+
+
 @pytest.mark.parametrize("page_file", PAGES, ids=lambda p: "home" if p is None else p.stem)
-def test_page_loads_without_console_errors(base_url, tab, page_file):
+def test_page_loads_without_console_errors_and_its_formulas_fit_a_phone(base_url, tab, page_file):
+    """The page loads with no error; then, on a phone's width, no formula scrolls sideways (ui/formulas.py sets a
+    wide one smaller; the few that would be too small at its floor are written on two lines)."""
     tab.goto(page_url(base_url, page_file))
     wait_rendered(tab)
     assert tab.locator('[data-testid="stException"]').count() == 0
     assert tab.errors == []
+    tab.set_viewport_size({"width": 390, "height": 844})
+    tab.wait_for_timeout(400)
+    wait_rendered(tab)
+    shown = tab.evaluate(FORMULAS)
+    assert shown or page_file is None or page_file.stem in NO_FORMULA
+    assert [f for f in shown if f["need"] > f["room"] + formulas.SLACK_PX] == []
 
 
 def test_query_string_restores_state(base_url, tab):

@@ -245,7 +245,7 @@ def test_reading_names_each_familys_norm_and_mlp(tiny_cfg):
     assert gpt.ln_names["ln2"] == "LayerNorm 2 (before the MLP, reads x_mid)" and "Right: block 1, token by token" in gpt.adds_text
     llama = bs.reading(LLAMA_CFG, 0)
     assert llama.norm == "RMSNorm" and r"\mathrm{RMS}_1" in llama.block_latex and "(here 1e-05)" in llama.norm_text
-    assert "**SwiGLU**" in llama.mlp_text and len(llama.mlp_latex) == 1 and "W_{\\mathrm{gate}}" in llama.mlp_latex[0]
+    assert "**SwiGLU**" in llama.mlp_text and len(llama.mlp_latex) == 2 and "W_{\\mathrm{gate}}" in llama.mlp_latex[0] and "SiLU}(g)" in llama.mlp_latex[1]
     bert = bs.reading(BERT_CFG, 0)
     assert "come *after* each step (post-norm)" in bert.intro and r"h = \mathrm{LN}_1(x_{\mathrm{mid}})" in bert.block_latex
     assert bert.ln_names["ln1"].startswith("LayerNorm 1 (after attention") and "In BERT, LN1 reads x + attention" in bert.norm_text

@@ -1,0 +1,38 @@
+"""Small pieces of JavaScript that watch the page: Streamlit's components v2 (plain JavaScript in the page, no
+iframe). Each defines `scan()`; it runs once per animation frame after the page changed or the window was resized."""
+
+from __future__ import annotations
+
+import logging
+
+import streamlit as st
+
+log = logging.getLogger("atlas.watcher")
+
+FRAME = """
+export default function ({ setStateValue }) {
+%s
+  let queued = 0;
+  const queue = () => { if (!queued) queued = requestAnimationFrame(() => { queued = 0; scan(); }); };
+  const watch = new MutationObserver(queue);
+  watch.observe(document.body, { childList: true, subtree: true });
+  window.addEventListener('resize', queue);
+  queue();
+  return () => { watch.disconnect(); window.removeEventListener('resize', queue); if (queued) cancelAnimationFrame(queued); };
+}
+"""
+
+
+def script(scan: str) -> str:
+    """The component's module: `scan` inside the frame that runs it after each change."""
+    return FRAME % scan
+
+
+def watcher(name: str, scan: str, without: str):
+    """The component `name` running the JavaScript `scan` (code that defines a function scan(), which may call
+    setStateValue), or None, after one warning that says `without`, when Streamlit has no st.components.v2."""
+    make = getattr(getattr(getattr(st, "components", None), "v2", None), "component", None)
+    if not callable(make):
+        log.warning("st.components.v2.component not found: %s", without)
+        return None
+    return make(name, js=script(scan))
