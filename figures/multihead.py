@@ -131,6 +131,9 @@ def pair_markers(x: np.ndarray, y: np.ndarray, i: np.ndarray, j: np.ndarray, w: 
     return {"type": "scatter", **xy, "mode": "markers", "name": name, "marker": marker, "text": hover, "hovertemplate": "%{text}<extra></extra>", "showlegend": False}
 
 
+LINE_VIEW = "token-lines"  # layout.meta of a line view: the browser's hover script (ui/line_hover.py) looks for it
+
+
 def token_lines(heads: Sequence[tuple[str, np.ndarray, np.ndarray, np.ndarray]], labels: Sequence[str], title: str) -> go.Figure:
     """Queries on the left, keys on the right, a line from query i to key j for each pair; opacity = weight.
 
@@ -176,6 +179,7 @@ def token_lines(heads: Sequence[tuple[str, np.ndarray, np.ndarray, np.ndarray]],
     ]
     axis = {**token_axis(labels), "showgrid": False, "zeroline": False, "range": [T - 0.5, -0.5]}
     lay = {
+        "meta": LINE_VIEW,
         "xaxis": {"range": [-0.05, 1.05], "visible": False},
         "yaxis": {**axis, "title": title_dict("query i (looking)")},
         "yaxis2": {**axis, "title": title_dict("key j (looked at)"), "overlaying": "y", "side": "right", "matches": "y"},

@@ -17,7 +17,7 @@ from transformer import ModelLoadError
 from transformer.loading import MODEL_DIRS_ENV, REAL_MODELS
 from transformer.trace import MAX_CHARS, token_limit
 
-from . import export, formulas, navigation, presenter, widths
+from . import export, formulas, line_hover, navigation, presenter, widths
 from .models import get_model, missing_models, model_choices
 
 PRESETS = {
@@ -168,6 +168,7 @@ def sidebar() -> State:
         export.sidebar()
         widths.measure()
         formulas.fit()
+        line_hover.hook()
     state = current()
     for k, v in vars(state).items():  # key by key: from_dict would also clear the parameters the pages' own widgets keep
         st.query_params[k] = str(v)

@@ -19,7 +19,7 @@ from streamlit.runtime import pages_manager
 from streamlit.runtime.scriptrunner import script_runner
 from streamlit.testing.v1 import AppTest
 
-from ui import formulas, navigation, serving, widths
+from ui import formulas, line_hover, navigation, serving, widths
 from ui.watcher import script
 
 from ..apptest_utils import TIMEOUT, assert_ok, charts_by_key, page_path
@@ -169,15 +169,16 @@ def test_the_javascript_reports_nothing_when_a_test_id_is_missing(page):
     assert sent == ([["widths", {"chart": 400}]] if page == PAGES["all_present"] else [])
 
 
-def test_formulas_without_components_v2_warn_once_and_keep_streamlits_style(monkeypatch, caplog):
+@pytest.mark.parametrize(("module", "attr", "make", "says"), [(formulas, "_fit", "fitter", "scroll"), (line_hover, "_hover", "highlighter", "hover")])
+def test_page_scripts_without_components_v2_warn_once_and_are_left_out(monkeypatch, caplog, module, attr, make, says):
     monkeypatch.delattr(st.components.v2, "component")
     with caplog.at_level(logging.WARNING, logger="atlas.watcher"):
-        monkeypatch.setattr(formulas, "_fit", formulas.fitter())
+        monkeypatch.setattr(module, attr, getattr(module, make)())
     [message] = warnings_from(caplog, "atlas.watcher")
-    assert "components.v2" in message and "scroll" in message
+    assert "components.v2" in message and says in message
     at = run_masking()
     assert_ok(at)
-    assert not mounted(at, formulas.KEY) and len(mounted(at, widths.KEY)) == 1
+    assert not mounted(at, module.KEY) and len(mounted(at, widths.KEY)) == 1
 
 
 # The fitting JavaScript on a stub page of formulas, each (its box's width, the width it needs at 16 px). Prints the

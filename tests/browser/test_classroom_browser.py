@@ -117,6 +117,35 @@ def test_a_link_brings_back_a_control_moved_to_its_first_value(base_url, browser
     other.close()
 
 
+# Where a token's dot sits on the page: x = 0 (query side) or 1 (key side), y = its position, through the chart's axes.
+DOT = """(gd, [x, t]) => { const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, r = gd.getBoundingClientRect();
+  return [r.left + xa._offset + xa.l2p(x), r.top + ya._offset + ya.l2p(t)]; }"""
+# The pairs with that token as query (or key), counted in the hover texts of the line middles of the heads shown.
+PAIRS = """(gd, [role, t]) => gd._fullData.filter((d) => d.mode === 'markers' && d.visible === true && d.x[0] === 0.5)
+  .flatMap((d) => [...d.text]).filter((s) => s.includes(`${role} ${t}:`)).length"""
+HIGHLIGHTED = "gd => gd.querySelectorAll('.atlas-hover-lines line').length"
+LINE_OPACITIES = "gd => [...gd.querySelectorAll('.scatterlayer .trace')].map((e) => e.style.opacity)"
+
+
+def test_hovering_a_token_in_the_line_view_highlights_its_lines(base_url, tab):
+    tab.set_viewport_size({"width": 1300, "height": 1000})
+    tab.goto(base_url + "/Multi_head?model=shakespeare-gpt&multihead_part=3+%C2%B7+Every+head+of+the+model")
+    wait_rendered(tab)
+    chart = tab.locator(".st-key-multihead_layer_lines .js-plotly-plot")
+    chart.scroll_into_view_if_needed()
+    settle(tab)
+    drawn = chart.evaluate(LINE_OPACITIES)
+    for x, role, t in ((0, "query", 3), (1, "key", 0)):
+        tab.mouse.move(*chart.evaluate(DOT, [x, t]))
+        tab.wait_for_timeout(300)
+        expected = chart.evaluate(PAIRS, [role, t])
+        assert expected > 0 and chart.evaluate(HIGHLIGHTED) == expected, (role, t)
+        assert chart.evaluate(LINE_OPACITIES) != drawn  # the other lines fade
+        tab.mouse.move(5, 5)
+        tab.wait_for_timeout(300)
+        assert chart.evaluate(HIGHLIGHTED) == 0 and chart.evaluate(LINE_OPACITIES) == drawn  # and come back as drawn
+
+
 def png_size(data: bytes) -> tuple[int, int]:
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     return struct.unpack(">II", data[16:24])
