@@ -38,7 +38,7 @@ def no_rope(part: str) -> bool:
     rotary = cached.models_of("llama")
     if rotary:
         st.button(f"Switch to {rotary[0]}, which has RoPE", on_click=switch_model, args=(rotary[0],), key="rope_switch")
-    title = f"What this model does instead: the position vectors added to your {T} tokens ({cfg.d_model} numbers each)"
+    title = f"Instead, position vectors added to your {T} tokens ({cfg.d_model} numbers each)"
     ui.show_figure(vectors_heatmap(tr["hook_pos_embed"], labels, title, value_name="position vector"), key=f"rope_added_positions_{part}")
     return True
 

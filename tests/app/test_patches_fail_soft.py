@@ -19,7 +19,7 @@ from streamlit.runtime import pages_manager
 from streamlit.runtime.scriptrunner import script_runner
 from streamlit.testing.v1 import AppTest
 
-from ui import formulas, line_hover, navigation, serving, widths
+from ui import fit, line_hover, navigation, serving, widths
 from ui.watcher import script
 
 from ..apptest_utils import TIMEOUT, assert_ok, charts_by_key, page_path
@@ -169,7 +169,7 @@ def test_the_javascript_reports_nothing_when_a_test_id_is_missing(page):
     assert sent == ([["widths", {"chart": 400}]] if page == PAGES["all_present"] else [])
 
 
-@pytest.mark.parametrize(("module", "attr", "make", "says"), [(formulas, "_fit", "fitter", "scroll"), (line_hover, "_hover", "highlighter", "hover")])
+@pytest.mark.parametrize(("module", "attr", "make", "says"), [(fit, "_fit", "fitter", "scroll"), (line_hover, "_hover", "highlighter", "hover")])
 def test_page_scripts_without_components_v2_warn_once_and_are_left_out(monkeypatch, caplog, module, attr, make, says):
     monkeypatch.delattr(st.components.v2, "component")
     with caplog.at_level(logging.WARNING, logger="atlas.watcher"):
@@ -181,38 +181,55 @@ def test_page_scripts_without_components_v2_warn_once_and_are_left_out(monkeypat
     assert not mounted(at, module.KEY) and len(mounted(at, widths.KEY)) == 1
 
 
-# The fitting JavaScript on a stub page of formulas, each (its box's width, the width it needs at 16 px). Prints the
-# font size the script set on each (an empty string: left as it was).
-FORMULA_STUB = """
-const shown = JSON.parse(process.argv[1]).map(([room, need]) => {
-  const katex = { style: { fontSize: 'unset by the test' } };
-  return { clientWidth: room, get scrollWidth() { return katex.style.fontSize ? need * parseFloat(katex.style.fontSize) / 16 : need; },
-           querySelector: () => katex, katex };
+# The fitting JavaScript on a stub page: formulas, each (its box's width, the width it needs at 16 px), and chart
+# titles, each (its chart's width, where it starts, its width at 14 px). Prints the font size set on each ("": as drawn).
+FIT_STUB = """
+const [boxes, heads] = JSON.parse(process.argv[1]);
+const sized = (e, drawn, size) => Object.assign(e, { style: { fontSize: drawn }, dataset: {}, size });
+const px = (e) => parseFloat(e.style.fontSize);
+const formulas = boxes.map(([room, need]) => {
+  const katex = sized({}, '16px');
+  return { clientWidth: room, get scrollWidth() { return need * px(katex) / 16; }, querySelector: () => katex, katex };
 });
+const titles = heads.map(([width, x, w]) => {
+  const t = sized({ ownerSVGElement: { getBoundingClientRect: () => ({ width }) } }, '14px');
+  t.getBBox = () => ({ x, width: w * px(t) / 14 });
+  return t;
+});
+const all = [...formulas.map((f) => f.katex), ...titles];
 const frames = [];
 Object.assign(globalThis, {
-  document: { body: {}, querySelectorAll: () => shown },
+  document: { body: {}, querySelectorAll: (sel) => (sel.includes('katex-display') ? formulas : sel.includes('gtitle') ? titles
+    : sel.includes('data-atlas-px') ? all.filter((e) => 'atlasPx' in e.dataset) : []) },
   window: { addEventListener() {}, removeEventListener() {} },
   MutationObserver: class { observe() {} disconnect() {} },
   requestAnimationFrame: (cb) => frames.push(cb),
   cancelAnimationFrame: () => {},
-  getComputedStyle: () => ({ fontSize: '16px' }),
+  getComputedStyle: (e) => ({ fontSize: e.style.fontSize }),
 });
 const { default: fit } = await import('data:text/javascript,' + encodeURIComponent(process.argv[2]));
 fit({ setStateValue: () => {} });
+frames.shift()();
+const first = all.map((e) => e.style.fontSize);
+fit({ setStateValue: () => {} });  // a second pass (the page changed) starts again from the drawn sizes
 while (frames.length) frames.shift()();
-console.log(JSON.stringify(shown.map((f) => f.katex.style.fontSize)));
+console.log(JSON.stringify([first, all.map((e) => e.style.fontSize)]));
 """
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
-def test_the_javascript_sets_a_wide_formula_smaller_down_to_the_floor():
+def test_the_javascript_sets_a_wide_formula_or_title_smaller_down_to_the_floor():
     boxes = [(358, 358), (358, 360), (358, 421), (358, 724), (0, 500)]  # fits; 2 px of rounding; 0.85×; below the floor; hidden
-    out = subprocess.run(["node", "--input-type=module", "-e", FORMULA_STUB, json.dumps(boxes), script(formulas.SCAN)], capture_output=True, text=True, timeout=30, check=True)
-    sizes = json.loads(out.stdout)
-    assert sizes[:2] == ["", ""] and sizes[4] == "unset by the test"
-    assert float(sizes[2].removesuffix("px")) == pytest.approx(16 * 358 / 421)
-    assert float(sizes[3].removesuffix("px")) == pytest.approx(16 * formulas.FLOOR)  # 16 × 358/724 would be 7.9 px: it scrolls instead
+    heads = [(358, 4, 300), (358, 4, 414), (358, 4, 700)]  # fits; 0.85×; below the floor
+    out = subprocess.run(["node", "--input-type=module", "-e", FIT_STUB, json.dumps([boxes, heads]), script(fit.SCAN)], capture_output=True, text=True, timeout=30, check=True)
+    first, again = json.loads(out.stdout)
+    assert first == again  # refitting from the drawn sizes gives the same sizes, not smaller and smaller ones
+    size = [float(s.removesuffix("px")) for s in first]
+    assert size[0] == size[1] == 16 and size[4] == 16  # left as drawn
+    assert size[2] == pytest.approx(16 * 358 / (421 - fit.SLACK_PX))
+    assert size[3] == pytest.approx(16 * fit.FLOOR)  # 16 × 358/724 would be 7.9 px: it scrolls instead
+    room = 358 - 4 - fit.EDGE_PX
+    assert size[5] == 14 and size[6] == pytest.approx(14 * room / 414) and size[7] == pytest.approx(14 * fit.FLOOR)
 
 
 @pytest.mark.parametrize("missing", ["module", "flag"])

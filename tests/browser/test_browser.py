@@ -10,7 +10,7 @@ import pytest
 
 from scripts.browser import ROOT, open_tab, page_url, wait_rendered
 from tests.apptest_utils import PAGES as PAGE_FILES
-from ui import formulas
+from ui import fit
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.browser
@@ -24,11 +24,16 @@ PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"  # p
 FORMULAS = """() => [...document.querySelectorAll('[data-testid="stMain"] .katex-display')].filter((d) => d.clientWidth > 0)
   .map((d) => ({text: d.textContent.slice(0, 50), room: d.clientWidth, need: d.scrollWidth}))"""
 
+# Every shown chart title: where it ends, and its chart's width.
+TITLES = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot text.gtitle')].filter((t) => t.ownerSVGElement.getBoundingClientRect().width > 0)
+  .map((t) => { const b = t.getBBox(); return {text: t.textContent, right: b.x + b.width, chart: t.ownerSVGElement.getBoundingClientRect().width}; })"""
+
 
 @pytest.mark.parametrize("page_file", PAGES, ids=lambda p: "home" if p is None else p.stem)
-def test_page_loads_without_console_errors_and_its_formulas_fit_a_phone(base_url, tab, page_file):
-    """The page loads with no error; then, on a phone's width, no formula scrolls sideways (ui/formulas.py sets a
-    wide one smaller; the few that would be too small at its floor are written on two lines)."""
+def test_page_loads_without_console_errors_and_its_formulas_and_titles_fit_a_phone(base_url, tab, page_file):
+    """The page loads with no error; then, on a phone's width, no formula scrolls sideways and no chart title runs
+    past its chart (ui/fit.py sets a wide one smaller; the few formulas too wide even at its floor are written on
+    two lines)."""
     tab.goto(page_url(base_url, page_file))
     wait_rendered(tab)
     assert tab.locator('[data-testid="stException"]').count() == 0
@@ -38,7 +43,8 @@ def test_page_loads_without_console_errors_and_its_formulas_fit_a_phone(base_url
     wait_rendered(tab)
     shown = tab.evaluate(FORMULAS)
     assert shown or page_file is None or page_file.stem in NO_FORMULA
-    assert [f for f in shown if f["need"] > f["room"] + formulas.SLACK_PX] == []
+    assert [f for f in shown if f["need"] > f["room"] + fit.SLACK_PX] == []
+    assert [t for t in tab.evaluate(TITLES) if t["right"] > t["chart"]] == []
 
 
 def test_query_string_restores_state(base_url, tab):
