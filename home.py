@@ -12,7 +12,7 @@ lm = ui.get_model(state.model)
 st.title("🧭 Attention Atlas")
 ui.explain(
     "Type a sentence and watch a real transformer read it, one step at a time. "
-    "Every number on every page comes from the model's own forward pass — nothing is made up. "
+    "Wherever a page shows a model, its numbers come from that model's own forward pass — nothing is made up. "
     "The sidebar holds the sentence, the model, and which **layer**, **head** and **attention "
     "temperature** to look at; they stay the same on every page and are kept in the address bar, "
     "so you can share a link that opens exactly this view."

@@ -232,10 +232,15 @@ class Reading:
     adds_latex: str
 
 
+def norm_name(cfg: ModelConfig) -> str:
+    """What the model's norms are called: "RMSNorm" or "LayerNorm"."""
+    return "RMSNorm" if cfg.norm == "rmsnorm" else "LayerNorm"
+
+
 def reading(cfg: ModelConfig, layer: int) -> Reading:
     """The Inside a block page's texts for this model and block `layer`."""
     post, rms = cfg.post_norm, cfg.norm == "rmsnorm"
-    norm, N = ("RMSNorm", r"\mathrm{RMS}") if rms else ("LayerNorm", r"\mathrm{LN}")
+    norm, N = norm_name(cfg), (r"\mathrm{RMSNorm}" if rms else r"\mathrm{LN}")
     where = f"Before each step a{'n **RMSNorm** (a simpler LayerNorm)' if rms else ' **LayerNorm**'} rescales the vector."
     if post:
         where = "In BERT the **LayerNorms** come *after* each step (post-norm): the sum x + sublayer is normalized, and the normalized vector flows on."
@@ -335,7 +340,7 @@ def norm_note(steps: NormSteps, norm: str, eps: float) -> str:
 def active_note(post: np.ndarray, tok: int, by_size: bool) -> str:
     """How many of token `tok`'s neurons are active (output, or by_size |output|, above 0.1), and the share over all tokens; post (T, d_mlp)."""
     mine, share = active_counts(post, tok, by_size=by_size)
-    return f"For this token {mine} of {post.shape[1]} neurons output {'a size |output| of ' if by_size else ''}more than 0.1; over all tokens, {share:.1%} do."
+    return f"For this token {mine} of {post.shape[1]} neurons have {'|output|' if by_size else 'an output'} above 0.1; over all tokens, {share:.1%} do."
 
 
 def adds_note(tr: Trace, layer: int) -> str:

@@ -170,7 +170,7 @@ def reading(ref: td.Pair | None, gold: tuple[tuple[int, int], ...], layer: int |
     if causal:
         weights_note = "The weights are those of one pass over the whole translation; with the causal mask on, position i sees exactly what step i saw, so they are the weights of that step."
     else:
-        weights_note = "Mask off: the choices were made step by step, but in the recorded pass earlier positions could see later French words, so the weights differ from those the steps used."
+        weights_note = "Mask off: the choices were made step by step, but in the pass shown here earlier positions could see later French words, so the weights differ from those the steps used."
     caveat = (
         "Attention weights show where information flows, not a full explanation of a choice. Compare the layers in section 1: "
         "to write “la” or “les” the decoder also needs the noun's gender and number, and in this model the first layer's "

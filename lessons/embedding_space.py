@@ -217,8 +217,8 @@ def reading(tokenizer: Tokenizer, d_model: int, words: tuple[str, str, str]) -> 
         )
         frequent = "the first words of the WordPiece vocabulary after its single characters: BERT's vocabulary lists them roughly from most to least frequent"
     intro = (
-        f"A transformer never sees letters. A **tokenizer** first cuts the text into pieces from a fixed vocabulary learned from the training text ({how}). Each piece has "
-        "a number, its **id**. Then an **embedding matrix** $W_E$ turns every id into a vector of numbers — one row of $W_E$ per vocabulary token, learned during training."
+        f"A transformer never sees letters. A **tokenizer** first cuts the text into **tokens**: pieces from a fixed vocabulary learned from the training text ({how}). "
+        "Each token has a number, its **id**. Then an **embedding matrix** $W_E$ turns every id into a vector of numbers — one row of $W_E$ per vocabulary token, learned during training."
     )
     chips = f"Each chip is one token: its text on top (␣ marks a space, ↵ a new line) and its id below. Hover a chip to see which characters of your text it covers. {kind}"
     map_text = (

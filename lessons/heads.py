@@ -206,7 +206,7 @@ def output_shares(tr: Trace, model: GPT, layer: int, t: int) -> Shares:
     a = f"blocks.{layer}."
     result, out, concat = tr[a + "attn.hook_result"][t], tr[a + "hook_attn_out"][t], tr[a + "attn.hook_concat"][t]  # (nh, d), (d,), (nh·hs,)
     bias = [] if b_O is None else [b_O[None]]
-    names = [*(f"head {h}: z·W_O[{h}]" for h in range(len(result))), *(["b_O"] if bias else []), "sum = attn_out"]
+    names = [*(f"head {h}: z·W_O[{h}]" for h in range(len(result))), *(["b_O"] if bias else []), "sum = attention output"]
     recomputed = concat.astype(np.float64) @ W_O + (0 if b_O is None else b_O)  # (d,)
     return Shares(np.vstack([result, *bias, out[None]]), names, float(np.abs(recomputed - out).max()))
 
@@ -299,7 +299,7 @@ def overview_note(block: int, n: int, T: int, causal: bool) -> str:
 def concat_note(cfg: ModelConfig, layer: int, T: int) -> str:
     """The shapes from the heads' outputs Z to the attention output, in words, for a text of T tokens."""
     nh, hs, d = cfg.n_head, cfg.d_head, cfg.d_model
-    bias = f" plus b_O **({d},)**" if out_bias(cfg) else " (this model has no bias b_O)"
+    bias = f" plus b_O (one vector of {d} numbers)" if out_bias(cfg) else " (this model has no bias b_O)"
     steps = f"concatenated **({T}, {nh * hs})** → times W_O **({nh * hs}, {d})**" + bias
     return (
         f"Layer {layer}: the heads' outputs Z **({T}, {nh}, {hs})**, one {hs}-vector per token and head → side by side, {steps} → the attention output **({T}, {d})**, which is added to the residual "

@@ -151,7 +151,7 @@ def reading(cfg: ModelConfig, layer: int, head: int, mask_on: bool = True) -> Re
         titles = (f"Q after RoPE, head {head}", f"K after RoPE, K/V head {g}", f"V, K/V head {g}")
         note = (
             "This model adds no position vectors: **RoPE** turns every query and key by an angle that grows with its position (Q = X·W_Q, then rotated). "
-            "The Q and K shown are after the rotation: the ones really dotted (see *RoPE and shared key/value heads*)."
+            "The Q and K shown are after the rotation: the ones really dotted (see *RoPE and shared heads*)."
         )
     else:
         qkv_latex = rf"Q = X W_Q + b_Q,\quad K = X W_K + b_K,\quad V = X W_V + b_V \quad (T \times d_k,\ {d})"

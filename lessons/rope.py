@@ -168,7 +168,7 @@ def angles_text(cfg: ModelConfig) -> str:
 def score_text(qk: QueryKey) -> str:
     """The score is the sum of the pairs' shares; which pairs add the most."""
     return (
-        f"The score in the trace, {qk.score:.4f}, is the sum of the bars ({qk.pair_dots.sum():.4f}); pairs {', '.join(map(str, qk.top_pairs()))} add the most here. "
+        f"The model's score, {qk.score:.4f}, is the sum of the bars ({qk.pair_dots.sum():.4f}); pairs {', '.join(map(str, qk.top_pairs()))} add the most here. "
         f"Within a pair both hands keep their lengths; only the angle between them changes, by (m − n)·ω_i = {qk.m - qk.n}·ω_i."
     )
 

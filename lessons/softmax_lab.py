@@ -163,7 +163,7 @@ def real_row_text(cfg: ModelConfig, layer: int, head: int) -> str:
     seen = "the earlier tokens and itself" if cfg.causal else "the whole sentence: an encoder has no causal mask"
     return (
         f"Now real scores: the sidebar sentence, layer {layer}, head {head}. Pick a query token; its scores are the model's {qk} / √d_k for every key it may see "
-        f"({seen}). The page's τ divides them before softmax. The orange bars come from the engine running layer {layer} again with τ applied to this one head "
+        f"({seen}). The page's τ divides them before softmax. The orange bars come from running the model's layer {layer} again with τ applied to this one head "
         "only (the layers before it do not change): they equal the blue ones. The sidebar's τ is different: it divides the scores of every head in every "
         "layer, so later layers also receive different inputs."
     )

@@ -78,7 +78,7 @@ n_rows = int((vis.sum(axis=1) >= MIN_KEYS).sum())
 ui.explain(
     "For each query, rank its keys by a measure and by their weight, and compare the two orders (Spearman's ρ); the table gives the "
     f"average over the {n_rows} queries that see at least {MIN_KEYS} keys. ρ = +1: the measure orders the keys exactly as the weights do; "
-    "−1: exactly the reverse (a distance should be negative: closer, more weight); 0: no relation. The real score always gets +1, "
+    "−1: exactly the reverse (for a distance, ρ should be negative: closer means more weight); 0: no relation. The real score always gets +1, "
     "because softmax keeps the order of the scores; the 2-D picture shows how much of that order survives flattening."
 )
 st.latex(r"\rho = \frac{1}{|I|}\sum_{i \in I} \mathrm{corr}\big(\mathrm{rank}_j(\mathrm{measure}_{ij}),\ \mathrm{rank}_j(\alpha_{ij})\big)")

@@ -26,11 +26,11 @@ ui.explain(xa.intro(lt.model))
 src = translator.phrase_input(lt)
 
 l1, l2, l3 = st.columns([1, 1, 2], vertical_alignment="bottom")
-layer_help = "Which decoder block's cross-attention (and which blocks below). The sidebar's layer and head sliders belong to the GPT pages."
+layer_help = "Which decoder block's cross-attention (and which blocks below). The sidebar's layer and head sliders belong to the other pages."
 layer_choice = l1.selectbox("Layer", [*range(cfg.n_layer), xa.MEAN_LAYERS], index=cfg.n_layer - 1, bind="query-params", key="xattn_layer", help=layer_help)
 head_choice = l2.selectbox("Head", [xa.MEAN_HEADS, *range(cfg.n_head)], bind="query-params", key="xattn_head", help="One head, or the mean of the heads' weights.")
-with l3.expander("Interventions (attention temperature τ: in the sidebar)"):
-    help_causal = "Off: in the recorded pass, each French position may also look at French words written after it."
+with l3.expander("Experiments: the mask, switched-off heads (τ is in the sidebar)"):
+    help_causal = "Off: in the pass shown here, each French position may also look at French words written after it."
     causal = st.toggle("Decoder causal mask", value=True, bind="query-params", key="xattn_causal", help=help_causal)
     ablate_help = "A switched-off head's output is set to 0 (part, layer L, head H); 'cross' = cross-attention."
     ablated = st.multiselect("Switch off heads", xa.head_names(cfg.n_layer, cfg.n_head), bind="query-params", key="xattn_ablate", help=ablate_help)

@@ -16,7 +16,7 @@ L, H = state.layer, state.head
 st.title("🌀 RoPE and shared key/value heads")
 ui.explain(
     "Newer decoders such as Llama and SmolLM2 change two things inside attention. **RoPE** (rotary position embedding): instead of adding a position vector to each token, "
-    "every query and key is *turned* by an angle that grows with its position, so the score of two tokens depends only on how far apart they are. "
+    "every query and key is *turned* by an angle that grows with its position, so position enters the score only through how far apart the two tokens are (what q and k contain still matters). "
     "**Shared key/value heads** (grouped-query attention): several query heads read the same keys and values, which saves memory. Layer and head come from the sidebar."
 )
 ROTATION = r"\begin{pmatrix} \cos m\omega_i & -\sin m\omega_i \\ \sin m\omega_i & \cos m\omega_i \end{pmatrix}"  # turns pair i by m·ω_i

@@ -16,7 +16,7 @@ cfg = rp.config
 st.title("🌱 Heads forming")
 ui.explain(
     f"The other pages show finished models. Here a model **learns**: a tiny transformer ({cfg.n_layer} layers × {cfg.n_head} heads, "
-    f"attention only, no MLP) trained on strings of {cfg.n_symbols} meaningless symbols in which a run of {cfg.min_run}–{cfg.max_run} "
+    f"attention only, no MLP) trained on random strings drawn from {cfg.n_symbols} meaningless symbols, in which a run of {cfg.min_run}–{cfg.max_run} "
     "symbols appears twice. Inside the second copy each next symbol can be predicted, but only by finding the earlier copy and "
     "reading what came after it. For a few hundred steps the model learns almost nothing; then, suddenly, the loss drops while "
     "two kinds of head appear together: a **previous-token head** in layer 0 and an **induction head** in layer 1 "
@@ -69,14 +69,14 @@ replay_view()
 st.header("Train it live")
 live, me = training.LIVE, training.session_id()
 ui.explain(
-    f"Train the same model from scratch on this server, with the same seed: the curves repeat the replay's (induction head at "
+    f"Train the same model from scratch on this server, with the same seed: the curves repeat the replay's (induction score ≥ 0.5 in layer 1 at "
     f"{training.formed_step(rp)}). One training runs at a time per server, on half of one core, so the other pages stay quick."
 )
 c1, c2 = st.columns([2, 1], vertical_alignment="center")
 if live.running and live.owner == me:
     c1.button("✋ Cancel the training", key="heads_cancel", on_click=live.cancel, args=(me,))
 elif live.running:
-    c1.info("A training is running (started by someone else): watch the replay above, or switch on “Watch” to follow it.")
+    c1.info("A training is running (started by someone else): watch the replay above, or switch on “Watch the live training” to follow it.")
 else:
     c1.button("🏋️ Train from scratch", key="heads_train", on_click=training.start_live, args=(me,))
 watch = c2.toggle("Watch the live training", bind="query-params", key="heads_watch", help="Follow the server's training as its snapshots arrive.")
@@ -97,8 +97,8 @@ live_view()
 
 st.header("What each score measures")
 ui.explain(
-    "Each score reads a head's attention weights α (row i = the query) and averages over the queries i ≥ 1. The engine's "
-    "`python -m transformer heads --model NAME --out heads.json` measures them for every head of any model."
+    "Each score reads a head's attention weights α (row i = the query) and averages over the queries i ≥ 1. The app measures them the same way for "
+    "every head of every model: the badges on *One head* and *Multi-head*."
 )
 for name, info in roles.SCORES.items():
     threshold = roles.threshold_of(name)

@@ -104,7 +104,7 @@ def step_query() -> None:
 
 def step_output() -> None:
     st.latex(r"Z = \alpha V \quad (T \times d_k)")
-    ui.explain("Every row of the weights mixes the values at once. The heads of a layer are then concatenated and projected back to the residual stream (see *Many heads*).")
+    ui.explain("Every row of the weights mixes the values at once. The heads of a layer are then concatenated and projected back to the residual stream (see *Multi-head*).")
     ui.show_figure(fa.vectors_heatmap(s.z, labels, f"Z = αV, head {H}"), key="onehead_z")
 
 

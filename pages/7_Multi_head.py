@@ -72,7 +72,10 @@ def every_head_part() -> None:
         step = f"rounded to steps of {fm.OPACITY_STEP} (at least {fm.OPACITY_STEP}, so faint lines stay visible)"
         dot = "the dot in its middle has the exact weight as its opacity and in its hover"
         st.caption(f"{n_lines} {noun(n_lines, 'line')}. Left: the token looking (query); right: the token looked at (key). A line's opacity is its weight, {step}; {dot}.")
-    clicks = "Point at a token's dot at either end to light up its lines; click it to keep only its lines, and empty space for every token. Click a head in the legend to see it alone (again: all)."
+    clicks = (
+        "Point at a token's dot at either end to light up its lines; click it to keep only its lines, and empty space for every token. "
+        "Click a head in the legend to see it alone; click it again to see every head."
+    )
     ui.explain(f"**Every head of layer {OL} at once**, a colour each, with the same threshold and token. {clicks}")
     layer_lines = cm.layer_lines_figure(*key, OL, hide, threshold, token, tr)
     ui.show_figure(layer_lines, key="multihead_layer_lines", on_click=ui.token_clicks("multihead_layer_lines", "multihead_line_token"))
@@ -85,7 +88,7 @@ def concat_wo() -> None:
     concat_fig, wo_fig, out_fig, error = cm.concat_figures(*key, L, t, tr)
     ui.show_figure(concat_fig, key="multihead_concat")
     ui.side_by_side({"multihead_wo": wo_fig, "multihead_out": out_fig})
-    st.caption(f"Recomputed here: concat·W_O{read.b_O} differs from the model's attn_out for token {t} by at most {error:.1e} (float32 rounding).")
+    st.caption(f"Recomputed here: concat·W_O{read.b_O} differs from the model's attention output for token {t} by at most {error:.1e} (float32 rounding).")
 
 
 def switch_off() -> None:

@@ -203,7 +203,7 @@ def concat_figures(model_name: str, sentence: str, tau: float, layer: int, t: in
     W_O, b_O = heads.out_projection(model, layer)  # (nh·hs, d), (d,) or None
     wo_fig = fm.vector_rows(W_O, f"W_O of layer {layer}, ({nh * hs}, {d})", row_blocks=[f"rows of {n}" for n in names], x_title="output dimension", value_name="W_O", height=460)
     sh = heads.output_shares(_tr, model, layer, t)
-    title = f"attn_out for token {t} = concat·W_O{'' if b_O is None else ' + b_O'}, (1, {d})"
+    title = f"Attention output of token {t} = concat·W_O{'' if b_O is None else ' + b_O'}, (1, {d})"
     return concat_fig, wo_fig, fm.vector_rows(sh.rows, title, row_blocks=sh.names, x_title="output dimension", height=460), sh.error
 
 
@@ -258,7 +258,7 @@ def token_figures(model_name: str, sentence: str, tau: float, layer: int, ln: st
     cfg, steps = _tr.cfg, bs.norm_steps(_tr, layer, ln)
     label = _tr.encoding.labels[tok]
     values = dict(zip(("input x", *NORM_STEPS[cfg.norm]), (steps.x[tok], steps.x_hat[tok], steps.y[tok]), strict=True))
-    values_fig = fb.token_values(values, f"The {cfg.d_model} numbers of token {tok} ({label}) before and after {ln.upper()}")
+    values_fig = fb.token_values(values, f"The {cfg.d_model} numbers of token {tok} ({label}) before and after {bs.norm_name(cfg)} {ln[-1]}")
     pre = _tr[f"blocks.{layer}.mlp.hook_pre"][tok]  # (d_mlp,): GELU's input, or SwiGLU's gate
     curve_x, curve_y = bs.activation_curve(pre, cfg.activation)
     if not bs.gated(cfg):
@@ -284,9 +284,9 @@ def mlp_figure(model_name: str, sentence: str, tau: float, layer: int, n: int, _
 def adds_figures(model_name: str, sentence: str, tau: float, layer: int, _tr: Trace) -> tuple[go.Figure, go.Figure]:
     """‖attn_out‖ and ‖mlp_out‖: per block averaged over the tokens, and per token for `layer`."""
     attn, mlp = bs.contribution_norms(_tr)  # (n_layer, T) each
-    per_layer = {"attention ‖attn_out‖": attn.mean(axis=1), "MLP ‖mlp_out‖": mlp.mean(axis=1)}
+    per_layer = {"‖attention output‖": attn.mean(axis=1), "‖MLP output‖": mlp.mean(axis=1)}
     layers_fig = grouped_bars(per_layer, [f"block {i}" for i in range(len(attn))], title="Average over tokens, per block", x_title="block", y_title="average length")
-    per_token = {"attention ‖attn_out‖": attn[layer], "MLP ‖mlp_out‖": mlp[layer]}
+    per_token = {"‖attention output‖": attn[layer], "‖MLP output‖": mlp[layer]}
     return layers_fig, grouped_bars(per_token, _tr.encoding.labels, title=f"Block {layer}, per token", x_title="token", y_title="length")
 
 

@@ -35,7 +35,7 @@ SECTIONS: dict[str, tuple[PageInfo, ...]] = {
     "Start": (HOME, TOUR),
     "Inputs": (
         PageInfo("pages/1_Tokens_and_embeddings.py", "Tokens and embeddings", "🔤", "Text is cut into sub-word tokens, each with an id and a learned vector."),
-        PageInfo("pages/2_Positional_encoding.py", "Positional encoding", "📍", "A position vector is added so that order matters."),
+        PageInfo("pages/2_Positional_encoding.py", "Positional encoding", "📍", "How a model knows word order: added position vectors, or RoPE."),
     ),
     "One head": (
         PageInfo("pages/3_One_head.py", "One head", "🔍", "Q, K, V → scores → ÷√d_k → mask → softmax → weighted sum of values."),

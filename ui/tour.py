@@ -26,7 +26,11 @@ STOPS = [
         "pages/1_Tokens_and_embeddings.py",
         "The model never sees letters: the sentence is cut into tokens, each a number from its vocabulary. Each token then becomes a vector, its embedding.",
     ),
-    Stop("Where each token stands", "pages/2_Positional_encoding.py", "Attention by itself ignores order, so each position adds its own pattern. Nearby positions get similar patterns."),
+    Stop(
+        "Where each token stands",
+        "pages/2_Positional_encoding.py",
+        "Attention by itself ignores order, so position must be put in. Most models add a pattern for each position; Llama-style models (SmolLM2) turn queries and keys instead (RoPE).",
+    ),
     Stop("The input of one head", "pages/3_One_head.py", "Each row is one token's vector as the head receives it. This is all a head knows about the sentence.", ("onehead_step", "1 · The input X")),
     Stop(
         "Queries, keys and values",
@@ -59,7 +63,7 @@ STOPS = [
         "A layer runs several heads side by side, each with its own habit. Their outputs are joined and mixed by W_O.",
         ("multihead_part", "1 · The heads of a layer"),
     ),
-    Stop("The next token", "pages/9_Next_token.py", "After the last block, the model scores every word of its vocabulary. Softmax gives the probability of each next token."),
+    Stop("The next token", "pages/9_Next_token.py", "After the last block, the model scores every token of its vocabulary. Softmax gives the probability of each next token."),
 ]
 INDEX_KEY = "tour_stop"
 

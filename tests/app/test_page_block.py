@@ -53,7 +53,7 @@ def assert_block(at, lm, tr, layer: int, ln: str, tok: int, n_neurons: int):
         np.testing.assert_allclose(got, want, rtol=1e-4)
     for got, want in zip(ys(at, "block_ln_token"), (x[tok], x_hat[tok], y[tok]), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
-    assert f"token {tok} " in chart(at, "block_ln_token")["layout"]["title"]["text"] and ln.upper() in chart(at, "block_ln_token")["layout"]["title"]["text"]
+    assert f"token {tok} " in chart(at, "block_ln_token")["layout"]["title"]["text"] and f"LayerNorm {ln[-1]}" in chart(at, "block_ln_token")["layout"]["title"]["text"]
     # 3 · GELU: the curve by the tanh formula, the token's neurons as (pre, post) points
     curve, points = chart(at, "block_gelu")["data"]
     cx = array(curve["x"]).astype(np.float64)

@@ -273,7 +273,7 @@ def test_concat_and_w_o_for_a_chosen_token(lm):
     W_O = z(at, f"W_O of layer 0, ({nh * hs}, {d})")
     attn = lm.model.blocks[0].attn
     np.testing.assert_allclose(W_O, attn.W_O.detach().reshape(nh * hs, d).numpy(), rtol=1e-6)
-    out = z(at, f"attn_out for token {i} = concat·W_O + b_O, (1, {d})")
+    out = z(at, f"Attention output of token {i} = concat·W_O + b_O, (1, {d})")
     assert out.shape == (nh + 2, d)
     np.testing.assert_allclose(out[:nh], tr[a + "hook_result"][i], rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(out[nh], attn.b_O.detach().numpy(), rtol=1e-6)

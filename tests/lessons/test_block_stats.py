@@ -244,7 +244,7 @@ def test_reading_names_each_familys_norm_and_mlp(tiny_cfg):
     assert "GELU" in gpt.mlp_text and len(gpt.mlp_latex) == 2 and "tanh form" in gpt.mlp_latex[1] and r"\mathbb{R}^{32 \times 64}" in gpt.mlp_latex[0]
     assert gpt.ln_names["ln2"] == "LayerNorm 2 (before the MLP, reads x_mid)" and "Right: block 1, token by token" in gpt.adds_text
     llama = bs.reading(LLAMA_CFG, 0)
-    assert llama.norm == "RMSNorm" and r"\mathrm{RMS}_1" in llama.block_latex and "(here 1e-05)" in llama.norm_text
+    assert llama.norm == "RMSNorm" and r"\mathrm{RMSNorm}_1" in llama.block_latex and "(here 1e-05)" in llama.norm_text
     assert "**SwiGLU**" in llama.mlp_text and len(llama.mlp_latex) == 2 and "W_{\\mathrm{gate}}" in llama.mlp_latex[0] and "SiLU}(g)" in llama.mlp_latex[1]
     bert = bs.reading(BERT_CFG, 0)
     assert "come *after* each step (post-norm)" in bert.intro and r"h = \mathrm{LN}_1(x_{\mathrm{mid}})" in bert.block_latex
@@ -268,8 +268,8 @@ def test_block_notes_by_hand():
     assert "(ε = 1e-05 is too small to show here)" in note and f"its mean is not moved to 0: {mean_hat:.3g} … {mean_hat:.3g}" in note
     # neurons above 0.1: token 0 has one (0.5), all tokens three of six; by size token 0 has two (0.5, −0.2), all four of six
     post = np.array([[0.5, 0.05, -0.2], [0.2, 0.3, 0.0]])
-    assert bs.active_note(post, 0, by_size=False) == "For this token 1 of 3 neurons output more than 0.1; over all tokens, 50.0% do."
-    assert bs.active_note(post, 0, by_size=True) == "For this token 2 of 3 neurons output a size |output| of more than 0.1; over all tokens, 66.7% do."
+    assert bs.active_note(post, 0, by_size=False) == "For this token 1 of 3 neurons have an output above 0.1; over all tokens, 50.0% do."
+    assert bs.active_note(post, 0, by_size=True) == "For this token 2 of 3 neurons have |output| above 0.1; over all tokens, 66.7% do."
 
 
 def test_adds_note_reads_the_average_lengths(tr):

@@ -227,14 +227,14 @@ def test_out_projection_without_bias_gives_attn_out(llama, tokenizer):
     assert b_O is None and W_O.shape == (4 * 8, 32)
     np.testing.assert_allclose(t["blocks.1.attn.hook_concat"] @ W_O, t["blocks.1.hook_attn_out"], rtol=1e-4, atol=1e-5)
     sh = heads.output_shares(t, llama, 1, 3)
-    assert sh.names == [*(f"head {h}: z·W_O[{h}]" for h in range(4)), "sum = attn_out"] and sh.rows.shape == (5, 32)
+    assert sh.names == [*(f"head {h}: z·W_O[{h}]" for h in range(4)), "sum = attention output"] and sh.rows.shape == (5, 32)
     np.testing.assert_allclose(sh.rows[:4].sum(0), sh.rows[4], rtol=1e-4, atol=1e-5)  # the heads' shares add up to attn_out
     assert sh.error < 1e-4
 
 
 def test_output_shares_with_bias(tiny_model, tr):
     sh = heads.output_shares(tr, tiny_model, 0, 2)
-    assert sh.names[-2:] == ["b_O", "sum = attn_out"]
+    assert sh.names[-2:] == ["b_O", "sum = attention output"]
     np.testing.assert_allclose(sh.rows[-2], tiny_model.blocks[0].attn.b_O.detach().numpy())
     np.testing.assert_allclose(sh.rows[:-1].sum(0), sh.rows[-1], rtol=1e-4, atol=1e-5)
 
@@ -299,7 +299,7 @@ def test_overview_concat_and_ablation_words(tiny_cfg):
     assert "(every weight is shown)" in heads.overview_note(1, 5, 5, False)
     # T = 5, 4 heads of 8: concat (5, 32), W_O (32, 32), b_O (32,)
     note = heads.concat_note(tiny_cfg, 1, 5)
-    assert note.startswith("Layer 1: the heads' outputs Z **(5, 4, 8)**") and "concatenated **(5, 32)** → times W_O **(32, 32)** plus b_O **(32,)**" in note
+    assert note.startswith("Layer 1: the heads' outputs Z **(5, 4, 8)**") and "concatenated **(5, 32)** → times W_O **(32, 32)** plus b_O (one vector of 32 numbers)" in note
     assert "(this model has no bias b_O)" in heads.concat_note(LLAMA, 0, 5)
     assert heads.ablation_verdict(tiny_cfg, [], 0.0, 5) == ("info", "No head is switched off: both bars are the model as trained. Choose heads above.")
     assert heads.ablation_verdict(tiny_cfg, ["0.1", "2.3"], 0.1234, 5)[1].startswith("Switched off: 0.1, 2.3. **12.3%** of the probability moved")
