@@ -188,17 +188,24 @@ def future_table(with_mask: Trace, without: Trace, vocab: list[str], n_rows: int
     return rows
 
 
-# How the Masking page's grid shows future_table (Streamlit column settings as plain dicts: lessons import no streamlit).
-# Seven columns do not fit a page column of ~700 px, and a grid cannot wrap text: the short numbers come first (p of the
-# actual next token as a percentage, short headers), the token stays pinned on the left, and the two top-3 lists,
-# the widest, come last, where scrolling sideways reads them.
-FUTURE_ORDER = ("position", "token", "actual next token", "p(actual) with mask", "p(actual) without mask", "top-3 with mask", "top-3 without mask")
+def top_rows(rows: list[dict], k: int = 3) -> list[dict]:
+    """future_table's top-k lists, one row per (position, mask): two narrow rows instead of one wide one."""
+    return [{"position": r["position"], "token": r["token"], "mask": m, f"top-{k}": r[f"top-{k} {m} mask"]} for r in rows for m in ("with", "without")]
+
+
+# How the Masking page's grids show future_table (Streamlit column settings as plain dicts: lessons import no streamlit).
+# Seven columns do not fit a page column of ~700 px, and a grid cannot wrap text, so the rows are shown twice: the
+# probability of the actual next token (short numbers, short headers), then the top-3 lists, the widest, one row per
+# position and mask (top_rows). The token stays pinned on the left of both.
+FUTURE_ORDER = ("position", "token", "actual next token", "p(actual) with mask", "p(actual) without mask")
 FUTURE_COLUMNS = {
     "position": {"label": "pos", "width": "small"},
     "token": {"pinned": True},
     "actual next token": {"label": "next token"},
     "p(actual) with mask": {"label": "p(next), mask", "type_config": {"type": "number", "format": "percent"}},
     "p(actual) without mask": {"label": "p(next), no mask", "type_config": {"type": "number", "format": "percent"}},
+    "mask": {"width": "small"},
+    "top-3": {"label": "3 most likely next tokens"},
 }
 
 

@@ -58,6 +58,8 @@ def future() -> None:
     n_rows = min(T, st.slider("Positions in the table", 1, 32, **ui.kept("masking_rows", 8), help="How many of the first positions to compare (at most the sentence's length)."))
     table, (top1, rose, n) = cached.future_comparison(state.model, state.sentence, state.temperature, n_rows)
     st.dataframe(table, hide_index=True, key="masking_table", column_order=one_head.FUTURE_ORDER, column_config=one_head.FUTURE_COLUMNS)
+    st.markdown("**The three most likely next tokens** at each position, with and without the mask:")
+    st.dataframe(one_head.top_rows(table), hide_index=True, key="masking_top", column_config=one_head.FUTURE_COLUMNS)
     st.markdown(one_head.changes_note(top1, rose, n, T))
     ui.show_figure(fa.pattern_heatmap(open_tr, L, H, f"Weights without the mask, layer {L}, head {H}"), key="masking_open")
 

@@ -9,7 +9,7 @@ import torch
 
 from lessons import padding
 from lessons.next_token import next_token_probs, top_tokens
-from lessons.one_head import WHY_CAUSAL, causal_mask, changes, changes_note, encoder_future_note, future_table, head_steps, mask_reading, position_words, reading, sharing, weighted_values
+from lessons.one_head import WHY_CAUSAL, causal_mask, changes, changes_note, encoder_future_note, future_table, head_steps, mask_reading, position_words, reading, sharing, top_rows, weighted_values
 from lessons.padding import pad_id, padded_forward
 from lessons.probability import entropy_bits, masked_softmax
 from lessons.softmax_lab import tempered_pattern
@@ -161,6 +161,9 @@ def test_future_table_and_changes_against_softmax(tiny_model, tokenizer):
         for m in p:
             assert row[f"p(actual) {m} mask"] == pytest.approx(p[m][i, ids[i + 1]], rel=1e-5)
             assert row[f"top-3 {m} mask"].startswith(tokenizer.vocab_labels()[int(p[m][i].argmax())] + " ")
+    long = top_rows(rows)  # the top-3 lists, one row per (position, mask), in that order
+    assert [(r["position"], r["token"], r["mask"]) for r in long] == [(i, rows[i]["token"], m) for i in range(4) for m in ("with", "without")]
+    assert [r["top-3"] for r in long] == [rows[i][f"top-3 {m} mask"] for i in range(4) for m in ("with", "without")]
     rose = int((p["without"][np.arange(T - 1), ids[1:]] > p["with"][np.arange(T - 1), ids[1:]]).sum())
     assert changes(with_mask, without) == (int((p["with"].argmax(-1) != p["without"].argmax(-1)).sum()), rose, T - 1)
 
