@@ -1,10 +1,10 @@
-"""The home page: what the app is, the pipeline at a glance, one live attention map."""
+"""The home page: what the app is, the pipeline at a glance, one live attention map (first, in presenter view)."""
 
 import streamlit as st
 
 import ui
 from figures.attention import pattern_heatmap
-from ui import navigation
+from ui import navigation, presenter
 
 state = ui.sidebar()
 lm = ui.get_model(state.model)
@@ -20,26 +20,35 @@ ui.explain(
 
 st.page_link(navigation.TOUR.path, label="**New here? Take the guided tour**: ten stops from text to the next token.", icon=navigation.TOUR.icon)
 
-st.subheader("The pipeline at a glance")
-for section, pages in navigation.SECTIONS.items():
-    if section == "Start":
-        continue
-    st.markdown(f"**{section}**")
-    for row in range(0, len(pages), 3):
-        for col, page in zip(st.columns(3), pages[row : row + 3], strict=False):
-            col.page_link(page.path, label=f"**{page.title}**", icon=page.icon)
-            col.caption(page.blurb)
 
-st.subheader("Attention, live")
-tr = ui.trace_or_stop(state)
-looks = (
-    "every earlier token (the keys). Rows sum to 1; the grey triangle is the future, which a decoder may not see."
-    if lm.cfg.causal
-    else f"every token, before and after it (the keys). Rows sum to 1; {lm.name} is an encoder: no causal mask, so no grey triangle."
-)
-st.markdown(f"**{len(tr.encoding)} tokens.** Layer {state.layer}, head {state.head}: each row is a token (the query) and shows how much it looks at {looks}")
-st.latex(r"\alpha = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}\,\tau}+M\right)")
-ui.show_figure(pattern_heatmap(tr, state.layer, state.head), key="home_pattern")
+
+def pipeline() -> None:
+    st.subheader("The pipeline at a glance")
+    for section, pages in navigation.SECTIONS.items():
+        if section == "Start":
+            continue
+        st.markdown(f"**{section}**")
+        for row in range(0, len(pages), 3):
+            for col, page in zip(st.columns(3), pages[row : row + 3], strict=False):
+                col.page_link(page.path, label=f"**{page.title}**", icon=page.icon)
+                col.caption(page.blurb)
+
+
+def live() -> None:
+    st.subheader("Attention, live")
+    tr = ui.trace_or_stop(state)
+    looks = (
+        "every earlier token (the keys). Rows sum to 1; the grey triangle is the future, which a decoder may not see."
+        if lm.cfg.causal
+        else f"every token, before and after it (the keys). Rows sum to 1; {lm.name} is an encoder: no causal mask, so no grey triangle."
+    )
+    st.markdown(f"**{len(tr.encoding)} tokens.** Layer {state.layer}, head {state.head}: each row is a token (the query) and shows how much it looks at {looks}")
+    st.latex(r"\alpha = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}\,\tau}+M\right)")
+    ui.show_figure(pattern_heatmap(tr, state.layer, state.head), key="home_pattern")
+
+
+for part in (live, pipeline) if presenter.on() else (pipeline, live):  # on a projector the first screen shows the map
+    part()
 
 with st.expander(f"Model card: {lm.name}"):
     st.markdown(lm.card or "No model card.")

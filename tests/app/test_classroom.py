@@ -164,6 +164,15 @@ def test_presenter_view_leaves_the_explanations_out_and_keeps_every_chart(name):
     assert len(shown.get("plotly_chart")) == len(normal.get("plotly_chart")) > 0
 
 
+def test_presenter_view_puts_the_home_pages_live_map_first():
+    """A projected home page opens on the live attention map, not on the menu of pages; the normal view keeps the menu first."""
+    order = lambda at: [h.value for h in at.main.subheader]  # noqa: E731
+    assert order(run_page("app.py")) == ["The pipeline at a glance", "Attention, live"]
+    shown = run_page("app.py", present="true")
+    assert_ok(shown)
+    assert order(shown) == ["Attention, live", "The pipeline at a glance"] and "home_pattern" in charts_by_key(shown)
+
+
 @pytest.mark.parametrize(
     ("name", "folds"),
     [
