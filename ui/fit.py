@@ -2,15 +2,12 @@
 smaller, down to FLOOR of its size; a formula that would need less scrolls sideways (Streamlit's own style for a
 wide formula), and a title is never set smaller than the floor (its end may then be cut).
 
-A small component in the sidebar (ui/watcher.py: plain JavaScript in the page, nothing sent back) refits them
-after each change of the page and each resize. Without components v2 the page keeps Streamlit's and plotly's style.
+The page's script (ui/page_script.py) runs fitText() after each change of the page and each resize. Without
+components v2 the page keeps Streamlit's and plotly's style.
 """
 
 from __future__ import annotations
 
-from .watcher import watcher
-
-KEY = "atlas_fit"
 FLOOR = 0.6  # the smallest scale: a 16 px formula becomes 9.6 px, a 14 px chart title 8.4 px
 SLACK_PX = 2  # KaTeX's rounding: a formula this much wider than its box does not scroll visibly
 EDGE_PX = 4  # the room a chart title keeps from its chart's right edge
@@ -18,9 +15,9 @@ EDGE_PX = 4  # the room a chart title keeps from its chart's right edge
 # Each pass puts back the sizes it changed, reads every element's room and need, then writes the new sizes: reads
 # and writes batched, so one layout per pass, not one per element. A formula's room is its .katex-display box and
 # its need the box's scrollWidth; a title's room runs from where it starts to the chart's right edge (less EDGE_PX).
-SCAN = f"""
+JS = f"""
   const fitted = (e, px, room, need) => {{ e.dataset.atlasPx = e.style.fontSize; e.style.fontSize = Math.max(px * room / need, px * {FLOOR}) + 'px'; }};
-  const scan = () => {{
+  const fitText = () => {{
     document.querySelectorAll('[data-atlas-px]').forEach((e) => {{ e.style.fontSize = e.dataset.atlasPx; delete e.dataset.atlasPx; }});
     const formulas = [...document.querySelectorAll('[data-testid="stMain"] .katex-display')]
       .map((d) => [d, d.querySelector(':scope > .katex')]).filter(([d, k]) => k && d.clientWidth > 0)
@@ -32,16 +29,3 @@ SCAN = f"""
     sized.forEach(([e, room, need, px]) => {{ if (need > room) fitted(e, px, room, need); }});
   }};"""
 
-
-def fitter():
-    """The fitting component, or None (after one warning) when Streamlit has no st.components.v2.component."""
-    return watcher("atlas_fit", SCAN, "wide formulas scroll sideways and long chart titles are cut (Streamlit's style)")
-
-
-_fit = fitter()
-
-
-def fit() -> None:
-    """Mount the fitting component (in the sidebar, no height); nothing without components v2."""
-    if _fit is not None:
-        _fit(key=KEY, height=0)

@@ -1,8 +1,8 @@
 """Hover a token in a line view to see its lines: the lines that start or end at that token are drawn again on top,
 thicker, and every other line fades, until the pointer leaves the token's dot.
 
-The figure (figures.multihead.token_lines) marks itself with layout.meta = LINE_VIEW. A small component in the
-sidebar (ui/watcher.py: plain JavaScript in the page, nothing sent back) hooks plotly's own hover events of every
+The figure (figures.multihead.token_lines) marks itself with layout.meta = LINE_VIEW. The page's script
+(ui/page_script.py) runs hookLines() after each change of the page: it hooks plotly's own hover events of every
 such chart; the lines it draws again are read from the chart's own data. Streamlit sends no hover event to the
 server, so this lives in the browser; a click on a token (ui.token_clicks) keeps only its lines across reruns.
 """
@@ -11,15 +11,12 @@ from __future__ import annotations
 
 from figures.multihead import LINE_VIEW
 
-from .watcher import watcher
-
-KEY = "atlas_line_hover"
 FADED = 0.12  # the opacity of the other lines while a token is hovered
 MIN_OPACITY = 0.4  # a highlighted line is drawn at least this opaque (a faint line stays findable)
 
 # A line trace holds its lines as x = [0, 1, NaN]*, y = [query, key, NaN]*; a token dot is a marker at x = 0 (the
 # query side) or x = 1 (the key side), y = its position. Pixel positions come from the chart's own axes.
-SCAN = f"""
+JS = f"""
   const svg = 'http://www.w3.org/2000/svg';
   const hooked = new WeakSet();
   const lineTraces = (gd) => [...gd.querySelectorAll('.scatterlayer .trace')].filter((e) => e.__data__?.[0]?.trace?.mode === 'lines');
@@ -48,7 +45,7 @@ SCAN = f"""
     lineTraces(gd).forEach((e) => {{ e.dataset.atlasOpacity = e.style.opacity; e.style.opacity = {FADED} * (parseFloat(e.style.opacity) || 1); }});
     gd.querySelector('.main-svg')?.appendChild(g);
   }};
-  const scan = () => {{
+  const hookLines = () => {{
     for (const gd of document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')) {{
       if (hooked.has(gd) || gd.layout?.meta !== '{LINE_VIEW}' || typeof gd.on !== 'function') continue;
       hooked.add(gd);
@@ -57,16 +54,3 @@ SCAN = f"""
     }}
   }};"""
 
-
-def highlighter():
-    """The hover component, or None (after one warning) when Streamlit has no st.components.v2.component."""
-    return watcher("atlas_line_hover", SCAN, "a line view highlights no token on hover (a click still does)")
-
-
-_hover = highlighter()
-
-
-def hook() -> None:
-    """Mount the hover component (in the sidebar, no height); nothing without components v2."""
-    if _hover is not None:
-        _hover(key=KEY, height=0)

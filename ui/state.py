@@ -17,7 +17,7 @@ from transformer import ModelLoadError
 from transformer.loading import MODEL_DIRS_ENV, REAL_MODELS
 from transformer.trace import MAX_CHARS, token_limit
 
-from . import export, fit, line_hover, navigation, presenter, widths
+from . import export, navigation, page_script, presenter, widths
 from .models import get_model, missing_models, model_choices
 
 PRESETS = {
@@ -167,8 +167,7 @@ def sidebar() -> State:
         presenter.toggle()
         export.sidebar()
         widths.measure()
-        fit.fit()
-        line_hover.hook()
+        page_script.mount()
     state = current()
     for k, v in vars(state).items():  # key by key: from_dict would also clear the parameters the pages' own widgets keep
         st.query_params[k] = str(v)

@@ -19,7 +19,7 @@ from streamlit.runtime import pages_manager
 from streamlit.runtime.scriptrunner import script_runner
 from streamlit.testing.v1 import AppTest
 
-from ui import fit, line_hover, navigation, serving, widths
+from ui import fit, navigation, page_script, serving, widths
 from ui.watcher import script
 
 from ..apptest_utils import TIMEOUT, assert_ok, charts_by_key, page_path
@@ -169,16 +169,15 @@ def test_the_javascript_reports_nothing_when_a_test_id_is_missing(page):
     assert sent == ([["widths", {"chart": 400}]] if page == PAGES["all_present"] else [])
 
 
-@pytest.mark.parametrize(("module", "attr", "make", "says"), [(fit, "_fit", "fitter", "scroll"), (line_hover, "_hover", "highlighter", "hover")])
-def test_page_scripts_without_components_v2_warn_once_and_are_left_out(monkeypatch, caplog, module, attr, make, says):
+def test_the_page_script_without_components_v2_warns_once_and_is_left_out(monkeypatch, caplog):
     monkeypatch.delattr(st.components.v2, "component")
     with caplog.at_level(logging.WARNING, logger="atlas.watcher"):
-        monkeypatch.setattr(module, attr, getattr(module, make)())
+        monkeypatch.setattr(page_script, "_script", page_script.component())
     [message] = warnings_from(caplog, "atlas.watcher")
-    assert "components.v2" in message and says in message
+    assert "components.v2" in message and "hover" in message and "scrolls" in message
     at = run_masking()
     assert_ok(at)
-    assert not mounted(at, module.KEY) and len(mounted(at, widths.KEY)) == 1
+    assert not mounted(at, page_script.KEY) and len(mounted(at, widths.KEY)) == 1
 
 
 # The fitting JavaScript on a stub page: formulas, each (its box's width, the width it needs at 16 px), and chart
@@ -221,7 +220,7 @@ console.log(JSON.stringify([first, all.map((e) => e.style.fontSize)]));
 def test_the_javascript_sets_a_wide_formula_or_title_smaller_down_to_the_floor():
     boxes = [(358, 358), (358, 360), (358, 421), (358, 724), (0, 500)]  # fits; 2 px of rounding; 0.85×; below the floor; hidden
     heads = [(358, 4, 300), (358, 4, 414), (358, 4, 700)]  # fits; 0.85×; below the floor
-    out = subprocess.run(["node", "--input-type=module", "-e", FIT_STUB, json.dumps([boxes, heads]), script(fit.SCAN)], capture_output=True, text=True, timeout=30, check=True)
+    out = subprocess.run(["node", "--input-type=module", "-e", FIT_STUB, json.dumps([boxes, heads]), script(page_script.SCAN)], capture_output=True, text=True, timeout=30, check=True)
     first, again = json.loads(out.stdout)
     assert first == again  # refitting from the drawn sizes gives the same sizes, not smaller and smaller ones
     size = [float(s.removesuffix("px")) for s in first]
