@@ -113,4 +113,5 @@ st.header(f"3 · Where the word looks (layer {L}, head {H})")
 ui.explain(read.looks)
 st.latex(r"\alpha_{ij} = \mathrm{softmax}_j\!\left(\frac{q_i \cdot k_j}{\sqrt{d_k}\,\tau}\right), \quad i = \text{the word's token}")
 bars = {f"context_attn_{n}": cm.attention_figure(state.model, sentences[n - 1], state.temperature, L, H, n, m.position, tr) for n, (tr, m) in found.items()}
-ui.side_by_side(bars)  # one chart per sentence that holds the word
+for row in range(0, len(bars), 2):  # one chart per sentence that holds the word, two to a row (four would be crushed)
+    ui.side_by_side(dict(list(bars.items())[row : row + 2]))

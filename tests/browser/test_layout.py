@@ -43,7 +43,7 @@ NARROW_IN_COLUMNS = {
     ("softmax", "Weights of query"): (390, 768, 1024),  # 233, 235, 157: side_by_side
     ("context", "Cosine similarity"): (390,),  # 233
     ("context", "The word's vectors in 2 principal components"): (390,),  # 225
-    ("context", "Sentence "): (390, 768, 1024, 1440),  # 233, 47, 25, 108: four columns, one per sentence
+    ("context", "Sentence "): (390, 768, 1024),  # 233, 235, 149: one chart per sentence, two to a row
     ("ablation", "Next-token probabilities"): (390,),  # 226
     ("cross", "Cross-attention, layer"): (390, 1024),  # 191, 147: st.columns beside the two phrases
     ("cross", "Agreement of every cross-attention head"): (390, 1024),  # 175, 147
