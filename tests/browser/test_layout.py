@@ -59,11 +59,11 @@ NARROW_IN_COLUMNS = {
     ("positions", "= "): (390,),
     ("positions", "A binary counter"): (768, 1024, 1440),  # 67, 41, 128: the narrow one of two columns
     ("future", "Weights without the mask"): (390,),  # 110
-    ("lecture", "W_"): (390, 768, 1024, 1440),  # 230, 107, 49, 188: three columns
-    ("lecture", "Q = X·W_Q"): (768, 1024, 1440),  # 151, 93, 232: three columns
-    ("lecture", "K = X·W_K"): (768, 1024, 1440),
-    ("lecture", "V = X·W_V"): (768, 1024, 1440),
-    ("lecture", "scores"): (390, 768, 1024),  # 222, 224, 122: two columns
+    ("lecture", "W_"): (390, 1440),  # 230, 188: three columns (one per row below 1,300 px)
+    ("lecture", "Q = X·W_Q"): (1440,),  # 232: three columns
+    ("lecture", "K = X·W_K"): (1440,),
+    ("lecture", "V = X·W_V"): (1440,),
+    ("lecture", "scores"): (390,),  # 222
     ("lecture", "weights = softmax"): (390,),  # 222: full width, words on both axes
     ("lecture", "attention = weights·V"): (1024,),  # 190: st.columns([1, 1]) beside the worked row
     ("next", "After position"): (390,),  # 233
