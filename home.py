@@ -47,8 +47,11 @@ def live() -> None:
     ui.show_figure(pattern_heatmap(tr, state.layer, state.head), key="home_pattern")
 
 
-for part in (live, pipeline) if presenter.on() else (pipeline, live):  # on a projector the first screen shows the map
-    part()
+first, second = st.container(), st.container()  # on a projector the first screen shows the map
+with second if presenter.on() else first:
+    pipeline()
+with first if presenter.on() else second:
+    live()  # last: a sentence it cannot read stops the page here, after the menu
 
 with st.expander(f"Model card: {lm.name}"):
     st.markdown(lm.card or "No model card.")

@@ -64,26 +64,23 @@ st.subheader("2. The weight matrices")
 st.markdown(f"`np.random.seed({seed})`, then three calls of `np.random.randint(3, size=(3, 3))`: W_Q first, then W_K, then W_V. In a real model these are learned; here they are random whole numbers.")
 
 
-def side_by_side(key: str, names: tuple[str, ...]) -> None:
+def row(*names: str) -> None:
     """The matrices `names` in one row where the screen is wide, one per row under 1,300 px (in a third of the page's
     column a 3 × 3 map's plot was 49 px wide at 1,024 px)."""
-    with ui.stacking(key, below_px=1300):
-        for col, name in zip(st.columns(len(names)), names, strict=True):
-            with col:
-                show(name)
+    ui.side_by_side({f"lecture_fig_{name}": figs[name] for name in names}, below_px=1300)
 
 
-side_by_side("lecture_weights_row", ("W_Q", "W_K", "W_V"))
+row("W_Q", "W_K", "W_V")
 
 st.subheader("3. Queries, keys and values")
 ui.explain("Each word's vector times each weight matrix: row *i* of Q is word *i*'s query (what it looks for), of K its key (what it offers), of V its value (what it passes on).")
 st.latex(r"Q = XW_Q,\qquad K = XW_K,\qquad V = XW_V")
-side_by_side("lecture_qkv_row", ("Q", "K", "V"))
+row("Q", "K", "V")
 
 st.subheader("4. Scores, scaling, softmax")
 ui.explain("Every query is compared with every key by a dot product, divided by √3, and each row is turned into weights by softmax: positive, and adding up to 1.")
 st.latex(r"e_{ij} = q_i \cdot k_j \qquad \frac{e_{ij}}{\sqrt{3}} \qquad \alpha_{ij} = \frac{\exp(e_{ij}/\sqrt{3})}{\sum_{j'} \exp(e_{ij'}/\sqrt{3})}")
-side_by_side("lecture_scores_row", ("scores", "scaled"))
+row("scores", "scaled")
 
 show("weights")  # the example's point, full width: at least as large as every other matrix
 

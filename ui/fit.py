@@ -28,4 +28,3 @@ JS = f"""
     const sized = [...formulas, ...titles].map(([e, room, need]) => [e, room, need, parseFloat(getComputedStyle(e).fontSize)]);
     sized.forEach(([e, room, need, px]) => {{ if (need > room) fitted(e, px, room, need); }});
   }};"""
-

@@ -53,4 +53,3 @@ JS = f"""
       gd.on('plotly_unhover', () => clear(gd));
     }}
   }};"""
-

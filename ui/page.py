@@ -124,11 +124,13 @@ def token_clicks(chart_key: str, token_key: str) -> Callable[[], None]:
     return pick
 
 
-def side_by_side(figures: dict[str, go.Figure]) -> None:
-    """Draw the figures in equal columns, left to right, each under its chart key (key → figure)."""
-    for col, (key, fig) in zip(st.columns(len(figures)), figures.items(), strict=True):
-        with col:
-            show_figure(fig, key=key)
+def side_by_side(figures: dict[str, go.Figure], below_px: int | None = None) -> None:
+    """Draw the figures in equal columns, left to right, each under its chart key (key → figure); with below_px, one
+    per row on screens narrower than that (see stacking)."""
+    with stacking(next(iter(figures)) + "_row", below_px) if below_px else st.container():
+        for col, (key, fig) in zip(st.columns(len(figures)), figures.items(), strict=True):
+            with col:
+                show_figure(fig, key=key)
 
 
 def stacking(key: str, below_px: int):

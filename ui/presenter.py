@@ -28,8 +28,8 @@ BAR_CSS = (  # on a narrow screen the bar leaves out the presets (they stay in t
     f"<style>.st-key-{BAR_KEY} {{ display: none; }} @media (max-width: {NARROW_PX}px) {{ .st-key-{BAR_KEY} {{ display: flex; }} "
     f".st-key-{BAR_PREFIX}preset {{ display: none; }} }}</style>"
 )
-# A formula wider than its column scrolls sideways (Streamlit's own style); on a phone formulas are set at the text's
-# size instead of 1.21× it, so fewer of them need to (the Lecture page's widest: 518 → 366 px too wide at 390 px).
+# On a phone formulas are set at the text's size instead of 1.21× it, so fewer of them are wider than their column
+# (the page script, ui/fit.py, sets those smaller still).
 FORMULA_CSS = "<style>@media (max-width: 640px) { .katex-display > .katex { font-size: 1em; } }</style>"
 CSS = f"""<style>
 .st-key-{BAR_KEY} {{ display: flex !important; }}

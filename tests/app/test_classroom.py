@@ -171,6 +171,9 @@ def test_presenter_view_puts_the_home_pages_live_map_first():
     shown = run_page("app.py", present="true")
     assert_ok(shown)
     assert order(shown) == ["Attention, live", "The pipeline at a glance"] and "home_pattern" in charts_by_key(shown)
+    unreadable = run_page("app.py", present="true", sentence="   ")  # the map's message, and the menu still drawn
+    assert_ok(unreadable)
+    assert order(unreadable) == ["Attention, live", "The pipeline at a glance"] and "only whitespace" in unreadable.info[0].value
 
 
 @pytest.mark.parametrize(
