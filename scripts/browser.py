@@ -74,6 +74,14 @@ def wait_rendered(page, timeout: float = 90_000) -> None:
         page.wait_for_function(done, timeout=timeout)
 
 
+# Every text in the page that Streamlit cuts with "…" (a button's text, a metric's label, a page link's title), and
+# every select box whose chosen value is wider than its box.
+CUT = """() => [...document.querySelectorAll('[data-testid="stMain"] *')]
+  .filter((e) => e.clientWidth > 0 && getComputedStyle(e).textOverflow === 'ellipsis' && e.scrollWidth > e.clientWidth + 1)
+  .concat([...document.querySelectorAll('[data-testid="stMain"] [data-testid="stSelectbox"] input')].filter((e) => e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 1))
+  .map((e) => (e.value || e.textContent).slice(0, 60))"""
+
+
 # The tab to open on pages whose parts sit in lazy tabs, for screenshots and timings: the part the sidebar's
 # attention temperature changes.
 SHOWN_TAB = {"3_One_head": "4 · Mask, then softmax"}

@@ -31,6 +31,12 @@ BAR_CSS = (  # on a narrow screen the bar leaves out the presets (they stay in t
 # On a phone formulas are set at the text's size instead of 1.21× it, so fewer of them are wider than their column
 # (the page script, ui/fit.py, sets those smaller still).
 FORMULA_CSS = "<style>@media (max-width: 640px) { .katex-display > .katex { font-size: 1em; } }</style>"
+# Streamlit cuts a button's text, a metric's label and a page link's title with "…" where they do not fit: in the
+# page they wrap onto a second line instead, so a narrow column never hides words.
+WRAP_CSS = (
+    "<style>[data-testid='stMain'] :is(.stMarkdownEllipsis, .stMarkdownEllipsis *, [data-testid='stPageLink-NavLink'] > span:last-child) "
+    "{ white-space: normal; }</style>"
+)
 CSS = f"""<style>
 .st-key-{BAR_KEY} {{ display: flex !important; }}
 html {{ font-size: 19px; }}
@@ -59,8 +65,9 @@ def toggle() -> None:
 
 
 def style(presenting: bool) -> None:
-    """The page's CSS (static, no user text): formulas, the controls bar's visibility, and in presenter view the larger type."""
-    st.html(FORMULA_CSS + BAR_CSS + (CSS if presenting else ""))
+    """The page's CSS (static, no user text): formulas, text that wraps instead of being cut, the controls bar's
+    visibility, and in presenter view the larger type."""
+    st.html(FORMULA_CSS + WRAP_CSS + BAR_CSS + (CSS if presenting else ""))
 
 
 def larger(layout: dict) -> dict:

@@ -123,7 +123,7 @@ def current() -> State:
 def _sentence_controls(prefix: str, where: tuple, cfg, compact: bool) -> None:
     """The preset, sentence, layer, head and τ controls, bound to the shared state, drawn in the five containers `where`."""
     preset, sentence, layer, head, tau = where
-    preset.selectbox("Preset sentences", ["(choose a preset)", *PRESETS], key=prefix + "preset", on_change=_apply_preset, args=(prefix,), help="Sentences from the lecture: try the four 'bear' ones.")
+    preset.selectbox("Preset sentences", ["(choose)", *PRESETS], key=prefix + "preset", on_change=_apply_preset, args=(prefix,), help="Sentences from the lecture: try the four 'bear' ones.")
     sentence.text_area("Sentence", max_chars=MAX_CHARS, height=68 if compact else 90, help=f"Any text; the model reads the first {token_limit(cfg)} tokens.", **_widget("sentence", prefix))
     pickers = ((layer, "layer", cfg.n_layer - 1, "Layer", "Which transformer block to look at (0 = the first)."), (head, "head", cfg.n_head - 1, "Head", "Which attention head of that layer."))
     for box, key, top, label, text in pickers:
@@ -158,7 +158,7 @@ def sidebar() -> State:
         _sentence_controls("w_", (st,) * 5, cfg, compact=False)
     presenter.style(presenting)
     with st.container(key=presenter.BAR_KEY):
-        *where, keys = st.columns([2, 3.4, 1.4, 1.4, 2, 2.6], vertical_alignment="bottom")
+        *where, keys = st.columns([2.3, 3.4, 1.4, 1.4, 2, 2.3], vertical_alignment="bottom")
         _sentence_controls(presenter.BAR_PREFIX, where, cfg, compact=True)
         if presenting:
             with keys:

@@ -39,8 +39,8 @@ def draw_example(data_seed: int) -> None:
 def phrase_input(lt: LoadedModel) -> s2s.SourceText:
     """The phrase box with its example picker and held-out button; the phrase as the translator reads it. Stops the
     page, with a message, when no word of it can be read."""
-    c1, c2, c3 = st.columns([2, 3, 1.2], vertical_alignment="bottom")
-    c1.selectbox("Example phrases", ["(choose an example)", *xa.PRESETS], bind="query-params", key="xattn_preset", on_change=apply_preset, help="Phrases that show reordering, agreement and elision.")
+    c1, c2, c3 = st.columns([1.8, 2.6, 1.6], vertical_alignment="bottom")
+    c1.selectbox("Example phrases", ["(choose)", *xa.PRESETS], bind="query-params", key="xattn_preset", on_change=apply_preset, help="Phrases that show reordering, agreement and elision.")
     help_phrase = "Lower or upper case; punctuation is skipped. Words outside the lexicon are flagged and left out."
     phrase = c2.text_input("English phrase", key="xattn_phrase", max_chars=s2s.MAX_SOURCE_CHARS, help=help_phrase)
     help_new = "A phrase made by the same rules as the training phrases, but never used in training."

@@ -8,7 +8,7 @@ from pathlib import Path
 import plotly
 import pytest
 
-from scripts.browser import ROOT, open_tab, page_url, wait_rendered
+from scripts.browser import CUT, ROOT, open_tab, page_url, wait_rendered
 from tests.apptest_utils import PAGES as PAGE_FILES
 from ui import fit
 
@@ -29,18 +29,26 @@ TITLES = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plot
   .map((t) => { const b = t.getBBox(); return {text: t.textContent, right: b.x + b.width, chart: t.ownerSVGElement.getBoundingClientRect().width}; })"""
 
 
+def resize(tab, width: int) -> None:
+    tab.set_viewport_size({"width": width, "height": 844})
+    tab.wait_for_timeout(400)
+    wait_rendered(tab)
+
+
 @pytest.mark.parametrize("page_file", PAGES, ids=lambda p: "home" if p is None else p.stem)
-def test_page_loads_without_console_errors_and_its_formulas_and_titles_fit_a_phone(base_url, tab, page_file):
-    """The page loads with no error; then, on a phone's width, no formula scrolls sideways and no chart title runs
-    past its chart (ui/fit.py sets a wide one smaller; the few formulas too wide even at its floor are written on
-    two lines)."""
+def test_page_loads_without_errors_or_cut_text_and_its_formulas_and_titles_fit_a_phone(base_url, tab, page_file):
+    """The page loads with no error; no text is cut at a desktop's, a projector's, a tablet's and a phone's width
+    (Encoder-decoder: "A phrase i…", "mean of the h…"; Next token: "Reset to the…"); and on the phone no formula
+    scrolls sideways and no chart title runs past its chart (ui/fit.py sets a wide one smaller; the few formulas too
+    wide even at its floor are written on two lines)."""
     tab.goto(page_url(base_url, page_file))
     wait_rendered(tab)
     assert tab.locator('[data-testid="stException"]').count() == 0
     assert tab.errors == []
-    tab.set_viewport_size({"width": 390, "height": 844})
-    tab.wait_for_timeout(400)
-    wait_rendered(tab)
+    for width in (1300, 1024, 768, 390):
+        if width != 1300:  # the tab opens at 1300 px
+            resize(tab, width)
+        assert (width, tab.evaluate(CUT)) == (width, [])
     shown = tab.evaluate(FORMULAS)
     assert shown or page_file is None or page_file.stem in NO_FORMULA
     assert [f for f in shown if f["need"] > f["room"] + fit.SLACK_PX] == []

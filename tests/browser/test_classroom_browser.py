@@ -10,7 +10,7 @@ import urllib.parse
 import numpy as np
 import pytest
 
-from scripts.browser import serve_app, wait_rendered
+from scripts.browser import CUT, serve_app, wait_rendered
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.browser
@@ -56,6 +56,7 @@ def test_presenter_view_is_readable_on_a_projector(base_url, tab):
     ticks = tab.locator(".js-plotly-plot .xtick text").evaluate_all("ts => ts.map(t => parseFloat(getComputedStyle(t).fontSize))")
     titles = tab.locator(".js-plotly-plot .gtitle").evaluate_all("ts => ts.map(t => parseFloat(getComputedStyle(t).fontSize))")
     assert ticks and min(ticks) >= 16 and titles and min(titles) >= 20
+    assert tab.evaluate(CUT) == []  # the bar's preset box showed "(choose" in its narrow column
 
 
 def test_arrow_keys_and_clicker_keys_step_through_tabs_then_pages(base_url, tab):
