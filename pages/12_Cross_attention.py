@@ -25,7 +25,7 @@ cfg = lt.cfg
 ui.explain(xa.intro(lt.model))
 src = translator.phrase_input(lt)
 
-l1, l2, l3 = st.columns([1, 1, 2], vertical_alignment="bottom")
+l1, l2, l3 = st.columns([1.2, 1.2, 1.6], vertical_alignment="bottom")
 layer_help = "Which decoder block's cross-attention (and which blocks below). The sidebar's layer and head sliders belong to the other pages."
 layer_choice = l1.selectbox("Layer", [*range(cfg.n_layer), xa.MEAN_LAYERS], index=cfg.n_layer - 1, bind="query-params", key="xattn_layer", help=layer_help)
 head_choice = l2.selectbox("Head", [xa.MEAN_HEADS, *range(cfg.n_head)], bind="query-params", key="xattn_head", help="One head, or the mean of the heads' weights.")
@@ -43,7 +43,8 @@ cross = xa.weights(tr, "cross", L, H)  # (T, S)
 r = xa.reading(ref, gold, L, H, causal)
 
 st.header("1 · Cross-attention as an alignment")
-left, right = st.columns([4, 3])
+with ui.stacking("xattn_top", ui.SIDE_BY_SIDE_PX):  # the map beside its texts only where both fit
+    left, right = st.columns([4, 3])
 with left:
     ui.show_figure(fx.alignment_heatmap(cross, tr.written, src.words, gold, f"Cross-attention, {r.where}"), key="xattn_align")
 with right:
@@ -58,7 +59,8 @@ with right:
     ui.explain(r.alignment)
 if gold:
     shown, per_head = xa.agreement(tr, gold, cross)
-    a1, a2 = st.columns([2, 3])
+    with ui.stacking("xattn_agree_row", ui.SIDE_BY_SIDE_PX):
+        a1, a2 = st.columns([2, 3])
     a1.latex(r"\text{agreement} = \frac{\#\{\, i : \arg\max_j \alpha_{ij} \in \mathrm{gold}(i) \,\}}{\#\{\, i : \mathrm{gold}(i) \neq \varnothing \,\}}")
     a1.metric(f"Agreement of the map above ({r.where})", f"{shown:.0%}")
     ui.explain(r.agreement, a1)
@@ -76,27 +78,26 @@ if n_steps > 1:
     help_step = "Follow one step of the decoding: what the decoder had written, what it chose, and where its cross-attention looked."
     step = st.slider("Step", 1, n_steps, bind="query-params", key="xattn_step", help=help_step)
 st.markdown(xa.step_text(tr, step))
-b1, b2 = st.columns(2)
-with b1:
-    ui.show_figure(fx.probability_bars(tr.steps[step - 1].top, f"Step {step}: the most likely next words"), key="xattn_probs")
-with b2:
-    ui.show_figure(fx.source_bars(cross[step - 1], src.words, f"Step {step}: cross-attention, {r.where}"), key="xattn_row")
+step_figures = {
+    "xattn_probs": fx.probability_bars(tr.steps[step - 1].top, f"Step {step}: the most likely next words"),
+    "xattn_row": fx.source_bars(cross[step - 1], src.words, f"Step {step}: cross-attention, {r.where}"),
+}
+ui.side_by_side(step_figures)
 st.caption(r.weights_note)
 
 st.header("3 · Where Q, K and V come from")
 st.markdown(xa.qkv_text(tr, lq, h))
 if st.toggle("Show Q, K, V and the scores", value=False, bind="query-params", key="xattn_qkv", help="Draw the three matrices and the T × S scores of this layer and head."):
     x = xa.cross_head(tr, lq, h)
-    for col, name, m, side, rows in zip(st.columns(3), "QKV", (x.q, x.k, x.v), ("decoder", "encoder", "encoder"), (tr.written, src.words, src.words), strict=True):
-        with col:
-            ui.show_figure(fa.vectors_heatmap(m, rows, f"{name} from the {side}, head {h}", dim_title=f"dimension of {name}"), key=f"xattn_{name.lower()}")
+    sides = zip("QKV", (x.q, x.k, x.v), ("decoder", "encoder", "encoder"), (tr.written, src.words, src.words), strict=True)
+    ui.side_by_side({f"xattn_{name.lower()}": fa.vectors_heatmap(m, rows, f"{name} from the {side}, head {h}", dim_title=f"dimension of {name}") for name, m, side, rows in sides})
     ui.show_figure(fx.scores_heatmap(x.scores, tr.written, src.words, f"Scores Q·Kᵀ / √d_k / τ, layer {lq}, head {h}"), key="xattn_scores")
 
 st.header("4 · The other two attentions")
 ui.explain(r.others)
-e1, e2 = st.columns(2)
-with e1:
-    ui.show_figure(fa.weights_heatmap(xa.weights(tr, "encoder", L, H), src.words, None, f"Encoder self-attention, {r.where}"), key="xattn_enc")
-with e2:
-    ui.show_figure(fa.weights_heatmap(xa.weights(tr, "decoder", L, H), tr.decoder_input, xa.future(tr, lq), f"Decoder masked self-attention, {r.where}"), key="xattn_dec")
+others = {
+    "xattn_enc": fa.weights_heatmap(xa.weights(tr, "encoder", L, H), src.words, None, f"Encoder self-attention, {r.where}"),
+    "xattn_dec": fa.weights_heatmap(xa.weights(tr, "decoder", L, H), tr.decoder_input, xa.future(tr, lq), f"Decoder masked self-attention, {r.where}"),
+}
+ui.side_by_side(others)
 st.caption(r.caveat)

@@ -35,7 +35,7 @@ def replay_view() -> None:
         st.session_state["heads_playing"] = False
     if st.session_state.get("heads_playing", False) != playing:
         st.rerun()  # start or stop the timer: it is set when the fragment is defined
-    c1, c2, c3 = st.columns([6, 1, 2], vertical_alignment="bottom")
+    c1, c2, c3 = st.columns([5, 1.5, 2.5], vertical_alignment="bottom")
     step = c1.select_slider("Training step", steps, bind="query-params", key="heads_step", help="Snapshots at log-spaced steps: dense early, sparse late.")
     c2.button("⏸ Pause" if playing else "▶ Play", key="heads_play", on_click=training.toggle_play, args=("heads_playing", "heads_step", steps))
     score = c3.selectbox("Score to follow", list(roles.SCORES), format_func=lambda n: roles.SCORES[n].title, bind="query-params", key="heads_score")

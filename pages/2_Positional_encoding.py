@@ -46,11 +46,7 @@ ui.explain(
     "bit is a slower clock, and together they give every position a unique code. The sinusoids do the same thing smoothly: the first columns swing fast, later "
     "columns ever more slowly, and every row is different. Unlike bits, they are continuous, so a small shift in position is a small change in the vector."
 )
-c1, c2 = st.columns([1, 3])
-with c1:
-    ui.show_figure(counter_fig, key="positions_bits")
-with c2:
-    ui.show_figure(pe_rows_fig, key="positions_pe_rows")
+ui.side_by_side({"positions_bits": counter_fig, "positions_pe_rows": pe_rows_fig}, below_px=1600)  # the counter needs ~250 px beside the code
 
 st.header("3. Position-to-position similarity")
 ui.explain(

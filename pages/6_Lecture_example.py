@@ -67,7 +67,7 @@ st.markdown(f"`np.random.seed({seed})`, then three calls of `np.random.randint(3
 def row(*names: str) -> None:
     """The matrices `names` in one row where the screen is wide, one per row under 1,300 px (in a third of the page's
     column a 3 × 3 map's plot was 49 px wide at 1,024 px)."""
-    ui.side_by_side({f"lecture_fig_{name}": figs[name] for name in names}, below_px=1300)
+    ui.side_by_side({f"lecture_fig_{name}": figs[name] for name in names})
 
 
 row("W_Q", "W_K", "W_V")
@@ -87,7 +87,8 @@ show("weights")  # the example's point, full width: at least as large as every o
 st.subheader("5. The output")
 ui.explain("Each word's new vector is the weighted average of the value vectors, with its row of weights.")
 st.latex(r"\text{attention}_i = \sum_j \alpha_{ij}\, v_j")
-left, right = st.columns([1, 1])
+with ui.stacking("lecture_output_row", ui.SIDE_BY_SIDE_PX):
+    left, right = st.columns([1, 1])
 with left:
     show("attention")
 with right:

@@ -72,7 +72,7 @@ ui.explain(
 )
 saved = st.session_state.get(TIMELINE)
 gen: sampling.Generation | None = saved[1] if saved and saved[0] == key else None
-c1, c2, c3, c4, c5 = st.columns([1, 2, 2, 2, 2])
+c1, c2 = st.columns([1, 3])
 seed = int(c1.number_input("Seed", 0, 1_000_000, 0, 1, bind="query-params", key="next_seed", help="Picks the random numbers u. Same seed, settings and text → same tokens."))
 n_new = c2.slider("N tokens", 1, 50, 10, bind="query-params", key="next_n", help="How many tokens the second button generates.")
 if n_request := st.session_state.pop("next_request", 0):
@@ -81,9 +81,10 @@ if n_request := st.session_state.pop("next_request", 0):
     gen = sampling.generate(lm.model, lm.tokenizer, state.sentence, n_request, temperature, top_k, top_p, seed, shown, previous=gen.steps if gen else (), interventions=tr.interventions)
     st.session_state[TIMELINE], st.session_state["next_step"] = (key, gen), len(gen.steps)
 full, update = gen.at_context if gen else T >= n_ctx, st.session_state.update  # a pressed button asks the next run to generate: the buttons below then see the result
-c3.button("Generate one token", key="next_one", on_click=update, args=({"next_request": 1},), disabled=full, help="Draw one token with the settings above and append it.")
-c4.button(f"Generate {n_new} tokens", key="next_many", on_click=update, args=({"next_request": n_new},), disabled=full, help="Draw N tokens, one after the other.")
-c5.button("Reset to the sidebar sentence", key="next_reset", on_click=st.session_state.pop, args=(TIMELINE, None), disabled=gen is None, help="Forget the generated tokens.")
+with st.container(horizontal=True):  # the buttons wrap onto a second row where they do not fit in one
+    st.button("Generate one token", key="next_one", on_click=update, args=({"next_request": 1},), disabled=full, help="Draw one token with the settings above and append it.")
+    st.button(f"Generate {n_new} tokens", key="next_many", on_click=update, args=({"next_request": n_new},), disabled=full, help="Draw N tokens, one after the other.")
+    st.button("Reset to the sidebar sentence", key="next_reset", on_click=st.session_state.pop, args=(TIMELINE, None), disabled=gen is None, help="Forget the generated tokens.")
 if full:
     st.info(f"The text fills the model's context of {n_ctx} tokens: no further token fits. Step back and continue from an earlier step, or shorten the sentence.")
 
@@ -93,10 +94,10 @@ if gen is not None and gen.steps:
     k = st.slider("Step", 0, n, bind="query-params", key="next_step", help="Step back through the generation: 0 = the sidebar sentence, k = after k generated tokens.")
     st.caption(f"The text after {k} of {n} generated tokens:")
     st.code(gen.text_at(k), language=None, wrap_lines=True)
-    b1, b2 = st.columns(2)
     cut, use = {TIMELINE: (key, gen.cut(k))}, {"atlas_sentence": gen.text_at(k)[:MAX_CHARS]}
-    b1.button(f"Continue from step {k} (drop the later steps)", key="next_cut", on_click=update, args=(cut,), disabled=k == n, help="Forget the later steps; the buttons above continue from here.")
-    b2.button("Use this text as the sidebar sentence", key="next_use", on_click=update, args=(use,), help="Every page then reads this text; the timeline starts again from it.")
+    with st.container(horizontal=True):
+        st.button(f"Continue from step {k} (drop the later steps)", key="next_cut", on_click=update, args=(cut,), disabled=k == n, help="Forget the later steps; the buttons above continue from here.")
+        st.button("Use this text as the sidebar sentence", key="next_use", on_click=update, args=(use,), help="Every page then reads this text; the timeline starts again from it.")
     with ui.stacking("next_step_row", below_px=1100):  # the step's bars beside the timeline only where they fit
         left, right = st.columns([3, 2])
         left.dataframe(pd.DataFrame(sampling.timeline_rows(gen)), hide_index=True, key="next_timeline_table", height=260)

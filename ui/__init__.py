@@ -2,7 +2,7 @@
 
 from . import serving
 from .models import get_model, get_trace, get_traces
-from .page import choice, explain, folded, head_role, kept, kept_subset, kept_within, lazy_tabs, note, show_figure, side_by_side, stacking, token_clicks, trace_or_stop
+from .page import SIDE_BY_SIDE_PX, choice, explain, folded, head_role, kept, kept_subset, kept_within, lazy_tabs, note, show_figure, side_by_side, stacking, token_clicks, trace_or_stop
 from .state import PRESETS, State, sidebar
 
 serving.install()  # one script run at a time per process (ui/serving.py)
@@ -23,6 +23,7 @@ __all__ = [
     "lazy_tabs",
     "note",
     "show_figure",
+    "SIDE_BY_SIDE_PX",
     "side_by_side",
     "sidebar",
     "stacking",

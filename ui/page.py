@@ -24,7 +24,7 @@ def trace_or_stop(state: State, temperature: float | None = None, causal: bool =
     try:
         tr = get_trace(state.model, state.sentence, tau, causal, ablate)
     except TraceInputError as err:
-        st.info(f"{err} Pick a preset in the sidebar, or type your own.")
+        st.info(f"{err} Pick a preset sentence, or type your own in the sentence box.")
         st.stop()
     if tr.truncated:
         limit = token_limit(get_model(state.model).cfg)
@@ -124,10 +124,13 @@ def token_clicks(chart_key: str, token_key: str) -> Callable[[], None]:
     return pick
 
 
-def side_by_side(figures: dict[str, go.Figure], below_px: int | None = None) -> None:
-    """Draw the figures in equal columns, left to right, each under its chart key (key → figure); with below_px, one
-    per row on screens narrower than that (see stacking)."""
-    with stacking(next(iter(figures)) + "_row", below_px) if below_px else st.container():
+SIDE_BY_SIDE_PX = 1300  # below this screen width two charts side by side leave each plot under ~240 px: one per row
+
+
+def side_by_side(figures: dict[str, go.Figure], below_px: int = SIDE_BY_SIDE_PX) -> None:
+    """Draw the figures in equal columns, left to right, each under its chart key (key → figure); one per row on
+    screens narrower than below_px (see stacking)."""
+    with stacking(next(iter(figures)) + "_row", below_px):
         for col, (key, fig) in zip(st.columns(len(figures)), figures.items(), strict=True):
             with col:
                 show_figure(fig, key=key)
