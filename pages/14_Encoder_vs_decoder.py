@@ -48,7 +48,7 @@ def trace_of(name: str):
     try:
         tr = ui.get_trace(name, text, state.temperature)
     except TraceInputError as err:
-        st.info(f"{err} Type one in the sidebar, or choose the lecture's example.")
+        st.info(f"{err} Type one in the sentence box, or choose the lecture's example.")
         st.stop()
     if tr.truncated:
         st.warning(f"{ed.short_name(name)} reads at most {token_limit(ui.get_model(name).cfg)} tokens here: words after its first {len(tr.encoding)} are left out.")
