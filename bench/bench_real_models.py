@@ -11,6 +11,7 @@ load time of SmolLM2 in a fresh process, and the memory of a process holding eve
               GGUF file, float32; MiniLM: BertModel from the package's zip, extracted to a temporary folder)
     no rec    our model(ids), nothing recorded (for reference)
     (a) rec   our model(ids, rec={}), every intermediate recorded (torch tensors, no copies)
+    (a2) −res (a) without hook_result (each head's z·W_O share, which HF does not compute): model(ids, rec=Recorder(…))
     (b) trace run_trace(…).run_blocks(): tokenize, run every block, record what a trace keeps, copy it to numpy
               (what the app does for a page that reads the last layer)
     (c) all   (b), then every layer's internals read (tr["blocks.{l}.attn.hook_q"]: each layer recomputed)
@@ -83,10 +84,11 @@ def hf_models(which: list[str]):
 
 
 def forward_variants(lm, text: str, ids, call) -> dict:
-    """The timed calls, by column: HF's forward, ours without recording, (a) rec, (b) trace, (c) all."""
+    """The timed calls, by column: HF's forward, ours without recording, (a) rec, (a2) rec without hook_result, (b) trace, (c) all."""
     import torch
 
     from transformer import run_trace
+    from transformer.trace import Recorder
 
     def hf_forward():
         with torch.inference_mode():
@@ -100,6 +102,10 @@ def forward_variants(lm, text: str, ids, call) -> dict:
         with torch.inference_mode():
             lm.model(ids, rec={})
 
+    def recorded_without_result():
+        with torch.inference_mode():
+            lm.model(ids, rec=Recorder(lambda name: not name.endswith("hook_result")))
+
     def trace():
         return run_trace(lm.model, lm.tokenizer, text).run_blocks()
 
@@ -108,7 +114,7 @@ def forward_variants(lm, text: str, ids, call) -> dict:
         for layer in range(lm.cfg.n_layer):
             tr[f"blocks.{layer}.attn.hook_q"]  # opens (recomputes) the layer
 
-    return {"HF": hf_forward, "no rec": plain, "rec": recorded, "trace": trace, "all": everything}
+    return {"HF": hf_forward, "no rec": plain, "rec": recorded, "-res": recorded_without_result, "trace": trace, "all": everything}
 
 
 def bench_forward(models: list[str], n_tokens: int, rounds: int, profile: bool = False) -> None:
@@ -120,7 +126,7 @@ def bench_forward(models: list[str], n_tokens: int, rounds: int, profile: bool =
     print(f"load average {loadavg()} before loading (2 cores)")
     refs = hf_models(models)
     print(f"\nforward at {n_tokens} tokens: medians of {rounds} rounds (every variant once per round, in turn) after 3 warm-up rounds")
-    print(f"{'model':14} {'threads':>7} {'HF ms':>8} {'no rec':>8} {'(a) rec':>8} {'(b) trace':>10} {'(c) all':>9}   {'a/HF':>5} {'b/HF':>5} {'c/HF':>5}   load avg")
+    print(f"{'model':14} {'threads':>7} {'HF ms':>8} {'no rec':>8} {'(a) rec':>8} {'(a2) −res':>9} {'(b) trace':>10} {'(c) all':>9}   {'a/HF':>5} {'a2/HF':>5} {'b/HF':>5} {'c/HF':>5}   load avg")
     for name in models:
         lm = load_model(name)
         text = cut_to_tokens(lm.tokenizer, passage(), n_tokens)
@@ -144,8 +150,8 @@ def bench_forward(models: list[str], n_tokens: int, rounds: int, profile: bool =
                         times[key].append(time.perf_counter() - t0)
             med = {k: 1000 * statistics.median(v) for k, v in times.items()}
             print(
-                f"{name:14} {threads:>7} {med['HF']:8.1f} {med['no rec']:8.1f} {med['rec']:8.1f} {med['trace']:10.1f} {med['all']:9.1f}   "
-                f"{med['rec'] / med['HF']:5.2f} {med['trace'] / med['HF']:5.2f} {med['all'] / med['HF']:5.2f}   {loadavg()}",
+                f"{name:14} {threads:>7} {med['HF']:8.1f} {med['no rec']:8.1f} {med['rec']:8.1f} {med['-res']:9.1f} {med['trace']:10.1f} {med['all']:9.1f}   "
+                f"{med['rec'] / med['HF']:5.2f} {med['-res'] / med['HF']:5.2f} {med['trace'] / med['HF']:5.2f} {med['all'] / med['HF']:5.2f}   {loadavg()}",
                 flush=True,
             )
         print(f"{'':14} ({len(enc)} tokens; layer 0's attention pattern equals HF's to {diff:.1e})")

@@ -4,6 +4,7 @@ page's charts (CSV) and the model's trace of the sentence (NPZ), from the sideba
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,12 +21,13 @@ RECORD_KEY = "atlas_export"
 
 @dataclass
 class Record:
-    """What the current run drew: its charts (key → figure dict) and its trace, and the places of their buttons."""
+    """What the current run drew: its charts (key → figure dict), whether it offered its trace, and the places of
+    their buttons."""
 
     numbers: object  # the sidebar slots of the two buttons
     trace_slot: object
     figures: dict[str, dict] = field(default_factory=dict)
-    trace: Trace | None = None
+    has_trace: bool = False
 
 
 def sidebar() -> None:
@@ -58,14 +60,17 @@ def add_figure(key: str, spec: dict) -> None:
     rec.figures[key] = spec
 
 
-def add_trace(tr: Trace) -> None:
-    """Offer the page's trace: every recorded array of the sentence's forward pass, by its engine name."""
+def add_trace(get_trace: Callable[[], Trace]) -> None:
+    """Offer the page's trace: every recorded array of the sentence's forward pass, by its engine name. get_trace
+    fetches it when the button is pressed: Streamlit keeps each session's button data until the next run, and a
+    trace held there would outlive the shared trace cache's byte budget (50 students: 50 traces more)."""
     rec = _record()
-    if rec is None or rec.trace is not None:
+    if rec is None or rec.has_trace:
         return
-    rec.trace = tr
+    rec.has_trace = True
     help_npz = "numpy.load(file): the tokens, their ids, and every recorded array (embeddings, Q, K, V, scores, weights, …) by its engine name."
-    rec.trace_slot.download_button("The model's trace (NPZ)", data=lambda: trace_npz(tr), file_name="atlas-trace.npz", mime="application/zip", on_click="ignore", key="save_npz", help=help_npz)
+    npz = {"file_name": "atlas-trace.npz", "mime": "application/zip", "on_click": "ignore", "key": "save_npz", "help": help_npz}
+    rec.trace_slot.download_button("The model's trace (NPZ)", data=lambda: trace_npz(get_trace()), **npz)
 
 
 def trace_npz(tr: Trace) -> bytes:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from transformer import ModelLoadError
-from transformer.loading import MODEL_DIRS_ENV, REAL_MODELS
+from transformer.loading import REAL_MODELS
 from transformer.trace import MAX_CHARS, token_limit
 
 from . import export, navigation, page_script, presenter, widths
@@ -143,7 +143,7 @@ def sidebar() -> State:
     presenter.follow()
     presenting = presenter.on()
     with st.sidebar:
-        model_help = f"Real pretrained models, the bundled ones, then models found in ./models or ${MODEL_DIRS_ENV}."
+        model_help = "Real pretrained models first, then the two small bundled ones, then any model added on this server (README: Other models)."
         st.selectbox("Model", model_choices(), help=model_help, **_widget("model", "w_"))
         if st.session_state["atlas_model"] in REAL_MODELS:
             st.caption(REAL_MODELS[st.session_state["atlas_model"]].title)

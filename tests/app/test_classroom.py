@@ -4,6 +4,7 @@ saving charts, numbers and traces, and the guided tour's stops."""
 from __future__ import annotations
 
 import csv
+import gc
 import io
 import json
 
@@ -14,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 import ui
 from figures.export import to_csv
 from tests.apptest_utils import PAGES, ROOT, TIMEOUT, assert_ok, charts_by_key, lazy_tabs, run_page
-from transformer import run_trace
+from transformer import Trace, run_trace
 from ui import export, navigation, presenter, tour
 
 SHARED = {"present", export.FORMAT_KEY}  # bound controls every page has: tested on their own below
@@ -229,6 +230,20 @@ def test_pages_offer_their_numbers_and_the_trace():
     assert [b.proto.label for b in at.sidebar.get("download_button")] == ["Numbers on this page (CSV)", "The model's trace (NPZ)"]
     lecture = run_page("pages/6_Lecture_example.py")  # no model: its numbers, no trace
     assert [b.proto.label for b in lecture.sidebar.get("download_button")] == ["Numbers on this page (CSV)"]
+
+
+def test_a_session_keeps_no_trace_of_its_own(monkeypatch):
+    """The NPZ button fetches the trace when pressed: a session's saved state must not hold one, or 50 students
+    would keep 50 traces alive beyond the shared cache's byte budget."""
+    monkeypatch.setattr(ui.models, "TRACES", ui.models.TraceCache(budget=2**30))
+    ui.get_model("shakespeare-gpt")  # loaded (and the collector's frozen set made) before the page's objects exist
+    at = run_page("pages/3_One_head.py", model="shakespeare-gpt", sentence="the cat and the dog")
+    assert_ok(at)
+    assert "The model's trace (NPZ)" in [b.proto.label for b in at.sidebar.get("download_button")]
+    run_page("pages/6_Lecture_example.py")  # the last run's script globals (Streamlit's __main__) hold no trace either
+    ui.models.TRACES._items.clear()  # the cache lets go of the page's trace …
+    gc.collect()
+    assert not [o for o in gc.get_objects() if isinstance(o, Trace)]  # … and nothing else holds it
 
 
 def test_the_csv_holds_the_home_maps_weights():
