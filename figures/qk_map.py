@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import esc, figure, layout_dict, title_dict
+from .common import LEGEND_BELOW, esc, figure, layout_dict, title_dict
 from .multihead import KEY_COLOR, QUERY_COLOR, pair_markers
 
 TEXT_MAX = 40  # write the token next to each point only for sentences this short
@@ -47,6 +47,6 @@ def qk_scatter(q2: np.ndarray, k2: np.ndarray, labels: Sequence[str], i: np.ndar
     lay = {
         "xaxis": {"title": title_dict(f"axis 1 ({explained[0]:.0%} of the spread)"), "zeroline": False},
         "yaxis": {"title": title_dict(f"axis 2 ({explained[1]:.0%} of the spread)"), "zeroline": False, "scaleanchor": "x", "scaleratio": 1},
-        "legend": {"orientation": "h", "y": -0.12},
+        "legend": LEGEND_BELOW,
     }
     return figure([lines, weights, *points], layout_dict(title, 560, **lay))

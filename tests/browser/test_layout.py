@@ -25,6 +25,7 @@ PAGES = {
     "future": ("Masking", "3 · Seeing the future", None),
     "lecture": ("Lecture_example", None, None),
     "next": ("Next_token", None, "Generate one token"),  # the generation timeline and its step bars
+    "qkmap": ("Query_key_map", None, None),  # a map drawn to scale (x and y in the same units)
 }
 MIN_PLOT_PX = 240  # the plot area of a chart (inside its axes)
 MAX_BLANK_PX = 96  # the tallest band with nothing drawn in it, between a chart's plot area and its bottom edge
@@ -66,6 +67,7 @@ NARROW_IN_COLUMNS = {
     ("next", "After position"): (390,),  # 233
     ("next", "Step "): (390,),  # 233
     ("next", "Logit lens"): (390,),  # 61: one column per token
+    ("qkmap", "Queries and keys"): (390,),  # 233
 }
 MIN_LISTED_PX = 60
 # Charts that may leave a taller blank band (at most MAX_LISTED_BLANK_PX) at these widths: plotly turns x labels
