@@ -8,8 +8,8 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import Spec, esc, figure, layout_dict, title_dict
-from .multihead import weight_panels
+from .common import LEGEND_BELOW, Spec, esc, figure, layout_dict, title_dict
+from .multihead import PANELS_PER_ROW, weight_panels
 
 LAYER_COLORS = (("#9ecae1", "#6baed6", "#3182bd", "#08519c"), ("#fdae6b", "#fd8d3c", "#e6550d", "#a63603"))  # blues, oranges, …
 BAND_COLOR = "rgba(228, 87, 86, 0.12)"
@@ -56,20 +56,22 @@ def step_lines(
         notes.append({"text": esc(band_text), "xref": "x", "yref": "paper", "x": (band[0] + band[1]) / 2, "y": 0.02, "yanchor": "bottom", "showarrow": False, "font": {"size": 11, "color": "#b22222"}})
     if threshold is not None:
         shapes.append({"type": "line", "xref": "paper", "yref": "y", "x0": 0, "x1": 1, "y0": threshold, "y1": threshold, "line": {"color": "#888888", "dash": "dot", "width": 1}})
-    legend = {"orientation": "h", "yanchor": "bottom", "y": 1.08, "x": 0}
-    lay = layout_dict(title, height, xaxis={"title": title_dict("training step")}, yaxis={"title": title_dict(y_title)}, shapes=shapes, annotations=notes, legend=legend)
+    axes = {"xaxis": {"title": title_dict("training step")}, "yaxis": {"title": title_dict(y_title)}}
+    lay = layout_dict(title, height, **axes, shapes=shapes, annotations=notes, legend=LEGEND_BELOW)  # below: on a phone it wraps into rows plotly makes room for
     return figure(data, lay)
 
 
-def head_patterns(patterns: np.ndarray, labels: Sequence[str], titles: Sequence[str], title: str, *, repeat_from: int, run: int, height: int = 330) -> go.Figure:
-    """Every head's pattern, patterns (n_layer, n_head, T, T), one row of maps per layer, on one colour scale 0…1.
+def head_patterns(patterns: np.ndarray, labels: Sequence[str], titles: Sequence[str], title: str, *, repeat_from: int, run: int, height: int = 330, per_row: int = PANELS_PER_ROW) -> go.Figure:
+    """Every head's pattern, patterns (n_layer, n_head, T, T), one row of maps per layer (or several, when fewer than
+    n_head maps fit in a row: per_row), on one colour scale 0…1.
 
     On each map a grey line marks where the probe's second copy starts (rows below it: queries of the repeated run),
     and a red dotted line runs through the cells an induction head lights up: query i → key i − run + 1, the token
     after the earlier copy."""
     n_layer, n_head, T, _ = patterns.shape
+    per_row = max(d for d in range(1, n_head + 1) if n_head % d == 0 and d <= max(1, per_row))  # a layer's heads fill whole rows
     visible = np.tri(T, dtype=bool)  # a decoder: query i sees keys j ≤ i
-    spec = weight_panels(patterns.reshape(n_layer * n_head, T, T), labels, visible, titles, title, height=height).to_dict()
+    spec = weight_panels(patterns.reshape(n_layer * n_head, T, T), labels, visible, titles, title, height=height, per_row=per_row).to_dict()
     shapes = []
     for trace in spec["data"]:  # each map's own axes, as the panels were laid out
         axes = {"xref": trace.get("xaxis", "x"), "yref": trace.get("yaxis", "y")}

@@ -51,10 +51,20 @@ PANELS_PER_ROW = 6  # more maps than this wrap into rows of equal length (SmolLM
 
 
 def weight_panels(
-    maps: np.ndarray, labels: Sequence[str], visible: np.ndarray, titles: Sequence[str], title: str, *, zmax: float = 1.0, hide: Sequence[int] = (), value_name: str = "weight", height: int = 360
+    maps: np.ndarray,
+    labels: Sequence[str],
+    visible: np.ndarray,
+    titles: Sequence[str],
+    title: str,
+    *,
+    zmax: float = 1.0,
+    hide: Sequence[int] = (),
+    value_name: str = "weight",
+    height: int = 360,
+    per_row: int = PANELS_PER_ROW,
 ) -> go.Figure:
     """Several (T, T) weight maps, maps (n, T, T), side by side in one figure on ONE colour scale 0…zmax (a shared colour axis);
-    more than PANELS_PER_ROW maps wrap into rows, each `height` high.
+    more than per_row maps wrap into rows of equal length, each `height` high.
 
     Masked cells, and the columns `hide` (attention sinks), are blank; the weights shown are not rescaled.
     The hover gives positions (the axes name the tokens): per-cell text for n maps would cost more than the maps.
@@ -63,7 +73,7 @@ def weight_panels(
     shown = np.where(visible, maps, np.nan).astype(np.float32)  # (n, T, T)
     shown[..., list(hide)] = np.nan
     ticks = token_axis(labels)
-    n_rows = -(-n // PANELS_PER_ROW)
+    n_rows = -(-n // max(1, per_row))
     per_row = -(-n // n_rows)
     gap, vgap = 0.03, 160 / (height * n_rows)  # between maps; between rows, room for tick labels and the next row's titles
     width, row_height = (1 - gap * (per_row - 1)) / per_row, (1 - vgap * (n_rows - 1)) / n_rows

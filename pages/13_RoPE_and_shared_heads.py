@@ -107,7 +107,7 @@ def part_shared() -> None:
         **ui.choice("gqa_group", range(cfg.n_kv_heads), cfg.kv_head(H)),
         format_func=lambda k: f"K/V head {k} (query heads {', '.join(map(str, gqa.group_heads(cfg, k)))})",
     )
-    k_fig, v_fig, p_fig, grp = cached.gqa_figures(state.model, state.sentence, state.temperature, L, g, tr)
+    k_fig, v_fig, p_fig, grp = cached.gqa_figures(state.model, state.sentence, state.temperature, L, g, ui.panels_per_row("gqa_patterns", cfg.n_head // cfg.n_kv_heads), tr)
     ui.show_figure(p_fig, key="gqa_patterns")
     st.caption(gqa.differences_text(grp))
     ui.show_figure(k_fig, key="gqa_keys")

@@ -46,7 +46,7 @@ def replay_view() -> None:
     m[1].metric("Loss on the predictable symbols", f"{s.loss_repeated:.3f}")
     m[2].metric("Best induction score, layer 1", f"{s.scores.induction[1].max():.2f}")
     m[3].metric("Best previous-token score, layer 0", f"{s.scores.previous_token[0].max():.2f}")
-    figs = training.replay_figures(i, score)
+    figs = training.replay_figures(i, score, ui.panels_per_row("heads_patterns", cfg.n_head))
     ui.show_figure(figs["loss"], key="heads_loss")
     st.caption(
         f"Grey: each step's own training batch. The random symbols' loss cannot fall below log {cfg.n_symbols} = {hf.guess_loss(rp):.2f} "
@@ -88,7 +88,7 @@ def live_view() -> None:
     if live.running != running:
         st.rerun()  # started or finished: set the timer again
     st.progress(live.progress, text=training.live_status(live))
-    figs = training.live_figures(live.run, live.snapshots) if watch else None
+    figs = training.live_figures(live.run, live.snapshots, ui.panels_per_row("heads_live_patterns", training.LIVE_CONFIG.n_head)) if watch else None
     for name, fig in (figs or {}).items():
         ui.show_figure(fig, key=f"heads_live_{name}")
 

@@ -36,7 +36,7 @@ key = (state.model, state.sentence, state.temperature)  # fixes the trace
 
 
 def layer_heads() -> None:
-    fig, zmax = cm.heads_figure(*key, L, hide, tr)
+    fig, zmax = cm.heads_figure(*key, L, hide, ui.panels_per_row("multihead_heads", nh), tr)
     scale = f"All {nh} maps use the same colour scale, from 0 to {zmax:.3f} (the largest weight shown), so a darker cell means more weight in any of them."
     ui.explain(f"Each map is one head: row i = the token looking (query), column j = the token looked at (key). {scale}")
     ui.show_figure(fig, key="multihead_heads")
@@ -47,7 +47,7 @@ def layer_heads() -> None:
 def averages() -> None:
     ui.explain("Averaging the maps gives a rough summary of where the model looks. **These are averages, not heads**: the model never uses them, and averaging blurs heads that look apart.")
     st.latex(r"\bar\alpha^{(\ell)} = \frac{1}{h}\sum_{h'} \alpha^{(\ell, h')}, \qquad \bar\alpha = \frac{1}{L\,h}\sum_{\ell, h'} \alpha^{(\ell, h')}")
-    ui.show_figure(cm.averages_figure(*key, L, hide, tr), key="multihead_means")
+    ui.show_figure(cm.averages_figure(*key, L, hide, ui.panels_per_row("multihead_means", 2), tr), key="multihead_means")
 
 
 def every_head_part() -> None:

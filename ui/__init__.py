@@ -4,6 +4,7 @@ from . import serving
 from .models import get_model, get_trace, get_traces
 from .page import SIDE_BY_SIDE_PX, choice, explain, folded, head_role, kept, kept_subset, kept_within, lazy_tabs, note, show_figure, side_by_side, stacking, token_clicks, trace_or_stop
 from .state import PRESETS, State, sidebar
+from .widths import panels_per_row
 
 serving.install()  # one script run at a time per process (ui/serving.py)
 
@@ -22,6 +23,7 @@ __all__ = [
     "kept_within",
     "lazy_tabs",
     "note",
+    "panels_per_row",
     "show_figure",
     "SIDE_BY_SIDE_PX",
     "side_by_side",

@@ -80,7 +80,7 @@ def rope_shifts(model_name: str, sentence: str, tau: float, layer: int, head: in
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
-def gqa_figures(model_name: str, sentence: str, tau: float, layer: int, g: int, _tr: Trace) -> tuple[go.Figure, go.Figure, go.Figure, gqa.Group]:
+def gqa_figures(model_name: str, sentence: str, tau: float, layer: int, g: int, per_row: int, _tr: Trace) -> tuple[go.Figure, go.Figure, go.Figure, gqa.Group]:
     """K and V of every key/value head of `layer`, and the patterns of key/value head g's query heads."""
     cfg = get_model(model_name).cfg
     labels = _tr.encoding.labels
@@ -92,7 +92,7 @@ def gqa_figures(model_name: str, sentence: str, tau: float, layer: int, g: int, 
     grp = gqa.group(_tr, cfg, layer, g)
     visible = visible_keys(_tr, layer)[grp.heads[0]]  # (T, T) the same mask for every head
     titles = [f"query head {h}" for h in grp.heads]
-    p_fig = weight_panels(grp.patterns, labels, visible, titles, f"Weights of the query heads that share K/V head {g}, layer {layer}")
+    p_fig = weight_panels(grp.patterns, labels, visible, titles, f"Weights of the query heads that share K/V head {g}, layer {layer}", per_row=per_row)
     return k_fig, v_fig, p_fig, grp
 
 

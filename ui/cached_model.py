@@ -136,23 +136,23 @@ def input_figures(model_name: str, sentence: str, _tr: Trace) -> tuple[go.Figure
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
-def heads_figure(model_name: str, sentence: str, tau: float, layer: int, hide: tuple[int, ...], _tr: Trace) -> tuple[go.Figure, float]:
-    """Every head of `layer` side by side on one colour scale, and the top of that scale."""
+def heads_figure(model_name: str, sentence: str, tau: float, layer: int, hide: tuple[int, ...], per_row: int, _tr: Trace) -> tuple[go.Figure, float]:
+    """Every head of `layer` side by side (at most per_row in a row) on one colour scale, and the top of that scale."""
     w, mask = _tr[f"blocks.{layer}.attn.hook_pattern"], heads.key_mask(_tr)  # (nh, T, T), (T, T)
     zmax = heads.shown_max(w, mask, hide)
     titles = [f"head {h}" for h in range(len(w))]
-    return fm.weight_panels(w, _tr.encoding.labels, mask, titles, f"The heads of layer {layer}, one colour scale 0 … {zmax:.3f}", zmax=zmax, hide=hide), zmax
+    return fm.weight_panels(w, _tr.encoding.labels, mask, titles, f"The heads of layer {layer}, one colour scale 0 … {zmax:.3f}", zmax=zmax, hide=hide, per_row=per_row), zmax
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
-def averages_figure(model_name: str, sentence: str, tau: float, layer: int, hide: tuple[int, ...], _tr: Trace) -> go.Figure:
-    """The mean pattern of `layer`'s heads and of every head of the model."""
+def averages_figure(model_name: str, sentence: str, tau: float, layer: int, hide: tuple[int, ...], per_row: int, _tr: Trace) -> go.Figure:
+    """The mean pattern of `layer`'s heads and of every head of the model (side by side when per_row ≥ 2)."""
     n_layer, nh = _tr.cfg.n_layer, _tr.cfg.n_head
     means = np.stack([heads.mean_pattern(_tr, layer), heads.mean_pattern(_tr, None)])  # (2, T, T)
     mask = heads.key_mask(_tr)[None]  # (1, T, T)
     titles = [f"AVERAGE over the {nh} heads of layer {layer}", f"AVERAGE over all {n_layer * nh} heads ({n_layer} layers × {nh} heads)"]
     top = heads.shown_max(means, mask, hide)
-    return fm.weight_panels(means, _tr.encoding.labels, mask, titles, f"Averages (not heads), one colour scale 0 … {top:.3f}", zmax=top, hide=hide, value_name="mean weight")
+    return fm.weight_panels(means, _tr.encoding.labels, mask, titles, f"Averages (not heads), one colour scale 0 … {top:.3f}", zmax=top, hide=hide, value_name="mean weight", per_row=per_row)
 
 
 THUMB = 32  # overview thumbnails are at most THUMB × THUMB cells

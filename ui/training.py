@@ -56,8 +56,9 @@ def replay() -> ti.Replay:
         return _REPLAY
 
 
-def charts(rp: ti.Replay, index: int, score: str) -> dict[str, go.Figure]:
-    """The page's three figures at snapshot `index`: the loss curve, one score's curve per head, every head's pattern."""
+def charts(rp: ti.Replay, index: int, score: str, per_row: int) -> dict[str, go.Figure]:
+    """The page's three figures at snapshot `index`: the loss curve, one score's curve per head, every head's pattern
+    (at most per_row maps in a row)."""
     steps, cfg = rp.steps, rp.config
     step = int(steps[index])
     phase = hf.phase_change(steps, rp.series("loss"))
@@ -72,14 +73,14 @@ def charts(rp: ti.Replay, index: int, score: str) -> dict[str, go.Figure]:
     head_colors = fh.head_colors(cfg.n_layer, cfg.n_head)
     scores = fh.step_lines(steps, curves, f"{info.title} score of every head", info.title.lower(), current=step, band=band, threshold=roles.threshold_of(score), colors=head_colors)
     title = f"Every head on the probe at step {step}"
-    maps = fh.head_patterns(rp.snapshots[index].patterns, hf.probe_labels(rp), hf.head_titles(rp, index), title, repeat_from=rp.repeat_from, run=cfg.probe_run)
+    maps = fh.head_patterns(rp.snapshots[index].patterns, hf.probe_labels(rp), hf.head_titles(rp, index), title, repeat_from=rp.repeat_from, run=cfg.probe_run, per_row=per_row)
     return {"loss": loss, "scores": scores, "patterns": maps}
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def replay_figures(index: int, score: str) -> dict[str, go.Figure]:
-    """charts() of the bundled replay, cached per (snapshot, score)."""
-    return charts(replay(), index, score)
+def replay_figures(index: int, score: str, per_row: int) -> dict[str, go.Figure]:
+    """charts() of the bundled replay, cached per (snapshot, score, maps per row)."""
+    return charts(replay(), index, score, per_row)
 
 
 def advance(key: str, steps: list[int]) -> bool:
@@ -195,10 +196,10 @@ def start_live(owner: str) -> None:
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
-def live_figures(run: int, snapshots: int) -> dict[str, go.Figure] | None:
+def live_figures(run: int, snapshots: int, per_row: int) -> dict[str, go.Figure] | None:
     """charts() of live run number `run` at its latest snapshot, once per new snapshot for every watcher."""
     view = LIVE.view(snapshots) if LIVE.run == run else None
-    return None if view is None else charts(view, snapshots - 1, "induction")
+    return None if view is None else charts(view, snapshots - 1, "induction", per_row)
 
 
 def live_status(live: LiveTraining) -> str:

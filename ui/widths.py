@@ -19,11 +19,18 @@ import math
 
 import streamlit as st
 
+from figures.multihead import PANELS_PER_ROW
+
 from .watcher import watcher
 
 KEY = "atlas_chart_widths"
 MIN_W, MAX_W = 150.0, 8000.0  # Streamlit never draws a chart narrower than 150 px
 MAX_CHARTS = 200
+# A figure of several maps side by side (figures.multihead.weight_panels) puts in a row as many as its width holds:
+PANEL_PX = 150  # one map, readable from ~140 px, and the gap to the next
+PANEL_FRAME_PX = 260  # beside the maps: the y tick labels and title on the left (~115 px), the colour bar on the right (~140)
+PANELS_KEY = "atlas_panels_per_row"  # chart key → (its number of maps, the maps per row it was drawn with)
+REDRAW_KEY = "atlas_redraw"
 
 # Measures the frame Streamlit itself measures (stFullScreenFrame, getBoundingClientRect().width) for every chart in
 # an element container with a user key, skipping hidden tabs (width 0) and full-screen charts. Reports only changes,
@@ -55,9 +62,33 @@ _measure = measurer()
 
 @st.fragment
 def measure() -> None:
-    """Mount the measuring component (once per page run; its reports rerun only this fragment); nothing without it."""
+    """Mount the measuring component (once per page run; its reports rerun only this fragment); nothing without it.
+    A report that changes how many maps a panel figure fits in a row reruns the page, to draw it again."""
     if _measure is not None:
-        _measure(key=KEY, on_widths_change=lambda: None, height=0)
+        _measure(key=KEY, on_widths_change=_check_panels, height=0)
+    if st.session_state.pop(REDRAW_KEY, False):
+        st.rerun(scope="app")
+
+
+def _check_panels() -> None:
+    drawn = st.session_state.get(PANELS_KEY, {})
+    if any(min(n, per_row_at(width_of(key))) != per_row for key, (n, per_row) in drawn.items()):
+        st.session_state[REDRAW_KEY] = True
+
+
+def per_row_at(width: float | None) -> int:
+    """How many maps of a panel figure fit in a row of a chart `width` px wide (PANELS_PER_ROW when not measured)."""
+    if width is None:
+        return PANELS_PER_ROW
+    return int(max(1, min(PANELS_PER_ROW, (width - PANEL_FRAME_PX) // PANEL_PX)))
+
+
+def panels_per_row(key: str, n: int) -> int:
+    """How many of its n maps the chart `key` puts in a row at its last measured width; remembered, so that a new
+    width that changes it redraws the page."""
+    per_row = min(n, per_row_at(width_of(key)))
+    st.session_state.setdefault(PANELS_KEY, {})[key] = (n, per_row)
+    return per_row
 
 
 def width_of(key: str) -> float | None:

@@ -54,3 +54,32 @@ def test_a_bad_report_is_ignored(report):
     at = run_with(report)
     assert_ok(at)
     assert drawn_widths(at)["masking_mask"] is None
+
+
+def panel_rows(spec: dict) -> list[int]:
+    """How many maps of a panel figure sit in each row (maps of a row share their y axis)."""
+    rows: dict[str, int] = {}
+    for trace in spec["data"]:
+        rows[trace.get("yaxis", "y")] = rows.get(trace.get("yaxis", "y"), 0) + 1
+    return list(rows.values())
+
+
+@pytest.mark.parametrize(("width", "rows"), [(None, [4]), (358.0, [1, 1, 1, 1]), (570.0, [2, 2]), (1100.0, [4])])
+def test_the_heads_of_a_layer_wrap_into_as_many_rows_as_the_width_needs(width, rows):
+    """(At 390 px the four heads of a layer were crushed into one row, their titles overprinting.) Each map gets at
+    least widths.PANEL_PX: the bundled model's four heads one per row on a phone, two by two on a laptop with the
+    sidebar open, four in a row on a wide screen, and four in a row before any width is known."""
+    at = AppTest.from_file(page_path("7_Multi_head"), default_timeout=TIMEOUT)
+    at.query_params["model"] = "shakespeare-gpt"
+    if width is not None:
+        at.session_state[widths.KEY] = {"widths": {"multihead_heads": width}}
+    at.run()
+    assert_ok(at)
+    assert panel_rows(charts_by_key(at)["multihead_heads"]) == rows
+
+
+@pytest.mark.parametrize(("width", "expected"), [(None, 6), (150.0, 1), (358.0, 1), (570.0, 2), (736.0, 3), (980.0, 4), (8000.0, 6)])
+def test_panels_per_row_leaves_each_map_its_width(width, expected):
+    assert widths.per_row_at(width) == expected
+    if width is not None and 1 < expected < 6:
+        assert (width - widths.PANEL_FRAME_PX) / expected >= widths.PANEL_PX > (width - widths.PANEL_FRAME_PX) / (expected + 1)  # one more would not fit

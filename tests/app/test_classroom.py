@@ -237,13 +237,14 @@ def test_a_session_keeps_no_trace_of_its_own(monkeypatch):
     would keep 50 traces alive beyond the shared cache's byte budget."""
     monkeypatch.setattr(ui.models, "TRACES", ui.models.TraceCache(budget=2**30))
     ui.get_model("shakespeare-gpt")  # loaded (and the collector's frozen set made) before the page's objects exist
-    at = run_page("pages/3_One_head.py", model="shakespeare-gpt", sentence="the cat and the dog")
+    sentence = "a sentence no other test runs"
+    at = run_page("pages/3_One_head.py", model="shakespeare-gpt", sentence=sentence)
     assert_ok(at)
     assert "The model's trace (NPZ)" in [b.proto.label for b in at.sidebar.get("download_button")]
     run_page("pages/6_Lecture_example.py")  # the last run's script globals (Streamlit's __main__) hold no trace either
     ui.models.TRACES._items.clear()  # the cache lets go of the page's trace …
     gc.collect()
-    assert not [o for o in gc.get_objects() if isinstance(o, Trace)]  # … and nothing else holds it
+    assert not [o for o in gc.get_objects() if isinstance(o, Trace) and o.encoding.text == sentence]  # … and nothing else holds it
 
 
 def test_the_csv_holds_the_home_maps_weights():

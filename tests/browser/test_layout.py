@@ -26,6 +26,8 @@ PAGES = {
     "lecture": ("Lecture_example", None, None),
     "next": ("Next_token", None, "Generate one token"),  # the generation timeline and its step bars
     "qkmap": ("Query_key_map", None, None),  # a map drawn to scale (x and y in the same units)
+    "heads": ("Multi_head?model=shakespeare-gpt", None, None),  # a layer's heads side by side, wrapping into rows
+    "forming": ("Heads_forming", None, None),  # eight heads in two layers, and two line charts with legends above
 }
 MIN_PLOT_PX = 240  # the plot area of a chart (inside its axes)
 MAX_BLANK_PX = 96  # the tallest band with nothing drawn in it, between a chart's plot area and its bottom edge
@@ -68,8 +70,13 @@ NARROW_IN_COLUMNS = {
     ("next", "Step "): (390,),  # 233
     ("next", "Logit lens"): (390,),  # 61: one column per token
     ("qkmap", "Queries and keys"): (390,),  # 233
+    ("forming", "Induction score of every head"): (390,),  # 233
 }
 MIN_LISTED_PX = 60
+# Figures of several maps (figures.multihead.weight_panels) wrap their maps into rows at the width the browser measured
+# (ui.widths.panels_per_row): each map holds MIN_MAP_PX, or MIN_MAP_PHONE_PX on a phone, where one map has the row.
+PANEL_FIGURES = {("heads", "The heads of layer"), ("forming", "Every head on the probe")}
+MIN_MAP_PX, MIN_MAP_PHONE_PX = 140, 100
 # Charts that may leave a taller blank band (at most MAX_LISTED_BLANK_PX) at these widths: plotly turns x labels
 # vertical when they crowd, so a chart's bottom margin holds them standing (figures/margins.py, sized before any
 # width is known); on a wide screen plotly draws them level, and the room they would have taken stays blank.
@@ -87,7 +94,8 @@ MEASURE = """() => {
     const titles = [...p.querySelectorAll('text.gtitle, text.xtitle, text[class^="x"][class$="title"], text.ytitle, text[class^="y"][class$="title"]')]
       .filter(e => e.textContent.trim()).map(e => ({cls: e.getAttribute('class'), text: e.textContent, ...box(e)}));
     const legend = p.querySelector('.legend .bg');
-    const below = [...p.querySelectorAll('.xtick text, text.xtitle, .legend .bg, .colorbar')].map(box);
+    // drawn under the plot: every x axis's labels and title (x2, x3, … of a figure's other maps), those maps and their titles
+    const below = [...p.querySelectorAll('.xaxislayer-above text, text[class^="x"][class$="title"], .legend .bg, .colorbar, .nsewdrag, .annotation')].map(box);
     return {
       title: (p.querySelector('text.gtitle') || {textContent: ''}).textContent,
       svg: box(p), plot: drags[0] || null, titles, legend: legend ? box(legend) : null, below,
@@ -181,12 +189,17 @@ def test_no_blank_band_under_a_chart(measured, name, width):
 
 @pytest.mark.parametrize(("name", "width"), CASES, ids=IDS)
 def test_plot_areas_are_wide_enough(measured, name, width):
-    """(Lecture page at 768 px: its matrices in three columns drawn 2 px wide; the binary counter likewise.) Every plot
-    area is at least MIN_PLOT_PX wide, except the charts listed in NARROW_IN_COLUMNS, which must hold MIN_LISTED_PX."""
+    """(Lecture page at 768 px: its matrices in three columns drawn 2 px wide; the binary counter likewise; Multi-head
+    at 390 px: four maps of ~60 px in a row.) Every plot area is at least MIN_PLOT_PX wide, except the charts listed in
+    NARROW_IN_COLUMNS, which must hold MIN_LISTED_PX, and the maps of PANEL_FIGURES (MIN_MAP_PX)."""
     too_narrow = []
     for c in measured(name, width)["charts"]:
         w = c["plot"]["w"] if c["plot"] else 0
-        if w < (MIN_LISTED_PX if listed(NARROW_IN_COLUMNS, name, c["title"], width) else MIN_PLOT_PX):
+        if any(name == n and c["title"].startswith(prefix) for n, prefix in PANEL_FIGURES):
+            least = MIN_MAP_PHONE_PX if width < 500 else MIN_MAP_PX
+        else:
+            least = MIN_LISTED_PX if listed(NARROW_IN_COLUMNS, name, c["title"], width) else MIN_PLOT_PX
+        if w < least:
             too_narrow.append(f"{c['title']!r}: {w:.0f} px")
     assert too_narrow == []
 

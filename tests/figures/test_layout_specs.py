@@ -7,7 +7,9 @@ import numpy as np
 from figures import margins
 from figures.common import LEGEND_BELOW, grouped_bars
 from figures.context import cosine_lines
+from figures.heads_forming import head_patterns
 from figures.matrices import lecture_figures
+from figures.multihead import weight_panels
 from figures.positions import bits_heatmap
 from figures.softmax import dk_lines, temperature_curves
 
@@ -68,3 +70,31 @@ def test_cell_valued_maps_have_no_colour_bar():
     assert all(f.to_dict()["data"][0]["showscale"] is False for f in figs.values())
     assert margins._colorbar_px(figs["weights"].to_dict()["data"], layout(figs["weights"])) == 0
     assert layout(figs["weights"])["height"] > max(layout(f)["height"] for k, f in figs.items() if k != "weights")
+
+
+def map_rows(fig) -> list[list[int]]:
+    """The maps of a panel figure by row (maps of a row share their y axis), each map by its index."""
+    rows: dict[str, list[int]] = {}
+    for k, trace in enumerate(fig.to_dict()["data"]):
+        if trace.get("type") == "heatmap":
+            rows.setdefault(trace.get("yaxis", "y"), []).append(k)
+    return list(rows.values())
+
+
+def test_panel_maps_wrap_into_rows_of_per_row():
+    maps, labels = np.full((4, 3, 3), 1 / 3), ["a", "b", "c"]
+    visible = np.ones((3, 3), dtype=bool)
+    assert map_rows(weight_panels(maps, labels, visible, ["0", "1", "2", "3"], "t")) == [[0, 1, 2, 3]]
+    assert map_rows(weight_panels(maps, labels, visible, ["0", "1", "2", "3"], "t", per_row=2)) == [[0, 1], [2, 3]]
+    assert map_rows(weight_panels(maps, labels, visible, ["0", "1", "2", "3"], "t", per_row=3)) == [[0, 1], [2, 3]]  # rows of equal length
+    assert map_rows(weight_panels(maps, labels, visible, ["0", "1", "2", "3"], "t", per_row=1)) == [[0], [1], [2], [3]]
+
+
+def test_a_layers_heads_never_share_a_row_with_the_next_layers():
+    """Heads forming: 2 layers × 4 heads; three maps would fit in a row, but a row holds two, so that each layer's
+    heads fill whole rows."""
+    patterns = np.full((2, 4, 6, 6), 1 / 6)
+    titles = [f"head {layer}.{h}" for layer in range(2) for h in range(4)]
+    rows = map_rows(head_patterns(patterns, list("abcdef"), titles, "t", repeat_from=3, run=3, per_row=3))
+    assert rows == [[0, 1], [2, 3], [4, 5], [6, 7]]
+    assert map_rows(head_patterns(patterns, list("abcdef"), titles, "t", repeat_from=3, run=3)) == [[0, 1, 2, 3], [4, 5, 6, 7]]
