@@ -74,11 +74,16 @@ def wait_rendered(page, timeout: float = 90_000) -> None:
         page.wait_for_function(done, timeout=timeout)
 
 
-# Every text in the page that Streamlit cuts with "…" (a button's text, a metric's label, a page link's title), and
-# every select box whose chosen value is wider than its box.
+# Every text in the page that Streamlit cuts with "…" (a button's text, a metric's label, a page link's title), every
+# select box whose chosen value is wider than its box, and every widget label that runs out of its column (under the
+# next column's controls).
 CUT = """() => [...document.querySelectorAll('[data-testid="stMain"] *')]
   .filter((e) => e.clientWidth > 0 && getComputedStyle(e).textOverflow === 'ellipsis' && e.scrollWidth > e.clientWidth + 1)
   .concat([...document.querySelectorAll('[data-testid="stMain"] [data-testid="stSelectbox"] input')].filter((e) => e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 1))
+  .concat([...document.querySelectorAll('[data-testid="stMain"] [data-testid="stWidgetLabel"]')].filter((e) => {
+    const col = e.closest('[data-testid="stColumn"]');
+    return col && e.clientWidth > 0 && Math.max(...[...e.querySelectorAll('*')].map((c) => c.getBoundingClientRect().right)) > col.getBoundingClientRect().right + 1;
+  }))
   .map((e) => (e.value || e.textContent).slice(0, 60))"""
 
 

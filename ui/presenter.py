@@ -43,7 +43,7 @@ html {{ font-size: 19px; }}
 [data-testid="stCaptionContainer"] {{ display: none; }}
 [data-testid="stMainBlockContainer"] {{ padding-top: 4rem; max-width: none; }}
 h1 {{ font-size: 2rem !important; padding-top: 0 !important; }}
-.st-key-{BAR_KEY} label p {{ font-size: 0.8rem; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }}
+.st-key-{BAR_KEY} label p {{ font-size: 0.8rem; }}
 </style>"""
 HIDDEN_KEYS_CSS = "<style>.st-key-step_pageup, .st-key-step_pagedown { display: none; }</style>"
 
