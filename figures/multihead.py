@@ -73,28 +73,39 @@ def weight_panels(
     shown = np.where(visible, maps, np.nan).astype(np.float32)  # (n, T, T)
     shown[..., list(hide)] = np.nan
     ticks = token_axis(labels)
+    heatmaps = [
+        {"type": "heatmap", "z": shown[k], "x": np.arange(T), "y": np.arange(T), "coloraxis": "coloraxis", "hoverongaps": False,
+         "hovertemplate": f"{esc(titles[k])}<br>query %{{y}} → key %{{x}}<br>{esc(value_name)} = %{{z:.4f}}<extra></extra>"}
+        for k in range(n)
+    ]
+    y_axis, x_axis = {**ticks, "autorange": "reversed", "title": title_dict("query i (looking)")}, {**ticks, "title": title_dict("key j")}
+    traces, lay, rows = panel_grid(heatmaps, titles, y_axis, x_axis, per_row, height)
+    lay["coloraxis"] = {"colorscale": SEQUENTIAL, "cmin": 0, "cmax": zmax, "colorbar": {"thickness": 12, "title": title_dict(value_name)}}
+    return figure(traces, layout_dict(title, height * rows, plot_bgcolor="#d9d9d9", **lay))
+
+
+def panel_grid(panels: list[dict], titles: Sequence[str], y_axis: dict, x_axis: dict, per_row: int, height: int) -> tuple[list[dict], dict, int]:
+    """Panels (traces without axes) in rows of at most per_row, all rows of equal length and `height` px high: each
+    row gets its own y axis (y_axis), each panel its own x axis (x_axis) and its title above it. Returns the traces
+    with their axes, the layout's axes and annotations, and the number of rows."""
+    n = len(panels)
     n_rows = -(-n // max(1, per_row))
     per_row = -(-n // n_rows)
-    gap, vgap = 0.03, 160 / (height * n_rows)  # between maps; between rows, room for tick labels and the next row's titles
+    gap, vgap = 0.03, 160 / (height * n_rows)  # between panels; between rows, room for tick labels and the next row's titles
     width, row_height = (1 - gap * (per_row - 1)) / per_row, (1 - vgap * (n_rows - 1)) / n_rows
     traces, lay = [], {"annotations": []}
-    lay["coloraxis"] = {"colorscale": SEQUENTIAL, "cmin": 0, "cmax": zmax, "colorbar": {"thickness": 12, "title": title_dict(value_name)}}
     for r in range(n_rows):
         top = 1 - r * (row_height + vgap)
-        y_axis = {**ticks, "autorange": "reversed", "title": title_dict("query i (looking)")}
         domain = [round(max(0.0, top - row_height), 6), round(min(1.0, top), 6)]
         lay["yaxis" + ("" if r == 0 else str(r + 1))] = y_axis if n_rows == 1 else {**y_axis, "domain": domain, "anchor": f"x{r * per_row + 1 if r else ''}"}
-    for k in range(n):
+    for k, panel in enumerate(panels):
         r, c = divmod(k, per_row)
         ax, ay = "" if k == 0 else str(k + 1), "" if r == 0 else str(r + 1)
-        hover = f"{esc(titles[k])}<br>query %{{y}} → key %{{x}}<br>{esc(value_name)} = %{{z:.4f}}<extra></extra>"
-        traces.append(
-            {"type": "heatmap", "z": shown[k], "x": np.arange(T), "y": np.arange(T), "xaxis": "x" + ax, "yaxis": "y" + ay, "coloraxis": "coloraxis", "hoverongaps": False, "hovertemplate": hover}
-        )
-        lay["xaxis" + ax] = {**ticks, "domain": [round(c * (width + gap), 6), round(min(1.0, c * (width + gap) + width), 6)], "anchor": "y" + ay, "title": title_dict("key j")}
+        traces.append({**panel, "xaxis": "x" + ax, "yaxis": "y" + ay})
+        lay["xaxis" + ax] = {**x_axis, "domain": [round(c * (width + gap), 6), round(min(1.0, c * (width + gap) + width), 6)], "anchor": "y" + ay}
         top = 1.0 if n_rows == 1 else 1 - r * (row_height + vgap)
         lay["annotations"].append({"text": esc(titles[k]), "xref": f"x{ax} domain", "yref": "paper", "x": 0.5, "y": top, "yanchor": "bottom", "showarrow": False})
-    return figure(traces, layout_dict(title, height * n_rows, plot_bgcolor="#d9d9d9", **lay))
+    return traces, lay, n_rows
 
 
 def mosaic_slices(n_layer: int, n_head: int, n: int) -> tuple[dict[tuple[int, int], tuple[slice, slice]], tuple[int, int]]:

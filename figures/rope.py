@@ -9,7 +9,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .attention import vectors_heatmap
-from .common import DIVERGING, bars, esc, figure, layout_dict, named_scale, title_dict
+from .common import DIVERGING, LEGEND_BELOW, bars, esc, figure, layout_dict, named_scale, title_dict
+from .multihead import PANELS_PER_ROW, panel_grid
 
 TAU = 2 * np.pi
 Q_COLOR, K_COLOR = "#1f77b4", "#ff7f0e"
@@ -60,8 +61,7 @@ def wavelength_chart(wavelengths: np.ndarray, n_tokens: int, title: str) -> go.F
         "hovertemplate": f"your text: {n_tokens} tokens<extra></extra>",
     }
     axes = {"xaxis": {"title": title_dict("pair i")}, "yaxis": {"title": title_dict("positions per turn (2π / ω_i)"), "type": "log"}}
-    legend = {"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0}
-    return figure([pairs, sentence], layout_dict(title, 360, legend=legend, **axes))
+    return figure([pairs, sentence], layout_dict(title, 360, legend=LEGEND_BELOW, **axes))
 
 
 def before_after_heatmap(rows: np.ndarray, names: Sequence[str], title: str) -> go.Figure:
@@ -185,21 +185,21 @@ def sharing_heatmap(table: np.ndarray, title: str) -> go.Figure:
     return figure([hm], layout_dict(title, 80 + 28 * nh, **axes))
 
 
-def head_panels(arrays: np.ndarray, labels: Sequence[str], titles: Sequence[str], title: str, *, value_name: str) -> go.Figure:
-    """Several (T, d) arrays, (n, T, d), side by side on ONE diverging colour scale: K (or V) of each key/value head."""
+def head_panels(arrays: np.ndarray, labels: Sequence[str], titles: Sequence[str], title: str, *, value_name: str, per_row: int = PANELS_PER_ROW) -> go.Figure:
+    """Several (T, d) arrays, (n, T, d), side by side (at most per_row in a row) on ONE diverging colour scale: K (or V)
+    of each key/value head. The colour bar is titled with value_name's first word (the chart's title says the rest)."""
     n, T, d = arrays.shape
     top = float(np.abs(arrays).max()) or 1.0
-    gap = 0.03
-    width = (1 - gap * (n - 1)) / n
     step = max(1, T // 40)
     ticks = {"tickmode": "array", "tickvals": list(range(0, T, step)), "ticktext": [esc(labels[i]) for i in range(0, T, step)]}
-    lay = {"yaxis": {**ticks, "autorange": "reversed", "title": title_dict("token")}, "annotations": []}
-    lay["coloraxis"] = {"colorscale": DIVERGING, "cmin": -top, "cmax": top, "colorbar": {"thickness": 12, "title": title_dict(value_name)}}
-    traces = []
-    for k in range(n):
-        ax = "" if k == 0 else str(k + 1)
-        hover = f"{esc(titles[k])}<br>token %{{y}}, dimension %{{x}}<br>{esc(value_name)} = %{{z:.4g}}<extra></extra>"
-        traces.append({"type": "heatmap", "z": arrays[k].astype(np.float32), "x": np.arange(d), "y": np.arange(T), "xaxis": "x" + ax, "yaxis": "y", "coloraxis": "coloraxis", "hovertemplate": hover})
-        lay["xaxis" + ax] = {"domain": [k * (width + gap), k * (width + gap) + width], "anchor": "y", "title": title_dict("dimension"), "dtick": 16 if d >= 48 else None}
-        lay["annotations"].append({"text": esc(titles[k]), "xref": f"x{ax} domain", "yref": "paper", "x": 0.5, "y": 1.0, "yanchor": "bottom", "showarrow": False})
-    return figure(traces, layout_dict(title, min(640, max(260, 120 + 16 * T)), **lay))
+    panels = [
+        {"type": "heatmap", "z": arrays[k].astype(np.float32), "x": np.arange(d), "y": np.arange(T), "coloraxis": "coloraxis",
+         "hovertemplate": f"{esc(titles[k])}<br>token %{{y}}, dimension %{{x}}<br>{esc(value_name)} = %{{z:.4g}}<extra></extra>"}
+        for k in range(n)
+    ]
+    y_axis = {**ticks, "autorange": "reversed", "title": title_dict("token")}
+    x_axis = {"title": title_dict("dimension"), "dtick": 16 if d >= 48 else None}
+    height = min(640, max(260, 120 + 16 * T))
+    traces, lay, rows = panel_grid(panels, titles, y_axis, x_axis, per_row, height)
+    lay["coloraxis"] = {"colorscale": DIVERGING, "cmin": -top, "cmax": top, "colorbar": {"thickness": 12, "title": title_dict(value_name.split()[0])}}
+    return figure(traces, layout_dict(title, height * rows, **lay))

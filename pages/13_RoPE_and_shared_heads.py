@@ -54,9 +54,7 @@ def part_angles() -> None:
     if no_rope("angles"):
         return
     table, waves = cached.rope_angle_figures(state.model, st.slider("Positions shown", 8, 512, **ui.kept("rope_npos", max(64, min(T, 512)))), T)
-    for col, fig, key in zip(st.columns(2), (table, waves), ("rope_angles", "rope_waves"), strict=True):
-        with col:
-            ui.show_figure(fig, key=key)
+    ui.side_by_side({"rope_angles": table, "rope_waves": waves})
     st.markdown(rope.angles_text(cfg))
 
 
@@ -94,7 +92,7 @@ def part_shift() -> None:
 
 def part_shared() -> None:
     st.latex(rf"g = \left\lfloor h \,/\, (n_{{\mathrm{{head}}}} / n_{{\mathrm{{kv}}}}) \right\rfloor = \left\lfloor h / {gqa.group_size(cfg)} \right\rfloor")
-    c1, c2 = st.columns([1, 2])
+    c1, c2 = ui.stacking("gqa_intro", ui.SIDE_BY_SIDE_PX).columns([1, 2])
     with c1:
         ui.show_figure(frope.sharing_heatmap(gqa.sharing_table(cfg), f"{cfg.n_head} query heads, {cfg.n_kv_heads} key/value heads"), key="gqa_table")
     if not gqa.has_gqa(cfg):
@@ -107,7 +105,8 @@ def part_shared() -> None:
         **ui.choice("gqa_group", range(cfg.n_kv_heads), cfg.kv_head(H)),
         format_func=lambda k: f"K/V head {k} (query heads {', '.join(map(str, gqa.group_heads(cfg, k)))})",
     )
-    k_fig, v_fig, p_fig, grp = cached.gqa_figures(state.model, state.sentence, state.temperature, L, g, ui.panels_per_row("gqa_patterns", cfg.n_head // cfg.n_kv_heads), tr)
+    per_row = ui.panels_per_row("gqa_patterns", cfg.n_head // cfg.n_kv_heads), ui.panels_per_row("gqa_keys", cfg.n_kv_heads)  # the values' chart is as wide
+    k_fig, v_fig, p_fig, grp = cached.gqa_figures(state.model, state.sentence, state.temperature, L, g, per_row, tr)
     ui.show_figure(p_fig, key="gqa_patterns")
     st.caption(gqa.differences_text(grp))
     ui.show_figure(k_fig, key="gqa_keys")

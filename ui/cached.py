@@ -80,19 +80,20 @@ def rope_shifts(model_name: str, sentence: str, tau: float, layer: int, head: in
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
-def gqa_figures(model_name: str, sentence: str, tau: float, layer: int, g: int, per_row: int, _tr: Trace) -> tuple[go.Figure, go.Figure, go.Figure, gqa.Group]:
-    """K and V of every key/value head of `layer`, and the patterns of key/value head g's query heads."""
+def gqa_figures(model_name: str, sentence: str, tau: float, layer: int, g: int, per_row: tuple[int, int], _tr: Trace) -> tuple[go.Figure, go.Figure, go.Figure, gqa.Group]:
+    """K and V of every key/value head of `layer`, and the patterns of key/value head g's query heads; per_row: how many
+    query heads' patterns, and how many key/value heads' K (and V), go in a row."""
     cfg = get_model(model_name).cfg
     labels = _tr.encoding.labels
     keys, values = gqa.keys_used(_tr, cfg, layer), _tr[f"blocks.{layer}.attn.hook_v"]  # (T, n_kv, hs) each
     names = [f"K/V head {k}" for k in range(cfg.n_kv_heads)]
     k_name = "K after RoPE" if rope.has_rope(cfg) else "K"
-    k_fig = frope.head_panels(keys.transpose(1, 0, 2), labels, names, f"{k_name} of each key/value head, layer {layer}", value_name=k_name)
-    v_fig = frope.head_panels(values.transpose(1, 0, 2), labels, names, f"V of each key/value head, layer {layer}", value_name="V")
+    k_fig = frope.head_panels(keys.transpose(1, 0, 2), labels, names, f"{k_name} of each key/value head, layer {layer}", value_name=k_name, per_row=per_row[1])
+    v_fig = frope.head_panels(values.transpose(1, 0, 2), labels, names, f"V of each key/value head, layer {layer}", value_name="V", per_row=per_row[1])
     grp = gqa.group(_tr, cfg, layer, g)
     visible = visible_keys(_tr, layer)[grp.heads[0]]  # (T, T) the same mask for every head
     titles = [f"query head {h}" for h in grp.heads]
-    p_fig = weight_panels(grp.patterns, labels, visible, titles, f"Weights of the query heads that share K/V head {g}, layer {layer}", per_row=per_row)
+    p_fig = weight_panels(grp.patterns, labels, visible, titles, f"Weights of the query heads that share K/V head {g}, layer {layer}", per_row=per_row[0])
     return k_fig, v_fig, p_fig, grp
 
 

@@ -28,6 +28,8 @@ PAGES = {
     "qkmap": ("Query_key_map", None, None),  # a map drawn to scale (x and y in the same units)
     "heads": ("Multi_head?model=shakespeare-gpt", None, None),  # a layer's heads side by side, wrapping into rows
     "forming": ("Heads_forming", None, None),  # eight heads in two layers, and two line charts with legends above
+    "rope": ("RoPE_and_shared_heads?model=smollm2-135m", None, None),  # angles as a heatmap and as lines
+    "shared": ("RoPE_and_shared_heads?model=smollm2-135m", "4 · Shared key/value heads", None),  # three query heads, K and V of three heads
 }
 MIN_PLOT_PX = 240  # the plot area of a chart (inside its axes)
 MAX_BLANK_PX = 96  # the tallest band with nothing drawn in it, between a chart's plot area and its bottom edge
@@ -71,12 +73,15 @@ NARROW_IN_COLUMNS = {
     ("next", "Logit lens"): (390,),  # 61: one column per token
     ("qkmap", "Queries and keys"): (390,),  # 233
     ("forming", "Induction score of every head"): (390,),  # 233
+    ("rope", "Angle of each pair"): (390, 1440),  # 107: a colour bar; 231: two in a row at 1440
+    ("rope", "How many positions each pair needs"): (390,),  # 217
+    ("shared", "9 query heads"): (390, 1440),  # 230; 191: beside its explanation at 1440 (three columns of "reads")
 }
 MIN_LISTED_PX = 60
 # Figures of several maps (figures.multihead.weight_panels) wrap their maps into rows at the width the browser measured
 # (ui.widths.panels_per_row): each map holds MIN_MAP_PX, or MIN_MAP_PHONE_PX on a phone, where one map has the row.
-PANEL_FIGURES = {("heads", "The heads of layer"), ("forming", "Every head on the probe")}
-MIN_MAP_PX, MIN_MAP_PHONE_PX = 140, 100
+PANEL_FIGURES = {("heads", "The heads of layer"), ("forming", "Every head on the probe"), ("shared", "Weights of the query heads"), ("shared", "K after RoPE"), ("shared", "V of each")}
+MIN_MAP_PX, MIN_MAP_PHONE_PX = 135, 80  # a phone: 358 px less the token labels (~115–140 px) and the colour bar (~140 px)
 # Charts that may leave a taller blank band (at most MAX_LISTED_BLANK_PX) at these widths: plotly turns x labels
 # vertical when they crowd, so a chart's bottom margin holds them standing (figures/margins.py, sized before any
 # width is known); on a wide screen plotly draws them level, and the room they would have taken stays blank.

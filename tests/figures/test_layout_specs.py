@@ -11,6 +11,7 @@ from figures.heads_forming import head_patterns
 from figures.matrices import lecture_figures
 from figures.multihead import weight_panels
 from figures.positions import bits_heatmap
+from figures.rope import head_panels
 from figures.softmax import dk_lines, temperature_curves
 
 
@@ -98,3 +99,10 @@ def test_a_layers_heads_never_share_a_row_with_the_next_layers():
     rows = map_rows(head_patterns(patterns, list("abcdef"), titles, "t", repeat_from=3, run=3, per_row=3))
     assert rows == [[0, 1], [2, 3], [4, 5], [6, 7]]
     assert map_rows(head_patterns(patterns, list("abcdef"), titles, "t", repeat_from=3, run=3)) == [[0, 1, 2, 3], [4, 5, 6, 7]]
+
+
+def test_key_and_value_panels_wrap_like_the_weight_maps():
+    arrays = np.zeros((3, 5, 8))  # K of three key/value heads, 5 tokens × 8 dimensions
+    fig = head_panels(arrays, list("abcde"), ["K/V head 0", "K/V head 1", "K/V head 2"], "t", value_name="K after RoPE", per_row=1)
+    assert map_rows(fig) == [[0], [1], [2]]
+    assert map_rows(head_panels(arrays, list("abcde"), ["0", "1", "2"], "t", value_name="V")) == [[0, 1, 2]]
