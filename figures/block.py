@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import BAR_COLORS, DIVERGING, esc, figure, grouped_bars, heatmap, layout_dict, named_scale, title_dict, token_axis
+from .common import BAR_COLORS, DIVERGING, LEGEND_BELOW, esc, figure, grouped_bars, heatmap, layout_dict, named_scale, title_dict, token_axis
 from .embeddings import rows_height
 
 SYMBOLS = ("circle", "circle-open", "x")  # distinct shapes, so equal values (e.g. w = 1, b = 0) stay visible
@@ -67,7 +67,7 @@ def activation_figure(curve_x: np.ndarray, curve_y: np.ndarray, pre: np.ndarray,
         "hovertemplate": f"neuron %{{pointNumber}}<br>{esc(pre_name)} = %{{x:.4g}}<br>{fn} = %{{y:.4g}}<extra></extra>",
     }
     axes = {"xaxis": {"title": title_dict(f"pre-activation {pre_name}")}, "yaxis": {"title": title_dict("output")}}
-    return figure([curve, points], layout_dict(title, 360, **axes))
+    return figure([curve, points], layout_dict(title, 360, legend=LEGEND_BELOW, **axes))  # a legend on the right takes a phone's plot
 
 
 def swiglu_bars(neurons: np.ndarray, silu_gate: np.ndarray, linear: np.ndarray, post: np.ndarray, title: str) -> go.Figure:

@@ -83,7 +83,7 @@ def go_to_best(kind: str, layer: int, head: int) -> None:
 
 
 def part_rows() -> None:
-    for col, (kind, (name, tr, causal)) in zip(st.columns(2), MODELS.items(), strict=False):
+    for col, (kind, (name, tr, causal)) in zip(ui.stacking("compare_rows_row", ui.SIDE_BY_SIDE_PX).columns(2), MODELS.items(), strict=False):
         cfg = ui.get_model(name).cfg
         grid, _ = cached.compare_grid(name, text, state.temperature, word[0], target[0], tr)
         best = ed.best_head(grid)
@@ -102,7 +102,7 @@ def part_rows() -> None:
 
 def part_best() -> None:
     st.markdown(f"Every head of every layer: how much weight does “{ed.md(word[1])}” put on “{ed.md(target[1])}”? The red box marks the largest.")
-    for col, (kind, (name, tr, causal)) in zip(st.columns(2), MODELS.items(), strict=False):
+    for col, (kind, (name, tr, causal)) in zip(ui.stacking("compare_best_row", ui.SIDE_BY_SIDE_PX).columns(2), MODELS.items(), strict=False):
         grid, fig = cached.compare_grid(name, text, state.temperature, word[0], target[0], tr)
         layer, head, w = ed.best_head(grid)
         with col:

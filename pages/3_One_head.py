@@ -54,13 +54,13 @@ def step_qkv() -> None:
     )
     if r.qkv_note:
         st.info(r.qkv_note)
-    for col, title, m, key in zip(st.columns(3), r.qkv_titles, (s.q, s.k, s.v), "qkv", strict=True):
+    for col, title, m, key in zip(ui.stacking("onehead_qkv_row", ui.SIDE_BY_SIDE_PX).columns(3), r.qkv_titles, (s.q, s.k, s.v), "qkv", strict=True):
         with col:
             ui.show_figure(fa.vectors_heatmap(m, labels, title, dim_title=f"dimension of {key.upper()}"), key=f"onehead_{key}")
 
 
 def step_scores() -> None:
-    col1, col2 = st.columns(2)
+    col1, col2 = ui.stacking("onehead_scores_row", ui.SIDE_BY_SIDE_PX).columns(2)
     with col1:
         st.latex(r"e_{ij} = q_i \cdot k_j, \quad E = QK^\top")
         ui.explain("Every query is compared with every key by a dot product: large when they point the same way.")
@@ -76,7 +76,7 @@ def step_scores() -> None:
 
 
 def step_softmax() -> None:
-    col1, col2 = st.columns(2)
+    col1, col2 = ui.stacking("onehead_softmax_row", ui.SIDE_BY_SIDE_PX).columns(2)
     with col1:
         st.latex(r.mask_latex)
         st.markdown(r.mask_text)
@@ -93,7 +93,7 @@ def step_query() -> None:
     i = st.selectbox("Query token i", range(T), format_func=lambda j: f"{j}: {labels[j]}", **ui.choice("onehead_query", range(T), T - 1), help=help_query)  # the last token by default
     ui.explain("The output for token i is a mix of the value vectors, each multiplied by how much i attends to it.")
     terms = one_head.weighted_values(s.weights[i], s.v)  # (T, hs) rows α_ij·v_j
-    col1, col2 = st.columns(2)
+    col1, col2 = ui.stacking("onehead_query_row", ui.SIDE_BY_SIDE_PX).columns(2)
     with col1:
         ui.show_figure(fa.weight_bars(s.weights[i], labels, f"Weights of query {i}"), key="onehead_bars")
         st.caption(f"Largest weight {s.weights[i].max():.3f} on position {int(s.weights[i].argmax())}; entropy {entropy_bits(s.weights[i]):.3f} bits; the row sums to {s.weights[i].sum():.4f}.")

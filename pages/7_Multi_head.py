@@ -58,7 +58,7 @@ def every_head_part() -> None:
     st.markdown(heads.overview_note(block, n, T, causal))
     ui.show_figure(fig, key="multihead_overview")
     ui.head_role(state.model, OL, OH)
-    c1, c2 = st.columns(2)
+    c1, c2 = ui.stacking("multihead_open_row", ui.SIDE_BY_SIDE_PX).columns(2)
     threshold = c2.slider("Hide lines below weight", 0.01, 1.0, step=0.01, **ui.kept("multihead_threshold", 0.1), help="Only (query, key) pairs with at least this much weight get a line.")
     help_token = "Keep only the lines of one token: the keys it looks at and the queries that look at it. Or click a token's dot in a line view."
     token = c2.selectbox(

@@ -30,6 +30,13 @@ PAGES = {
     "forming": ("Heads_forming", None, None),  # eight heads in two layers, and two line charts with legends above
     "rope": ("RoPE_and_shared_heads?model=smollm2-135m", None, None),  # angles as a heatmap and as lines
     "shared": ("RoPE_and_shared_heads?model=smollm2-135m", "4 · Shared key/value heads", None),  # three query heads, K and V of three heads
+    "home": ("", None, None),
+    "tokens": ("Tokens_and_embeddings", None, None),
+    "onehead": ("One_head", "4 · Mask, then softmax", None),
+    "block": ("Inside_a_block", None, None),
+    "encdec": ("Encoder_vs_decoder", None, None),
+    "everyhead": ("Multi_head", "3 · Every head of the model", None),
+    "means": ("Multi_head", "2 · Averages (not heads)", None),
 }
 MIN_PLOT_PX = 240  # the plot area of a chart (inside its axes)
 MAX_BLANK_PX = 96  # the tallest band with nothing drawn in it, between a chart's plot area and its bottom edge
@@ -76,16 +83,40 @@ NARROW_IN_COLUMNS = {
     ("rope", "Angle of each pair"): (390, 1440),  # 107: a colour bar; 231: two in a row at 1440
     ("rope", "How many positions each pair needs"): (390,),  # 217
     ("shared", "9 query heads"): (390, 1440),  # 230; 191: beside its explanation at 1440 (three columns of "reads")
+    ("home", "Attention weights, layer"): (390,),  # 134
+    ("tokens", "Embedding rows W_E"): (390,),  # 134
+    ("tokens", ""): (390,),  # 233: the vocabulary map (no title)
+    ("tokens", "Cosine similarity"): (390,),  # 162
+    ("tokens", "The 10 tokens nearest"): (390,),  # 233
+    ("tokens", "Nearest to"): (390,),  # 233
+    ("onehead", "Masked scores"): (390,),  # 134
+    ("onehead", "Attention weights α"): (390,),  # 134
+    ("block", "Length ‖x‖"): (390,),  # 69: token labels and a colour bar
+    ("block", "Mean μ"): (390,),  # 225
+    ("block", "The "): (390,),  # 58: one token's numbers before and after the norm, 128 columns
+    ("block", "GELU, and the"): (390,),  # 233
+    ("block", "MLP activations"): (390,),  # 134
+    ("block", "Average over tokens"): (390,),  # 233
+    ("everyhead", "All "): (390,),  # 175: the mosaic of every head
+    ("everyhead", "Opened:"): (390,),  # 134
+    ("everyhead", "Lines,"): (390,),  # 82
+    ("everyhead", "Every head of layer"): (390,),  # 82
 }
-MIN_LISTED_PX = 60
+MIN_LISTED_PX = 55
 # Figures of several maps (figures.multihead.weight_panels) wrap their maps into rows at the width the browser measured
 # (ui.widths.panels_per_row): each map holds MIN_MAP_PX, or MIN_MAP_PHONE_PX on a phone, where one map has the row.
-PANEL_FIGURES = {("heads", "The heads of layer"), ("forming", "Every head on the probe"), ("shared", "Weights of the query heads"), ("shared", "K after RoPE"), ("shared", "V of each")}
-MIN_MAP_PX, MIN_MAP_PHONE_PX = 135, 80  # a phone: 358 px less the token labels (~115–140 px) and the colour bar (~140 px)
+PANEL_FIGURES = {
+    ("heads", "The heads of layer"), ("forming", "Every head on the probe"), ("shared", "Weights of the query heads"), ("shared", "K after RoPE"), ("shared", "V of each"),
+    ("means", "Averages (not heads)"),
+}
+MIN_MAP_PX, MIN_MAP_PHONE_PX = 125, 60  # a phone: 358 px less the token labels (~115–140 px) and the colour bar (~140–160 px)
 # Charts that may leave a taller blank band (at most MAX_LISTED_BLANK_PX) at these widths: plotly turns x labels
 # vertical when they crowd, so a chart's bottom margin holds them standing (figures/margins.py, sized before any
 # width is known); on a wide screen plotly draws them level, and the room they would have taken stays blank.
-BLANK_UNDER = {("cross", "Decoder masked self-attention"): (768,)}  # 100 px: "économique", "européenne" at 736 px
+BLANK_UNDER = {
+    ("cross", "Decoder masked self-attention"): (768,),  # 100 px: "économique", "européenne" at 736 px
+    ("block", "Average over tokens, per block"): (768, 1024, 1440),  # 105 px
+}
 MAX_LISTED_BLANK_PX = 110
 
 # The tables the lecturer reported (other pages' tables are not checked here). (The worked softmax table sits beside
