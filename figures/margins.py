@@ -45,7 +45,7 @@ def _char_em(c: str) -> float:
     return 0.65 if ord(c) < 0x2000 else 1.1
 
 
-def _title(prop) -> str:
+def title_text(prop) -> str:
     return (prop or {}).get("text") or "" if isinstance(prop, dict) else prop or ""
 
 
@@ -69,7 +69,7 @@ def _number_chars(values) -> int:
     return len(str(int(top))) + (2 if top < 10 else 0) + (1 if top < 1 else 0) + int(negative) + 1  # + 1 to spare
 
 
-def _axis_margins(traces: list[dict], layout: dict) -> dict[str, float]:
+def axis_margins(traces: list[dict], layout: dict) -> dict[str, float]:
     """Left and bottom space for the tick labels and titles of the axes on those sides (top/right: likewise)."""
     need = {"l": 0.0, "r": 0.0, "t": 0.0, "b": 0.0}
     for key, axis in layout.items():
@@ -79,7 +79,7 @@ def _axis_margins(traces: list[dict], layout: dict) -> dict[str, float]:
         letter = m.group(1)
         ref = letter + key[5:]  # "yaxis2" → "y2"
         values = [t[letter] for t in traces if letter in t and t.get(letter + "axis", letter) == ref]
-        title = _title(axis.get("title"))
+        title = title_text(axis.get("title"))
         title_px = STANDOFF[letter] + 2 * TITLE_PX if title else 0.0
         labels = _labels_px(axis, values) if axis.get("showticklabels", True) else 0.0
         if letter == "y":  # labels are horizontal: their width is the margin
@@ -92,15 +92,23 @@ def _axis_margins(traces: list[dict], layout: dict) -> dict[str, float]:
     return need
 
 
-def _colorbar_px(traces: list[dict], layout: dict) -> float:
+def colorbars(traces: list[dict], layout: dict) -> list[tuple[int | str, dict]]:
+    """The colour bars a figure draws: (the index of its heatmap trace, or the layout key of a shared colour axis; its settings)."""
+    bars: list[tuple[int | str, dict]] = [
+        (i, t.get("colorbar") or {}) for i, t in enumerate(traces) if t.get("type") == "heatmap" and t.get("showscale", True) and "coloraxis" not in t
+    ]
+    bars += [(key, ax.get("colorbar") or {}) for key, ax in layout.items() if key.startswith("coloraxis") and isinstance(ax, dict) and ax.get("showscale", True)]
+    return bars
+
+
+def colorbar_px(traces: list[dict], layout: dict) -> float:
     """Right-hand space for a colour bar: its offset from the plot, pads, and the wider of bar + tick labels and its title."""
-    bars = [t.get("colorbar") or {} for t in traces if t.get("type") == "heatmap" and t.get("showscale", True) and "coloraxis" not in t]
-    bars += [{**COLORAXIS_BAR, **(ax.get("colorbar") or {})} for key, ax in layout.items() if key.startswith("coloraxis") and isinstance(ax, dict)]
-    widths = [2 * cb.get("xpad", 10) + max(cb.get("thickness", 30) + 6 + text_px("0" * NUMBER_CHARS), text_px(_title(cb.get("title")), TITLE_PX)) for cb in bars]
+    bars = [{**COLORAXIS_BAR, **cb} if isinstance(where, str) else cb for where, cb in colorbars(traces, layout)]
+    widths = [2 * cb.get("xpad", 10) + max(cb.get("thickness", 30) + 6 + text_px("0" * NUMBER_CHARS), text_px(title_text(cb.get("title")), TITLE_PX)) for cb in bars]
     return 25 + max(widths) if widths else 0.0  # 25: the bar sits at x = 1.02 of the plot width
 
 
-def _legend_px(traces: list[dict], layout: dict) -> tuple[str, float]:
+def legend_px(traces: list[dict], layout: dict) -> tuple[str, float]:
     """The side a legend takes space on, and how much."""
     names = [t.get("name", "") for t in traces if t.get("showlegend", True) and t.get("name")]
     if not layout.get("showlegend", len(names) > 1) or not names:
@@ -117,16 +125,16 @@ def _legend_px(traces: list[dict], layout: dict) -> tuple[str, float]:
 
 def y_title_px(layout: dict) -> float:
     """The plot height the longest y-axis title needs (drawn turned along the axis), with a little to spare."""
-    titles = [_title(ax.get("title")) for key, ax in layout.items() if key.startswith("yaxis") and isinstance(ax, dict) and ax.get("visible") is not False]
+    titles = [title_text(ax.get("title")) for key, ax in layout.items() if key.startswith("yaxis") and isinstance(ax, dict) and ax.get("visible") is not False]
     return max((text_px(t, TITLE_PX) + GAP for t in titles if t), default=0.0)
 
 
 def fit(traces: list[dict], layout: dict) -> dict:
     """layout.margin widened to what the labels, colour bars and legends need (never narrowed)."""
     given = layout.get("margin") or {}
-    need = _axis_margins(traces, layout)
-    need["r"] = max(need["r"], _colorbar_px(traces, layout))
+    need = axis_margins(traces, layout)
+    need["r"] = max(need["r"], colorbar_px(traces, layout))
     out = {**given, **{k: max(given.get(k, 0), round(v)) for k, v in need.items()}}
-    side, px = _legend_px(traces, layout)
+    side, px = legend_px(traces, layout)
     out[side] += round(px)  # the legend goes outside everything else on its side (e.g. between the title and the plot)
     return out

@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from figures.common import Spec
+from figures.narrow import narrow
 from lessons import head_roles
 from transformer import Trace, TraceInputError
 from transformer.trace import token_limit
@@ -100,6 +101,8 @@ def show_figure(fig: go.Figure, key: str, on_click: Callable[[], None] | None = 
     """Draw `fig` at the width its chart had in the browser last time, when known (see ui/widths.py), with larger
     text in presenter view; its numbers go into the page's CSV. on_click: called when a click selects points."""
     spec = fig.to_dict()
+    if widths.drawn_narrow(key):
+        spec = narrow(spec)
     layout = dict(spec["layout"])
     width = widths.width_of(key)
     if width is not None:

@@ -20,6 +20,7 @@ import math
 import streamlit as st
 
 from figures.multihead import PANELS_PER_ROW
+from figures.narrow import NARROW_PX
 
 from .watcher import watcher
 
@@ -30,6 +31,7 @@ MAX_CHARTS = 200
 PANEL_PX = 150  # one map, readable from ~140 px, and the gap to the next
 PANEL_FRAME_PX = 260  # beside the maps: the y tick labels and title on the left (~115 px), the colour bar on the right (~140)
 PANELS_KEY = "atlas_panels_per_row"  # chart key → (its number of maps, the maps per row it was drawn with)
+NARROW_KEY = "atlas_narrow"  # chart key → whether it was drawn for a narrow column (figures.narrow)
 REDRAW_KEY = "atlas_redraw"
 
 # Measures the frame Streamlit itself measures (stFullScreenFrame, getBoundingClientRect().width) for every chart in
@@ -63,16 +65,17 @@ _measure = measurer()
 @st.fragment
 def measure() -> None:
     """Mount the measuring component (once per page run; its reports rerun only this fragment); nothing without it.
-    A report that changes how many maps a panel figure fits in a row reruns the page, to draw it again."""
+    A report that changes how a chart is drawn (the maps per row of a panel figure; a narrow column's colour bar
+    and legend under the plot) reruns the page, to draw it again."""
     if _measure is not None:
-        _measure(key=KEY, on_widths_change=_check_panels, height=0)
+        _measure(key=KEY, on_widths_change=_check_drawn, height=0)
     if st.session_state.pop(REDRAW_KEY, False):
         st.rerun(scope="app")
 
 
-def _check_panels() -> None:
-    drawn = st.session_state.get(PANELS_KEY, {})
-    if any(min(n, per_row_at(width_of(key))) != per_row for key, (n, per_row) in drawn.items()):
+def _check_drawn() -> None:
+    panels, narrowed = st.session_state.get(PANELS_KEY, {}), st.session_state.get(NARROW_KEY, {})
+    if any(min(n, per_row_at(width_of(key))) != per_row for key, (n, per_row) in panels.items()) or any(is_narrow(key) != was for key, was in narrowed.items()):
         st.session_state[REDRAW_KEY] = True
 
 
@@ -89,6 +92,18 @@ def panels_per_row(key: str, n: int) -> int:
     per_row = min(n, per_row_at(width_of(key)))
     st.session_state.setdefault(PANELS_KEY, {})[key] = (n, per_row)
     return per_row
+
+
+def is_narrow(key: str) -> bool:
+    """Whether the chart `key` was last measured narrower than figures.narrow.NARROW_PX (False when not measured)."""
+    width = width_of(key)
+    return width is not None and width < NARROW_PX
+
+
+def drawn_narrow(key: str) -> bool:
+    """is_narrow(key), remembered, so that a new width on the other side of NARROW_PX redraws the page."""
+    st.session_state.setdefault(NARROW_KEY, {})[key] = narrow = is_narrow(key)
+    return narrow
 
 
 def width_of(key: str) -> float | None:

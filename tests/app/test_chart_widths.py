@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.apptest_utils import TIMEOUT, assert_ok, charts_by_key, page_path
+from tests.apptest_utils import ROOT, TIMEOUT, assert_ok, charts_by_key, page_path
 from ui import widths
 
 PAGE = page_path("4_Masking")  # first part: two charts, masking_mask and masking_row
@@ -83,3 +83,16 @@ def test_panels_per_row_leaves_each_map_its_width(width, expected):
     assert widths.per_row_at(width) == expected
     if width is not None and 1 < expected < 6:
         assert (width - widths.PANEL_FRAME_PX) / expected >= widths.PANEL_PX > (width - widths.PANEL_FRAME_PX) / (expected + 1)  # one more would not fit
+
+
+@pytest.mark.parametrize(("width", "below"), [(None, False), (358.0, True), (widths.NARROW_PX - 1, True), (widths.NARROW_PX, False), (900.0, False)])
+def test_a_narrow_chart_has_its_colour_bar_under_the_plot(width, below):
+    """(At 390 px the colour bar beside a map left its plot 134 px of a 358 px column.) A chart measured narrower
+    than NARROW_PX is drawn with its colour bar under the plot, the others as before."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.query_params["model"] = "shakespeare-gpt"
+    if width is not None:
+        at.session_state[widths.KEY] = {"widths": {"home_pattern": width}}
+    at.run()
+    assert_ok(at)
+    assert (charts_by_key(at)["home_pattern"]["data"][0]["colorbar"].get("orientation") == "h") is below

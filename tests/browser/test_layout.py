@@ -42,8 +42,9 @@ MIN_PLOT_PX = 240  # the plot area of a chart (inside its axes)
 MAX_BLANK_PX = 96  # the tallest band with nothing drawn in it, between a chart's plot area and its bottom edge
 
 # Charts whose plot area is narrower than MIN_PLOT_PX at these widths (measured; plot widths in px in the comments):
-# - at 390: a phone's whole column is ~358 px, and y tick labels, a y title and a colour bar (or a second y axis, or
-#   a legend beside the plot) leave less than 240 px;
+# - at 390: a phone's whole column is ~358 px, and y tick labels and a y title (or a second y axis, or labels on both
+#   sides) leave less than 240 px. A colour bar or a legend beside the plot goes under it in a column narrower than
+#   figures.narrow.NARROW_PX (else the plots below were 55–155 px);
 # - at 1440: three (or two) charts in a row, each still readable: 3 × 3 matrices, and 4 × 4 and 5 × 5 maps with
 #   their numbers in the cells. Below 1,300 px each of them has a row of its own (ui.side_by_side).
 # Any chart not listed must hold MIN_PLOT_PX; a listed chart must still hold MIN_LISTED_PX.
@@ -51,65 +52,54 @@ NARROW_IN_COLUMNS = {
     ("softmax", "Entropy and top probability"): (390,),  # 156: two y axes
     ("softmax", "Saturation"): (390,),  # 233
     ("softmax", "Scores of query"): (390,),  # 233
-    ("softmax", "Weights of query"): (390,),  # 233
     ("context", "Cosine similarity"): (390,),  # 233
     ("context", "The word's vectors in 2 principal components"): (390,),  # 225
     ("context", "Sentence "): (390,),  # 233
-    ("ablation", "Next-token probabilities"): (390,),  # 226
+    ("ablation", "Next-token probabilities"): (390,),  # 233
     ("cross", "Cross-attention, layer"): (390,),  # 191
-    ("cross", "Agreement of every cross-attention head"): (390,),  # 175
     ("cross", "Step "): (390,),  # 233
-    ("cross", "Encoder self-attention"): (390, 1440),  # 113, 237: two in a row at 1440
-    ("cross", "Decoder masked self-attention"): (390, 1440),  # 97, 221
-    ("positions", "Sinusoidal encoding"): (390,),  # 155: 128 columns and a colour bar
-    ("positions", "A few dimensions as waves"): (390,),  # 86: a legend of waves on the right
-    ("positions", "The same 16 positions"): (390,),  # 155
-    ("positions", "PE_i · PE_j"): (390,),  # 155
-    ("positions", "token embedding W_E[id]"): (390,),  # 134: d_model columns and a colour bar
+    ("cross", "Encoder self-attention"): (390,),  # 207
+    ("cross", "Decoder masked self-attention"): (390,),  # 155
+    ("positions", "A few dimensions as waves"): (390,),  # 233
+    ("positions", "token embedding W_E[id]"): (390,),  # 228
     ("positions", "+ position W_pos"): (390,),
     ("positions", "= "): (390,),
-    ("future", "Weights without the mask"): (390,),  # 110
+    ("future", "Weights without the mask"): (390,),  # 228
     ("lecture", "W_"): (390, 1440),  # 230, 188: three in a row at 1440
     ("lecture", "Q = X·W_Q"): (1440,),  # 232
     ("lecture", "K = X·W_K"): (1440,),
     ("lecture", "V = X·W_V"): (1440,),
     ("lecture", "scores"): (390,),  # 222
     ("lecture", "weights = softmax"): (390,),  # 222: words on both axes
-    ("next", "After position"): (390,),  # 233
-    ("next", "Step "): (390,),  # 233
-    ("next", "Logit lens"): (390,),  # 61: one column per token
+    ("next", "Logit lens"): (390,),  # 171: one column per token
     ("qkmap", "Queries and keys"): (390,),  # 233
     ("forming", "Induction score of every head"): (390,),  # 233
-    ("rope", "Angle of each pair"): (390, 1440),  # 107: a colour bar; 231: two in a row at 1440
     ("rope", "How many positions each pair needs"): (390,),  # 217
     ("shared", "9 query heads"): (390, 1440),  # 230; 191: beside its explanation at 1440 (three columns of "reads")
-    ("home", "Attention weights, layer"): (390,),  # 134
-    ("tokens", "Embedding rows W_E"): (390,),  # 134
+    ("home", "Attention weights, layer"): (390,),  # 228
+    ("tokens", "Embedding rows W_E"): (390,),  # 228
     ("tokens", ""): (390,),  # 233: the vocabulary map (no title)
-    ("tokens", "Cosine similarity"): (390,),  # 162
     ("tokens", "The 10 tokens nearest"): (390,),  # 233
     ("tokens", "Nearest to"): (390,),  # 233
-    ("onehead", "Masked scores"): (390,),  # 134
-    ("onehead", "Attention weights α"): (390,),  # 134
-    ("block", "Length ‖x‖"): (390,),  # 69: token labels and a colour bar
+    ("onehead", "Masked scores"): (390,),  # 228
+    ("onehead", "Attention weights α"): (390,),  # 228
+    ("block", "Length ‖x‖"): (390,),  # 163: stage names on the left
     ("block", "Mean μ"): (390,),  # 225
-    ("block", "The "): (390,),  # 58: one token's numbers before and after the norm, 128 columns
+    ("block", "The "): (390,),  # 233
     ("block", "GELU, and the"): (390,),  # 233
-    ("block", "MLP activations"): (390,),  # 134
-    ("block", "Average over tokens"): (390,),  # 233
-    ("everyhead", "All "): (390,),  # 175: the mosaic of every head
-    ("everyhead", "Opened:"): (390,),  # 134
-    ("everyhead", "Lines,"): (390,),  # 82
-    ("everyhead", "Every head of layer"): (390,),  # 82
+    ("block", "MLP activations"): (390,),  # 228
+    ("everyhead", "Opened:"): (390,),  # 228
+    ("everyhead", "Lines,"): (390,),  # 130: token labels on both sides
+    ("everyhead", "Every head of layer"): (390,),  # 130
 }
-MIN_LISTED_PX = 55
+MIN_LISTED_PX = 125
 # Figures of several maps (figures.multihead.weight_panels) wrap their maps into rows at the width the browser measured
-# (ui.widths.panels_per_row): each map holds MIN_MAP_PX, or MIN_MAP_PHONE_PX on a phone, where one map has the row.
+# (ui.widths.panels_per_row): each map holds MIN_MAP_PX (on a phone one map has the row).
 PANEL_FIGURES = {
     ("heads", "The heads of layer"), ("forming", "Every head on the probe"), ("shared", "Weights of the query heads"), ("shared", "K after RoPE"), ("shared", "V of each"),
     ("means", "Averages (not heads)"),
 }
-MIN_MAP_PX, MIN_MAP_PHONE_PX = 125, 60  # a phone: 358 px less the token labels (~115–140 px) and the colour bar (~140–160 px)
+MIN_MAP_PX = 125  # a phone: 358 px less the token labels (~115–140 px); the colour bar goes under the maps
 # Charts that may leave a taller blank band (at most MAX_LISTED_BLANK_PX) at these widths: plotly turns x labels
 # vertical when they crowd, so a chart's bottom margin holds them standing (figures/margins.py, sized before any
 # width is known); on a wide screen plotly draws them level, and the room they would have taken stays blank.
@@ -232,7 +222,7 @@ def test_plot_areas_are_wide_enough(measured, name, width):
     for c in measured(name, width)["charts"]:
         w = c["plot"]["w"] if c["plot"] else 0
         if any(name == n and c["title"].startswith(prefix) for n, prefix in PANEL_FIGURES):
-            least = MIN_MAP_PHONE_PX if width < 500 else MIN_MAP_PX
+            least = MIN_MAP_PX
         else:
             least = MIN_LISTED_PX if listed(NARROW_IN_COLUMNS, name, c["title"], width) else MIN_PLOT_PX
         if w < least:

@@ -69,7 +69,7 @@ def test_cell_valued_maps_have_no_colour_bar():
     }
     figs = lecture_figures(m, ["a", "b", "c", "d"], ["d1", "d2", "d3"])
     assert all(f.to_dict()["data"][0]["showscale"] is False for f in figs.values())
-    assert margins._colorbar_px(figs["weights"].to_dict()["data"], layout(figs["weights"])) == 0
+    assert margins.colorbar_px(figs["weights"].to_dict()["data"], layout(figs["weights"])) == 0
     assert layout(figs["weights"])["height"] > max(layout(f)["height"] for k, f in figs.items() if k != "weights")
 
 
