@@ -60,18 +60,36 @@ def launch(playwright):
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
 
 
+# The page is drawn: no script run going on, and every chart has its SVG.
+DONE = """() => {
+    const main = document.querySelector('[data-testid="stMain"]');
+    const busy = document.querySelector('[data-testid="stStatusWidget"], [data-testid="stSkeleton"], .stSpinner');
+    const charts = [...document.querySelectorAll('.stPlotlyChart')];
+    return main && !busy && main.innerText.trim().length > 0 && charts.every(c => c.querySelector('.main-svg'));
+}"""
+
+
 def wait_rendered(page, timeout: float = 90_000) -> None:
     """Wait until the script run has finished and every chart is drawn (and stays so for a moment)."""
     page.wait_for_selector('[data-testid="stApp"]', timeout=timeout)
-    done = """() => {
-        const main = document.querySelector('[data-testid="stMain"]');
-        const busy = document.querySelector('[data-testid="stStatusWidget"], [data-testid="stSkeleton"], .stSpinner');
-        const charts = [...document.querySelectorAll('.stPlotlyChart')];
-        return main && !busy && main.innerText.trim().length > 0 && charts.every(c => c.querySelector('.main-svg'));
-    }"""
     for _ in range(2):  # a rerun may start right after the first run settles
         page.wait_for_timeout(700)
-        page.wait_for_function(done, timeout=timeout)
+        page.wait_for_function(DONE, timeout=timeout)
+
+
+def settled(page, read: str, pause_ms: int = 1200, tries: int = 5):
+    """page.evaluate(read) once two readings pause_ms apart agree. After a page first settles, the report of its
+    chart widths can still redraw it (maps into rows, a narrow chart's colour bar under the plot: ui/widths.py),
+    seconds later on a busy machine."""
+    last = page.evaluate(read)
+    for _ in range(tries):
+        page.wait_for_timeout(pause_ms)
+        page.wait_for_function(DONE, timeout=90_000)
+        now = page.evaluate(read)
+        if now == last:
+            return now
+        last = now
+    return last
 
 
 # Every text in the page that Streamlit cuts with "…" (a button's text, a metric's label, a page link's title), every

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from scripts.browser import open_tab, wait_rendered
+from scripts.browser import open_tab, settled, wait_rendered
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.browser
@@ -158,7 +158,7 @@ def measured(base_url, browser):
                     page.wait_for_timeout(500)
                     wait_rendered(page)
                 assert page.locator('[data-testid="stException"]').count() == 0, (name, width)
-                cache[name, width] = page.evaluate(MEASURE)
+                cache[name, width] = settled(page, MEASURE)
             finally:
                 page.close()
         return cache[name, width]
