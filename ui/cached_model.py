@@ -285,7 +285,7 @@ def adds_figures(model_name: str, sentence: str, tau: float, layer: int, _tr: Tr
     """‖attn_out‖ and ‖mlp_out‖: per block averaged over the tokens, and per token for `layer`."""
     attn, mlp = bs.contribution_norms(_tr)  # (n_layer, T) each
     per_layer = {"‖attention output‖": attn.mean(axis=1), "‖MLP output‖": mlp.mean(axis=1)}
-    layers_fig = grouped_bars(per_layer, [f"block {i}" for i in range(len(attn))], title="Average over tokens, per block", x_title="block", y_title="average length")
+    layers_fig = grouped_bars(per_layer, [str(i) for i in range(len(attn))], title="Average over tokens, per block", x_title="block", y_title="average length")
     per_token = {"‖attention output‖": attn[layer], "‖MLP output‖": mlp[layer]}
     return layers_fig, grouped_bars(per_token, _tr.encoding.labels, title=f"Block {layer}, per token", x_title="token", y_title="length")
 

@@ -105,7 +105,6 @@ MIN_MAP_PX = 125  # a phone: 358 px less the token labels (~115–140 px); the c
 # width is known); on a wide screen plotly draws them level, and the room they would have taken stays blank.
 BLANK_UNDER = {
     ("cross", "Decoder masked self-attention"): (768,),  # 100 px: "économique", "européenne" at 736 px
-    ("block", "Average over tokens, per block"): (768, 1024, 1440),  # 105 px
 }
 MAX_LISTED_BLANK_PX = 110
 
