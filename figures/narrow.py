@@ -20,13 +20,14 @@ BAR_BELOW = {"orientation": "h", "x": 0.5, "xanchor": "center", "len": 1, "lenmo
 def narrow(spec: dict) -> dict:
     """The figure (plotly JSON: data, layout) with its one colour bar, and a legend beside the plot, moved under
     everything else; margins and height changed so that the plot area keeps its height and gains the width.
-    A figure with several colour bars, or a colour bar and a legend already under it, is returned as it is."""
+    A figure with nothing beside the plot, several colour bars, or a colour bar and a legend already under it, is
+    returned as it is."""
     traces, layout = spec["data"], spec["layout"]
     margin = dict(layout.get("margin") or {})
     bars = colorbars(traces, layout)
     side, legend = legend_px(traces, layout)
     legend_beside = side == "r" and legend > 0
-    if len(bars) > 1 or (bars and legend > 0 and not legend_beside):
+    if not (bars or legend_beside) or len(bars) > 1 or (bars and legend > 0 and not legend_beside):
         return spec
     out_traces, out_layout, grow = list(traces), dict(layout), 0
     if bars:
@@ -48,4 +49,3 @@ def narrow(spec: dict) -> dict:
     margin["b"] = margin.get("b", 0) + grow
     out_layout.update(margin=margin, height=(layout.get("height") or 420) + grow)
     return {**spec, "data": out_traces, "layout": out_layout}
-

@@ -55,6 +55,8 @@ def test_a_legend_beside_the_plot_goes_under_it():
 def test_figures_with_nothing_beside_the_plot_or_two_colour_bars_stay_as_they_are():
     line = figure([{"type": "scatter", "x": [0, 1], "y": [1, 2]}], layout_dict("one line", 300)).to_dict()
     assert narrow(line) == line
+    no_height = {**line, "layout": {k: v for k, v in line["layout"].items() if k != "height"}}
+    assert narrow(no_height) is no_height  # no height is set: Streamlit's default stays
     z = np.zeros((2, 2))
     two = figure([{"type": "heatmap", "z": z}, {"type": "heatmap", "z": z, "xaxis": "x2"}], layout_dict("two bars", 300)).to_dict()
     assert narrow(two) == two
