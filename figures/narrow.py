@@ -35,7 +35,7 @@ def narrow(spec: dict) -> dict:
         title = title_text(bar.get("title"))
         below = {k: v for k, v in bar.items() if k != "title"} | BAR_BELOW
         if title:
-            below["title"] = {**(bar["title"] if isinstance(bar["title"], dict) else {}), "text": title, "side": "top"}
+            below["title"] = {**(bar["title"] if isinstance(bar["title"], dict) else {}), "text": title, "side": "bottom"}  # under its numbers ("top" overprints the bar)
         if isinstance(where, str):  # a shared colour axis
             out_layout[where] = {**layout[where], "colorbar": below}
         else:
