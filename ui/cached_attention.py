@@ -16,14 +16,16 @@ from lessons import softmax_lab as lab
 from lessons.lecture import lecture_example
 from transformer import Interventions
 
-from .models import get_model, get_trace
+from .models import get_model, get_trace, together
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
 def future_comparison(model_name: str, sentence: str, temperature: float, n_rows: int) -> tuple[list[dict], tuple[int, int, int]]:
     """The next-token table of the first n_rows positions with and without the causal mask, and how many predictions
-    changed (softmax over the whole vocabulary at every position: ~0.1 s for SmolLM2 at 64 tokens, so cached)."""
+    changed (softmax over the whole vocabulary at every position: ~0.1 s for SmolLM2 at 64 tokens, so cached). The two
+    forward passes run at the same time."""
     with_mask, without = get_trace(model_name, sentence, temperature), get_trace(model_name, sentence, temperature, causal=False)
+    together(lambda: with_mask["logits"], lambda: without["logits"])
     return one_head.future_table(with_mask, without, get_model(model_name).tokenizer.vocab_labels(), n_rows), one_head.changes(with_mask, without)
 
 
@@ -32,9 +34,11 @@ def padding_check(model_name: str, texts: tuple[str, ...], temperature: float, c
     """The texts as one right-padded batch: its mask, and each text's final output in the batch against the text alone.
     Keeps no logits (SmolLM2's are 48 MiB per 256 tokens): only the mask and the differences."""
     lm = get_model(model_name)
-    output = padding.final_output(lm.cfg)
-    batch = padding.padded_forward(lm.model, lm.tokenizer, texts, Interventions(temperature=temperature, causal=causal), use_padding_mask, [output, padding.MASK_NAME])
-    alone = [get_trace(model_name, text, temperature, causal)[output] for text in texts]
+    output, traces = padding.final_output(lm.cfg), [get_trace(model_name, text, temperature, causal) for text in texts]
+    batch, *alone = together(
+        lambda: padding.padded_forward(lm.model, lm.tokenizer, texts, Interventions(temperature=temperature, causal=causal), use_padding_mask, [output, padding.MASK_NAME]),
+        *[lambda tr=tr: tr[output] for tr in traces],
+    )  # the batch and each text alone at the same time
     return padding.check(batch, output, alone)
 
 

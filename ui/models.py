@@ -12,6 +12,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import streamlit as st
 import torch
@@ -106,6 +107,19 @@ def get_trace(model_name: str, text: str, temperature: float = 1.0, causal: bool
         return run_trace(lm.model, lm.tokenizer, text, iv)
 
     return TRACES.get((model_name, text, iv), make)
+
+
+# Threads for forward passes that do not need each other (Masking: the model with and without its causal mask). Torch
+# lets go of the GIL inside its matrix products, so two forwards on two cores take about the time of one.
+_FORWARDS = ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 1) - 1), thread_name_prefix="atlas-forward")
+
+
+def together(*calls: Callable[[], object]) -> list:
+    """Each call's result, in order: the first on this thread, the others at the same time on _FORWARDS. The calls
+    must not touch Streamlit (they run outside the script's thread); an exception in any of them is raised here."""
+    others = [_FORWARDS.submit(call) for call in calls[1:]]
+    first = calls[0]()
+    return [first, *(f.result() for f in others)]
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)

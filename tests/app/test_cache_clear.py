@@ -148,3 +148,19 @@ def test_trace_cache_keeps_the_most_recent_traces_within_its_byte_budget():
     assert made == [0.5, 0.6, 0.7, 0.6, 0.6]
     huge = ui.models.TraceCache(budget=size // 2)
     assert huge.get(("x",), maker(0.8)) is huge.get(("x",), maker(0.8)) and len(huge) == 1  # one trace above the budget stays
+
+
+def test_together_runs_the_calls_at_the_same_time_and_returns_them_in_order():
+    """Masking runs the model with and without its mask through ui.models.together: two calls that each wait for
+    the other would time out if they ran one after the other."""
+    import threading
+
+    meet = threading.Barrier(2, timeout=10)
+    assert ui.models.together(lambda: (meet.wait(), "first")[1], lambda: (meet.wait(), "second")[1]) == ["first", "second"]
+    assert ui.models.together(lambda: 1, lambda: 2, lambda: 3) == [1, 2, 3]  # more calls than threads: they queue
+
+    def fails():
+        raise ValueError("the second call's error")
+
+    with pytest.raises(ValueError, match="second call"):
+        ui.models.together(lambda: 1, fails)
