@@ -292,15 +292,16 @@ def test_next_token_on_smollm2(smol):
     top = np.argsort(-p, kind="stable")[:12]
     np.testing.assert_allclose(array(chart(at, "next_bars_chart")["data"][0]["y"]), p[top], rtol=1e-4)
     assert "final RMSNorm" in texts(at) and f"{smol.cfg.vocab_size:,}" in texts(at)
-    lens = array(chart(at, "next_lens")["data"][0]["z"])
+    lens = array(chart(open_tab(at, "next_part", "3 ·"), "next_lens")["data"][0]["z"])
     assert lens.shape == (31, len(tr.encoding))
     np.testing.assert_allclose(lens[-1], np_softmax(tr["logits"]).max(-1), rtol=1e-4)  # the last stage is the model's output
+    open_tab(at, "next_part", "1 ·")
     at.slider(key="next_temperature").set_value(0.5).run()
     at.selectbox(key="next_position").set_value(3).run()
     assert_ok(at)
     q = np_softmax(tr["logits"][3] / 0.5)
     np.testing.assert_allclose(array(chart(at, "next_bars_chart")["data"][0]["y"]), np.sort(q)[::-1][:12], rtol=1e-4)
-    at.button(key="next_one").click().run()
+    open_tab(at, "next_part", "2 ·").button(key="next_one").click().run()
     assert_ok(at)
     assert len([d for d in at.dataframe if "top candidates" in d.value.columns][0].value) == 1
 

@@ -13,12 +13,13 @@ import pytest
 import ui
 from lessons import sampling
 from lessons.logit_lens import logit_lens
-from tests.apptest_utils import BAD_INPUTS, ROOT, array, assert_ok, charts_by_key, page_path, run_page, texts
+from tests.apptest_utils import BAD_INPUTS, ROOT, array, assert_ok, charts_by_key, open_tab, page_path, run_page, texts
 from transformer import Interventions, run_trace
 
 PAGE = page_path("9_Next_token")
 MODEL = "shakespeare-gpt"
 REPEATED = "the cat and the dog"
+PARTS = "next_part"  # the page's lazy tabs: 1 · probabilities (open first), 2 · generation, 3 · the logit lens
 PASSAGE = (ROOT.parent / "shared" / "corpora" / "tinyshakespeare.txt").read_text(encoding="utf-8")[:20_000]
 
 
@@ -175,7 +176,7 @@ def test_position_follows_the_last_token_when_the_sentence_changes(lm):
 
 
 def generate_on_page(sentence: str, seed: int, n: int, temperature: float = 1.0, top_p: float = 0.9):
-    at = run_page(PAGE, sentence=sentence)
+    at = open_tab(run_page(PAGE, sentence=sentence), PARTS, "2 ·")
     at.number_input(key="next_seed").set_value(seed)
     at.slider(key="next_n").set_value(n)
     at.slider(key="next_temperature").set_value(temperature)
@@ -202,14 +203,15 @@ def test_generation_is_reproducible_through_the_page_and_the_engine(lm):
     fig = charts_by_key(a)["next_step_bars"]
     np.testing.assert_allclose(series(fig, 0), [c.prob for c in step.top], rtol=1e-5)
     np.testing.assert_allclose(series(fig, 1), [c.filtered for c in step.top], rtol=1e-5)
-    np.testing.assert_allclose([c.prob for c in want.steps[0].top], series(charts_by_key(a)["next_bars_chart"], 0)[:5], rtol=1e-5)
     table = [d.value for d in a.dataframe if "top candidates" in d.value.columns][0]
     np.testing.assert_allclose(table["p"], [s.prob for s in want.steps], rtol=1e-6)
     np.testing.assert_allclose(table["u"], [s.u for s in want.steps], rtol=1e-12)
+    open_tab(a, PARTS, "1 ·")
+    np.testing.assert_allclose([c.prob for c in want.steps[0].top], series(charts_by_key(a)["next_bars_chart"], 0)[:5], rtol=1e-5)
 
 
 def test_one_token_at_a_time_equals_n_at_once(lm):
-    at = run_page(PAGE, sentence=REPEATED)
+    at = open_tab(run_page(PAGE, sentence=REPEATED), PARTS, "2 ·")
     at.number_input(key="next_seed").set_value(3).run()
     for i in range(4):
         at.button(key="next_one").click().run()
@@ -235,7 +237,7 @@ def test_generation_never_touches_the_sidebar_sentence_until_use(lm):
     assert_ok(at)
     assert at.session_state["atlas_sentence"] == want and at.text_area(key="w_sentence").value == want
     assert timeline(at) == []  # a new sentence starts a new timeline
-    assert_bars(at, trace(lm, want)["logits"][-1], 1.0, 0, 0.9)
+    assert_bars(open_tab(at, PARTS, "1 ·"), trace(lm, want)["logits"][-1], 1.0, 0, 0.9)
 
 
 def test_step_back_continue_and_reset(lm):
@@ -270,7 +272,7 @@ def test_context_length_stop(lm):
     at.slider(key="next_step").set_value(1).run()
     at.button(key="next_cut").click().run()
     assert not at.button(key="next_one").proto.disabled and "no further token fits" not in texts(at)
-    full = run_page(PAGE, sentence=text_of(lm, n_ctx))
+    full = open_tab(run_page(PAGE, sentence=text_of(lm, n_ctx)), PARTS, "2 ·")
     assert_ok(full)
     assert full.button(key="next_many").proto.disabled and "no further token fits" in texts(full)
 
@@ -281,7 +283,7 @@ def test_repeated_tokens_generate_and_keep_their_columns(lm):
     T = len(tr.encoding)
     greedy = sampling.generate(lm.model, lm.tokenizer, "the the the the", 5, greedy=True)
     assert timeline(at) == [s.id for s in greedy.steps]
-    lens = charts_by_key(at)["next_lens"]
+    lens = charts_by_key(open_tab(at, PARTS, "3 ·"))["next_lens"]
     assert array(lens["data"][0]["z"]).shape == (lm.cfg.n_layer + 1, T)
     assert lens["layout"]["xaxis"]["tickvals"] == list(range(T))
     assert len(set(tr.encoding.labels)) < T
@@ -315,7 +317,7 @@ def assert_lens(at, lm, tr, positions, pos, n_lens=5):
 
 
 def test_logit_lens_heatmap_and_table(lm):
-    at = run_page(PAGE, sentence=REPEATED)
+    at = open_tab(run_page(PAGE, sentence=REPEATED), PARTS, "3 ·")
     tr = trace(lm)
     T = len(tr.encoding)
     assert_lens(at, lm, tr, range(T), T - 1)
@@ -330,7 +332,7 @@ def test_logit_lens_heatmap_and_table(lm):
 
 def test_logit_lens_window_at_256_tokens(lm):
     text = text_of(lm, 256)
-    at = run_page(PAGE, sentence=text)
+    at = open_tab(run_page(PAGE, sentence=text), PARTS, "3 ·")
     assert_ok(at)
     tr = trace(lm, text)
     assert_lens(at, lm, tr, range(224, 256), 255)
@@ -346,8 +348,8 @@ def test_sidebar_attention_temperature_reaches_bars_lens_and_generation(lm):
     at = run_page(PAGE, sentence=REPEATED, temperature="0.5")
     tr = trace(lm, tau=0.5)
     assert_bars(at, tr["logits"][-1], 1.0, 0, 0.9)
-    assert_lens(at, lm, tr, range(len(tr.encoding)), len(tr.encoding) - 1)
-    at.button(key="next_one").click().run()
+    assert_lens(open_tab(at, PARTS, "3 ·"), lm, tr, range(len(tr.encoding)), len(tr.encoding) - 1)
+    open_tab(at, PARTS, "2 ·").button(key="next_one").click().run()
     want = sampling.generate(lm.model, lm.tokenizer, REPEATED, 1, 1.0, 0, 0.9, seed=0, interventions=Interventions(temperature=0.5))
     assert timeline(at) == [want.steps[0].id]
 
@@ -365,6 +367,7 @@ def test_bad_inputs(lm, name, sentence):
         return
     tr = trace(lm, sentence)
     assert_bars(at, tr["logits"][-1], 1.0, 0, 0.9)
+    open_tab(at, PARTS, "2 ·")
     if len(tr.encoding) >= lm.cfg.n_ctx:  # the long text fills the context
         assert at.button(key="next_one").proto.disabled and "no further token fits" in texts(at)
     else:

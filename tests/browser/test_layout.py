@@ -24,7 +24,8 @@ PAGES = {
     "positions": ("Positional_encoding?model=shakespeare-gpt", None, None),  # learned positions: the input panels show
     "future": ("Masking", "3 · Seeing the future", None),
     "lecture": ("Lecture_example", None, None),
-    "next": ("Next_token", None, "Generate one token"),  # the generation timeline and its step bars
+    "next": ("Next_token", "2 · Generate text", "Generate one token"),  # the generation timeline and its step bars
+    "lens": ("Next_token", "3 · The logit lens", None),
     "qkmap": ("Query_key_map", None, None),  # a map drawn to scale (x and y in the same units)
     "heads": ("Multi_head?model=shakespeare-gpt", None, None),  # a layer's heads side by side, wrapping into rows
     "forming": ("Heads_forming", None, None),  # eight heads in two layers, and two line charts with legends above
@@ -71,7 +72,7 @@ NARROW_IN_COLUMNS = {
     ("lecture", "V = X·W_V"): (1440,),
     ("lecture", "scores"): (390,),  # 222
     ("lecture", "weights = softmax"): (390,),  # 222: words on both axes
-    ("next", "Logit lens"): (390,),  # 171: one column per token
+    ("lens", "Logit lens"): (390,),  # 171: one column per token
     ("qkmap", "Queries and keys"): (390,),  # 233
     ("forming", "Induction score of every head"): (390,),  # 233
     ("rope", "How many positions each pair needs"): (390,),  # 217

@@ -297,3 +297,17 @@ def test_logits_are_computed_when_first_read(tiny_model, tokenizer, tiny_cfg):
     assert tr.nbytes == before + len(tr.encoding) * tiny_cfg.vocab_size * 4
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     assert tr["logits"] is got and not got.flags.writeable  # computed once, read-only
+
+
+def test_logits_at_one_position_unembed_only_that_row(tiny_model, tokenizer, tiny_cfg):
+    """The Next token page reads one position's logits: the forward pass's logits at that position, without computing
+    (or holding) every position's; once every position's are held, their row itself."""
+    tr = run_trace(tiny_model, tokenizer, SENTENCES[0], Interventions(temperature=0.7))
+    with torch.inference_mode():
+        want = tiny_model(torch.tensor([tr.encoding.ids]), interventions=Interventions(temperature=0.7))[0].numpy()  # (T, vocab)
+    T = len(tr.encoding)
+    for pos in (0, T // 2, T - 1):
+        np.testing.assert_allclose(tr.logits_at(pos), want[pos], rtol=1e-5, atol=1e-6)
+    assert not tr._logits  # nothing of (T, vocab) computed or kept
+    full = tr["logits"]
+    assert np.shares_memory(tr.logits_at(2), full)
