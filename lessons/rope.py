@@ -10,7 +10,7 @@ each pair of a query's (and a key's) numbers by an angle proportional to the tok
     (x, y) → (x cos a − y sin a, y cos a + x sin a)
 
 Turning a query by m·ω and a key by n·ω leaves their dot product depending on the difference (m − n)·ω only.
-Everything here uses the engine's own rotary_angles and rotate, so the numbers are the model's.
+Everything here uses the engine's own rotary_angles, rotation and rotate, so the numbers are the model's.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import torch
 
 from transformer import Trace
 from transformer.config import ModelConfig
-from transformer.layers import rotary_angles, rotate
+from transformer.layers import rotary_angles, rotate, rotation
 
 
 def has_rope(cfg: ModelConfig) -> bool:
@@ -55,7 +55,7 @@ def rotate_at(x: np.ndarray, positions: np.ndarray, cfg: ModelConfig) -> np.ndar
     positions = torch.as_tensor(np.asarray(positions), dtype=torch.int64)  # (S,)
     angles = rotary_angles(positions, cfg.d_head, cfg.rope_theta)  # (S, d/2)
     xs = torch.from_numpy(np.array(x, dtype=np.float32)).expand(len(positions), -1)  # (S, d)
-    return rotate(xs, angles).numpy()  # (S, d)
+    return rotate(xs, rotation(angles)).numpy()  # (S, d)
 
 
 @dataclass(frozen=True)

@@ -228,7 +228,7 @@ class Reading:
 
     no_head: str  # an encoder has no next-token head: this message, and nothing more
     intro: str  # the page's opening paragraph
-    lens: str  # section 3: the logit lens
+    lens: str  # part 3: the logit lens
 
 
 def reading(cfg: ModelConfig, model_name: str) -> Reading:

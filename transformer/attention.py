@@ -76,21 +76,20 @@ def attention(q, k, v, mask, temperature=None, rec: Record = None, name: str = "
     g·nh/n_kv … share key/value head g); mask: bool, broadcastable to (B, nh, T, S), True = may attend;
     temperature: (nh,) or None. Returns z = weights·V, shape (B, nh, T, hs).
     """
-    group = q.size(1) // k.size(1)
-    if group > 1:  # every query head reads its group's key and value head
-        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)  # (B, nh, S, hs)
-    # e_ij = q_i · k_j
-    raw = q @ k.transpose(-2, -1)  # (B, nh, T, S)
+    B, nh, T, hs = q.shape
+    n_kv, S = k.shape[1], k.shape[2]
+    # e_ij = q_i · k_j; the query heads of a group, side by side, meet their shared key head in one product
+    raw = (q.reshape(B, n_kv, nh // n_kv * T, hs) @ k.transpose(-2, -1)).view(B, nh, T, S)  # (B, nh, T, S)
     # e / √d_k, then ÷ τ (the attention temperature)
     scaled = raw / math.sqrt(q.size(-1))  # (B, nh, T, S)
     if temperature is not None:
         scaled = scaled / temperature.view(1, -1, 1, 1)
     # −∞ where a query may not look (the future, padding)
-    masked = scaled.masked_fill(~mask, float("-inf"))  # (B, nh, T, S)
+    masked = torch.where(mask, scaled, float("-inf"))  # (B, nh, T, S)
     # α_ij = exp(e_ij) / Σ_j' exp(e_ij'); a row with no visible key attends to nothing
     weights = torch.softmax(masked, dim=-1).nan_to_num(0.0)  # (B, nh, T, S)
     # z_i = Σ_j α_ij v_j
-    z = weights @ v  # (B, nh, T, hs)
+    z = (weights.view(B, n_kv, -1, S) @ v).view(B, nh, T, hs)  # (B, nh, T, hs), each group's weights with its values
     if rec is not None:
         rec[name + "hook_scores_raw"] = raw
         rec[name + "hook_scores_scaled"] = scaled

@@ -13,7 +13,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .attention import Interventions, Record, attention, wants
+from .attention import Interventions, Record, attention
 from .config import ModelConfig
 
 
@@ -51,11 +51,17 @@ def rotary_angles(positions: torch.Tensor, d_head: int, theta: float) -> torch.T
     return positions.float()[:, None] * inv_freq[None, :]  # (T, d_head/2)
 
 
-def rotate(x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
-    """Turn each pair (x_i, x_{i+h}) of x (…, T, d_head) by its angle (T, d_head/2), h = d_head/2:
+def rotation(angles: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin of the angles (T, d_head/2), each laid out over a head's d_head dimensions (T, d_head): dimensions
+    i and i + d_head/2 turn by pair i's angle. Computed once per forward pass; every layer's rotate reads them."""
+    cos, sin = angles.cos(), angles.sin()  # (T, d_head/2) each
+    return torch.cat([cos, cos], dim=-1), torch.cat([sin, sin], dim=-1)  # (T, d_head) each
+
+
+def rotate(x: torch.Tensor, turn: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    """Turn each pair (x_i, x_{i+h}) of x (…, T, d_head) by its angle a, h = d_head/2, given turn = rotation(angles):
     (x_i, x_{i+h}) → (x_i cos a − x_{i+h} sin a, x_{i+h} cos a + x_i sin a)."""
-    cos = torch.cat([angles.cos(), angles.cos()], dim=-1)  # (T, d_head)
-    sin = torch.cat([angles.sin(), angles.sin()], dim=-1)  # (T, d_head)
+    cos, sin = turn  # (T, d_head) each
     x1, x2 = x.chunk(2, dim=-1)  # 2 × (…, T, d_head/2)
     return x * cos + torch.cat([-x2, x1], dim=-1) * sin  # (…, T, d_head)
 
@@ -88,7 +94,7 @@ class Attention(nn.Module):
     n_head query heads; n_kv_head key/value heads, each shared by n_head / n_kv_head query heads
     (grouped-query attention; equal counts for GPT and BERT). Self-attention by default; given `kv`
     (B, S, d), keys and values come from that other sequence (cross-attention). Given RoPE angles,
-    queries and keys are rotated by their positions before the scores.
+    queries and keys are rotated by their positions before the scores (rope = rotation(angles)).
     """
 
     def __init__(self, cfg: ModelConfig):
@@ -126,16 +132,15 @@ class Attention(nn.Module):
         keep = iv.kept_heads(layer, z.size(1))
         if keep is not None:
             z = z * keep.view(1, -1, 1, 1)  # an ablated head's output becomes exactly 0
-        z = z.transpose(1, 2)  # (B, T, nh, hs)
-        # concat the heads, then project back: out = concat(z_1 … z_h)·W_O + b_O
-        concat = z.reshape(B, T, -1)  # (B, T, nh·hs)
-        out = concat @ self.W_O.reshape(-1, d)  # (B, T, d_model)
+        # each head's share of the output, z_h·W_O[h]; summed over heads it is the heads concatenated, projected back:
+        # out = Σ_h z_h·W_O[h] + b_O = concat(z_1 … z_h)·W_O + b_O
+        result = z @ self.W_O  # (B, nh, T, d_model)
+        out = result.sum(1)  # (B, T, d_model)
         if self.bias:
             out = out + self.b_O
-        if rec is not None:
-            rec[name + "hook_z"], rec[name + "hook_concat"] = z, concat
-        if wants(rec, name + "hook_result"):  # as costly as W_O itself: only when kept
-            rec[name + "hook_result"] = torch.einsum("bthk,hkd->bthd", z, self.W_O)  # (B, T, nh, d_model) each head's share
+        if rec is not None:  # token-major, as TransformerLens records them
+            z = z.transpose(1, 2)  # (B, T, nh, hs)
+            rec[name + "hook_z"], rec[name + "hook_concat"], rec[name + "hook_result"] = z, z.reshape(B, T, -1), result.transpose(1, 2)
         return out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ def _byte_decoder() -> dict[str, int]:
 BYTE_DECODER = _byte_decoder()
 
 
+@functools.lru_cache(maxsize=1 << 16)  # called for every token of every text: tokens repeat
 def visible(text: str) -> str:
     """Text with whitespace and control characters replaced by visible symbols."""
     out = []

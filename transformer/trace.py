@@ -116,7 +116,7 @@ def layer_of(name: str) -> int | None:
 
 
 def is_kept(name: str) -> bool:
-    return (layer_of(name) is None and name != "logits") or name.endswith(KEPT)
+    return name.endswith(KEPT) or (layer_of(name) is None and name != "logits")
 
 
 class Recorder(dict):

@@ -15,7 +15,7 @@ from transformer import Interventions, trace_names
 from transformer.families.bert import BERT, bert_to_atlas
 from transformer.families.gpt import GPT
 from transformer.families.llama import llama_to_atlas
-from transformer.layers import rotary_angles, rotate
+from transformer.layers import rotary_angles, rotate, rotation
 
 torch.manual_seed(0)
 IDS = torch.tensor([[5, 17, 3, 99, 42, 7, 7, 64, 12, 1], [8, 33, 2, 2, 71, 9, 0, 0, 0, 0]])  # (2, 10); row 1 padded
@@ -112,7 +112,7 @@ def test_rope_score_depends_only_on_the_offset():
     torch.manual_seed(3)
     q, k = torch.randn(1, 1, 1, 16), torch.randn(1, 1, 1, 16)  # (B, T, heads, hs)
     angles = rotary_angles(torch.arange(40), 16, 10000.0)  # (40, 8)
-    score = lambda m, n: float((rotate(q, angles[m : m + 1]) * rotate(k, angles[n : n + 1])).sum())  # noqa: E731
+    score = lambda m, n: float((rotate(q, rotation(angles[m : m + 1])) * rotate(k, rotation(angles[n : n + 1]))).sum())  # noqa: E731
     for m, n, s in ((5, 2, 10), (7, 7, 30), (1, 9, 3)):
         assert score(m, n) == pytest.approx(score(m + s, n + s), abs=1e-4)
     assert score(5, 2) != pytest.approx(score(5, 3), abs=1e-3)  # a different offset, another score

@@ -12,7 +12,7 @@ import torch.nn as nn
 from ..attention import NO_INTERVENTIONS, Interventions, Record, visible_mask, wants
 from ..config import ModelConfig
 from ..errors import ModelLoadError
-from ..layers import Block, LayerNorm, init_normal, per_head, rotary_angles, sinusoidal_encoding
+from ..layers import Block, LayerNorm, init_normal, per_head, rotary_angles, rotation, sinusoidal_encoding
 
 
 class GPT(nn.Module):
@@ -48,9 +48,9 @@ class GPT(nn.Module):
 
     def attention_context(self, T: int, interventions: Interventions, attention_mask=None):
         """What every block's attention reads besides its input: the visible mask (1 or B, 1, T, T) and,
-        for rotary positions, the RoPE angles (T, d_head/2) (else None)."""
+        for rotary positions, the cos and sin of the RoPE angles (rotation: (T, d_head) each; else None)."""
         mask = visible_mask(T, interventions.causal, attention_mask)
-        rope = rotary_angles(torch.arange(T), self.cfg.d_head, self.cfg.rope_theta) if self.cfg.pos_encoding == "rotary" else None
+        rope = rotation(rotary_angles(torch.arange(T), self.cfg.d_head, self.cfg.rope_theta)) if self.cfg.pos_encoding == "rotary" else None
         return mask, rope
 
     def embed(self, idx, rec: Record = None, token_type_ids=None):
