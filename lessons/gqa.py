@@ -42,6 +42,11 @@ def group_heads(cfg: ModelConfig, g: int) -> list[int]:
     return [h for h in range(cfg.n_head) if cfg.kv_head(h) == g]
 
 
+def kv_head_name(cfg: ModelConfig, g: int) -> str:
+    """Key/value head g with the query heads that read it: "K/V head 1 (query heads 3, 4, 5)"."""
+    return f"K/V head {g} (query heads {', '.join(map(str, group_heads(cfg, g)))})"
+
+
 def keys_used(tr: Trace, cfg: ModelConfig, layer: int) -> np.ndarray:
     """The keys the scores use, (T, n_kv, d): after RoPE for a rotary model, else K itself."""
     a = f"blocks.{layer}.attn."

@@ -58,6 +58,11 @@ SCORES = {
 assert set(SCORES) == set(hs.SCORE_NAMES)
 
 
+def score_title(name: str) -> str:
+    """The title of the score called `name` ("previous_token" → "Previous token")."""
+    return SCORES[name].title
+
+
 def threshold_of(name: str) -> float | None:
     """The threshold at which a score gives a head its label (transformer.head_scores.LABELS), if it gives one."""
     return next((t for score, t in hs.LABELS.values() if score == name), None)

@@ -23,6 +23,11 @@ def head_name(layer: int, head: int) -> str:
     return f"{layer}.{head}"
 
 
+def head_title(name: str) -> str:
+    """ "L.H" → "layer L, head H"."""
+    return "layer {}, head {}".format(*parse_head(name))
+
+
 def parse_head(name: str) -> tuple[int, int]:
     """ "L.H" → (layer, head)."""
     layer, head = name.split(".")

@@ -63,6 +63,11 @@ class TableError(ValueError):
     """An edited X that cannot be used; the message names the bad cells."""
 
 
+def row_name(words: tuple[str, ...], r: int) -> str:
+    """Row r of the example, counted from 1 as the lecture does: "row 2: word_2"."""
+    return f"row {r + 1}: {words[r]}"
+
+
 def read_table(values: np.ndarray, words: list, dims: list[str]) -> tuple[np.ndarray, list[str]]:
     """(X, words) from the page's edited table: values (n, d) as floats (NaN where a cell is not a number), words as typed.
     A blank word falls back to the lecture's name; a cell that is missing or beyond ±MAX_ABS raises TableError."""

@@ -7,6 +7,7 @@ import ui
 from lessons import context as cx
 from transformer.trace import token_limit
 from ui import cached_model as cm
+from ui import context
 
 state = ui.sidebar()
 lm = ui.get_model(state.model)
@@ -14,27 +15,7 @@ cfg = lm.cfg
 read = cx.reading(cfg, lm.tokenizer.byte_level)  # the page's words for this model and its tokenizer
 L, H = state.layer, state.head
 MAX_SENTENCES = 4
-SETS = {  # preset: (sentences, word)
-    "The four “bear” sentences": ([ui.PRESETS[k] for k in ("I love bears", "She bears the pain", "Bears won the game", "Bear country")], "bear"),
-    "River bank vs money bank": ([ui.PRESETS["River bank"], ui.PRESETS["Money bank"]], "bank"),
-    "Time flies vs fruit flies": ([ui.PRESETS["Time flies"], ui.PRESETS["Fruit flies"]], "flies"),
-}
-
-
-def apply_set() -> None:
-    sentences, word = SETS[st.session_state["context_set"]]
-    st.session_state.update({"context_sentences": "\n".join(sentences), "context_word": word})
-
-
-def use_sidebar_sentence(sentence: str) -> None:
-    """Put the sidebar's sentence, on one line, in place of sentence 1."""
-    if not (line := " ".join(sentence.split())):
-        st.session_state["context_notice"] = "The sidebar sentence is empty: type one there first."
-        return
-    st.session_state["context_sentences"] = "\n".join([line, *st.session_state["context_sentences"].splitlines()[1:]])
-
-
-FIRST_SENTENCES, FIRST_WORD = next(iter(SETS.values()))  # what the boxes hold until a preset or the reader changes them
+FIRST_SENTENCES, FIRST_WORD = next(iter(context.SETS.values()))  # what the boxes hold until a preset or the reader changes them
 
 st.title("🐻 Context changes meaning")
 ui.explain(
@@ -46,11 +27,22 @@ st.latex(read.latex)
 
 with ui.folded("Sentences and word"):
     c1, c2 = st.columns([3, 2])
-    c1.selectbox("Preset", list(SETS), bind="query-params", key="context_set", on_change=apply_set, help="Sentences from the lecture, with a word they share. Editing the box below overrides it.")
+    c1.selectbox(
+        "Preset",
+        list(context.SETS),
+        bind="query-params",
+        key="context_set",
+        on_change=context.apply_set,
+        help="Sentences from the lecture, with a word they share. Editing the box below overrides it.",
+    )
     help_box = "These sentences are this page's own; the sidebar's sentence is not used unless you press the button below."
     text = c1.text_area("Sentences, one per line (2 to 4)", "\n".join(FIRST_SENTENCES), bind="query-params", key="context_sentences", height=130, help=help_box)
     c1.button(
-        "Use the sidebar sentence as sentence 1", key="context_use_sidebar", on_click=use_sidebar_sentence, args=(state.sentence,), help="Replaces the first line with the sentence from the sidebar."
+        "Use the sidebar sentence as sentence 1",
+        key="context_use_sidebar",
+        on_click=context.use_sidebar_sentence,
+        args=(state.sentence,),
+        help="Replaces the first line with the sentence from the sidebar.",
     )
     help_word = "Matched in each sentence as a whole word, ignoring upper/lower case. The first occurrence is followed."
     word = c2.text_input("Word", FIRST_WORD, bind="query-params", key="context_word", max_chars=40, help=help_word)

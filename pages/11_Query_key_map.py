@@ -43,7 +43,7 @@ c1, c2, c3 = st.columns(3)
 top_k = c1.slider("Strongest keys per query", 1, 5, 1, bind="query-params", key="qkmap_topk", help="Draw a line from each query to this many of its highest-weight keys.")
 min_w = c2.slider("Only weights of at least", 0.0, 1.0, 0.0, 0.01, bind="query-params", key="qkmap_min_weight", help="Drop the lines whose weight is below this.")
 help_query = "Show the lines of every query, or of one."
-query = c3.selectbox("Lines from", [-1, *range(T)], format_func=lambda i: "every query" if i < 0 else f"query {i}: {labels[i]}", **ui.choice("qkmap_query", range(-1, T), -1), help=help_query)
+query = c3.selectbox("Lines from", [-1, *range(T)], format_func=ui.token_names(labels, every="every query", prefix="query "), **ui.choice("qkmap_query", range(-1, T), -1), help=help_query)
 i, j, pw = heads.strongest_keys(w, vis, top_k, min_w)
 if query >= 0:
     i, j, pw = i[i == query], j[i == query], pw[i == query]

@@ -1,6 +1,8 @@
 """RoPE and shared key/value heads: how a Llama-family model puts positions into attention (rotation), and how several
 query heads share one key/value head (grouped-query attention), with the model's own numbers."""
 
+import functools
+
 import streamlit as st
 
 import ui
@@ -26,10 +28,6 @@ tr = ui.trace_or_stop(state)
 labels, T = tr.encoding.labels, len(tr.encoding)
 
 
-def switch_model(name: str) -> None:
-    st.session_state["atlas_model"] = name  # the sidebar reads it on the next run
-
-
 def no_rope(part: str) -> bool:
     """Say so when the model has no RoPE, show the position vectors it adds instead and offer a model that has RoPE; True when there is nothing to turn."""
     if rope.has_rope(cfg):
@@ -37,7 +35,7 @@ def no_rope(part: str) -> bool:
     st.info(rope.NO_ROPE)
     rotary = cached.models_of("llama")
     if rotary:
-        st.button(f"Switch to {rotary[0]}, which has RoPE", on_click=switch_model, args=(rotary[0],), key="rope_switch")
+        st.button(f"Switch to {rotary[0]}, which has RoPE", on_click=st.session_state.update, args=({"atlas_model": rotary[0]},), key="rope_switch")
     title = f"Instead, position vectors added to your {T} tokens ({cfg.d_model} numbers each)"
     ui.show_figure(vectors_heatmap(tr["hook_pos_embed"], labels, title, value_name="position vector"), key=f"rope_added_positions_{part}")
     return True
@@ -46,8 +44,8 @@ def no_rope(part: str) -> bool:
 def positions() -> tuple[int, int]:
     """The query position m and key position n (a decoder's query meets keys n ≤ m only)."""
     c1, c2 = st.columns(2)
-    m = c1.selectbox("Query position m", range(T), format_func=lambda i: f"{i}: {labels[i]}", **ui.choice("rope_m", range(T), T - 1))
-    return m, c2.selectbox("Key position n", range(m + 1), format_func=lambda i: f"{i}: {labels[i]}", **ui.choice("rope_n", range(m + 1), 0), help="A key of the query head's key/value head.")
+    m = c1.selectbox("Query position m", range(T), format_func=ui.token_names(labels), **ui.choice("rope_m", range(T), T - 1))
+    return m, c2.selectbox("Key position n", range(m + 1), format_func=ui.token_names(labels), **ui.choice("rope_n", range(m + 1), 0), help="A key of the query head's key/value head.")
 
 
 def part_angles() -> None:
@@ -103,7 +101,7 @@ def part_shared() -> None:
         "Key/value head",
         range(cfg.n_kv_heads),
         **ui.choice("gqa_group", range(cfg.n_kv_heads), cfg.kv_head(H)),
-        format_func=lambda k: f"K/V head {k} (query heads {', '.join(map(str, gqa.group_heads(cfg, k)))})",
+        format_func=functools.partial(gqa.kv_head_name, cfg),
     )
     per_row = ui.panels_per_row("gqa_patterns", cfg.n_head // cfg.n_kv_heads), ui.panels_per_row("gqa_keys", cfg.n_kv_heads)  # the values' chart is as wide
     k_fig, v_fig, p_fig, grp = cached.gqa_figures(state.model, state.sentence, state.temperature, L, g, per_row, tr)

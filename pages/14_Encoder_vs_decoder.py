@@ -64,22 +64,18 @@ c1, c2 = st.columns(2)
 word = c1.selectbox(
     "Word",
     found,
-    format_func=lambda f: f"{f[0]}: {f[1]}",
+    format_func="{0[0]}: {0[1]}".format,
     **ui.choice("compare_word", found, next((f for f in found if f[1].lower() == "it"), found[-1])),
     help="The word whose attention we follow (the query).",
 )
 target = c2.selectbox(
     "Target word",
     found,
-    format_func=lambda f: f"{f[0]}: {f[1]}",
+    format_func="{0[0]}: {0[1]}".format,
     **ui.choice("compare_target", found, next((f for f in found if f[1].lower() == "animal" and f != word), found[0])),
     help="The word we hope it looks at (the key).",
 )
 ui.explain(ed.tokens_text(word[1]))
-
-
-def go_to_best(kind: str, layer: int, head: int) -> None:
-    st.session_state[f"compare_{kind}_layer"], st.session_state[f"compare_{kind}_head"] = layer, head
 
 
 def part_rows() -> None:
@@ -93,7 +89,12 @@ def part_rows() -> None:
             ui.show_figure(fcmp.token_strip(tr.encoding.labels, src, tgt, f"{len(tr.encoding)} tokens"), key=f"compare_{kind}_tokens")
             layer = st.slider("Layer", 0, cfg.n_layer - 1, **ui.kept_within(f"compare_{kind}_layer", best[0], 0, cfg.n_layer - 1))
             head = st.slider("Head", 0, cfg.n_head - 1, **ui.kept_within(f"compare_{kind}_head", best[1], 0, cfg.n_head - 1))
-            st.button(f"Go to the best head (layer {best[0]}, head {best[1]})", on_click=go_to_best, args=(kind, best[0], best[1]), key=f"compare_{kind}_best")
+            st.button(
+                f"Go to the best head (layer {best[0]}, head {best[1]})",
+                on_click=st.session_state.update,
+                args=({f"compare_{kind}_layer": best[0], f"compare_{kind}_head": best[1]},),
+                key=f"compare_{kind}_best",
+            )
             row = ed.row(tr, layer, head, src[-1])
             title = f"Weights of “{word[1]}” (token {src[-1]}), layer {layer}, head {head}"
             ui.show_figure(fcmp.row_bars(row, tr.encoding.labels, src[-1], tgt, causal, title), key=f"compare_{kind}_row")

@@ -38,7 +38,7 @@ def replay_view() -> None:
     c1, c2, c3 = st.columns([5, 1.5, 2.5], vertical_alignment="bottom")
     step = c1.select_slider("Training step", steps, bind="query-params", key="heads_step", help="Snapshots at log-spaced steps: dense early, sparse late.")
     c2.button("⏸ Pause" if playing else "▶ Play", key="heads_play", on_click=training.toggle_play, args=("heads_playing", "heads_step", steps))
-    score = c3.selectbox("Score to follow", list(roles.SCORES), format_func=lambda n: roles.SCORES[n].title, bind="query-params", key="heads_score")
+    score = c3.selectbox("Score to follow", list(roles.SCORES), format_func=roles.score_title, bind="query-params", key="heads_score")
     i = steps.index(step)
     s = rp.snapshots[i]
     m = st.columns(4)

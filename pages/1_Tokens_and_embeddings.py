@@ -63,7 +63,7 @@ c1, c2 = st.columns([2, 1])
 query = c1.selectbox(
     "Token",
     range(T),
-    format_func=lambda p: f"{p}: {labels[p]}",
+    format_func=ui.token_names(labels),
     **ui.choice("tokens_query", range(T), max(range(T), key=lambda p: len(labels[p]))),
     help="A position in your sentence; its token's neighbours are listed.",
 )  # a word rather than punctuation, by default

@@ -90,7 +90,7 @@ def step_softmax() -> None:
 def step_query() -> None:
     st.latex(r"z_i = \sum_j \alpha_{ij}\, v_j")
     help_query = "Which token's row to follow: its weights, and the value vectors they mix."
-    i = st.selectbox("Query token i", range(T), format_func=lambda j: f"{j}: {labels[j]}", **ui.choice("onehead_query", range(T), T - 1), help=help_query)  # the last token by default
+    i = st.selectbox("Query token i", range(T), format_func=ui.token_names(labels), **ui.choice("onehead_query", range(T), T - 1), help=help_query)  # the last token by default
     ui.explain("The output for token i is a mix of the value vectors, each multiplied by how much i attends to it.")
     terms = one_head.weighted_values(s.weights[i], s.v)  # (T, hs) rows α_ij·v_j
     col1, col2 = ui.stacking("onehead_query_row", ui.SIDE_BY_SIDE_PX).columns(2)

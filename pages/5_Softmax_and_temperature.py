@@ -36,7 +36,7 @@ tau = c2.slider(
     help="Scores are divided by τ before softmax, here and in section 3; the sidebar's attention temperature stays as it is.",
 )
 help_scale = "Multiply every score: what softmax does with large scores (raw q·k are large when d_k is)."
-scale = c3.select_slider("Scale the scores", SCALES, value=1, bind="query-params", key="softmax_scale", format_func=lambda v: f"×{v}", help=help_scale)
+scale = c3.select_slider("Scale the scores", SCALES, value=1, bind="query-params", key="softmax_scale", format_func="×{}".format, help=help_scale)
 
 
 def scores_section(s: np.ndarray) -> None:
@@ -105,7 +105,7 @@ def real_row_section() -> None:
     tr1 = ui.trace_or_stop(state, temperature=1.0)
     labels = tr1.encoding.labels
     q = st.selectbox(
-        "Query token", range(len(labels)), format_func=lambda j: f"{j}: {labels[j]}", **ui.choice("softmax_query", range(len(labels)), len(labels) - 1), help="Whose row of scores to use."
+        "Query token", range(len(labels)), format_func=ui.token_names(labels), **ui.choice("softmax_query", range(len(labels)), len(labels) - 1), help="Whose row of scores to use."
     )
     r = lab.real_row(tr1, cached.tempered_pattern(state.model, state.sentence, state.layer, state.head, tau), state.layer, state.head, q, tau)
     key_labels = [labels[j] for j in r.keys]

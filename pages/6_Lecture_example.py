@@ -1,5 +1,7 @@
 """Lecture example: the four-word worked example of self-attention, every matrix shown with its numbers."""
 
+import functools
+
 import pandas as pd
 import streamlit as st
 
@@ -21,24 +23,20 @@ ui.folded("The lecture's code").code(lecture.LECTURE_CODE, language="python")
 st.latex(r"\begin{gathered}Q = XW_Q,\quad K = XW_K,\quad V = XW_V, \\ \text{attention} = \operatorname{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)V,\quad d_k = 3\end{gathered}")
 
 
-def reset() -> None:
-    """Back to the lecture's X, words and seed: a new table key drops the edits kept by the old one."""
-    st.session_state["lecture_table_version"] = st.session_state.get("lecture_table_version", 0) + 1
-    st.session_state["lecture_seed"] = lecture.LECTURE_SEED
-
-
 st.subheader("1. The inputs")
 left, right = st.columns([3, 1])
 with right:
     help_seed = "np.random.seed(seed) before drawing W_Q, W_K and W_V (in that order). The lecture uses 42."
     seed = int(st.number_input("Seed", 0, 2**32 - 1, lecture.LECTURE_SEED, 1, bind="query-params", key="lecture_seed", help=help_seed))
-    st.button("Use the lecture's numbers", key="lecture_reset", on_click=reset, help="Restore the lecture's X, word names and seed 42.")
+    version = st.session_state.get("lecture_table_version", 0)  # back to the lecture's numbers: a new table key drops the edits the old one kept
+    reset = {"lecture_table_version": version + 1, "lecture_seed": lecture.LECTURE_SEED}
+    st.button("Use the lecture's numbers", key="lecture_reset", on_click=st.session_state.update, args=(reset,), help="Restore the lecture's X, word names and seed 42.")
 with left:
     start = pd.DataFrame(lecture.LECTURE_X, columns=DIMS).assign(word=list(lecture.LECTURE_WORDS))[["word", *DIMS]]
     number = st.column_config.NumberColumn(min_value=-lecture.MAX_ABS, max_value=lecture.MAX_ABS, required=True)
     table = st.data_editor(
         start,
-        key=f"lecture_table_{st.session_state.get('lecture_table_version', 0)}",
+        key=f"lecture_table_{version}",
         num_rows="fixed",
         hide_index=True,
         column_config={"word": st.column_config.TextColumn("word", help="A name for the row (only a label).", max_chars=40), **dict.fromkeys(DIMS, number)},
@@ -97,7 +95,11 @@ with right:
         "the same ÷ √3, the softmax weights, and the weighted sum of the value vectors (the rows of V) that becomes its output row."
     )
     i = st.selectbox(
-        "Work out one row", range(len(words)), format_func=lambda r: f"row {r + 1}: {words[r]}", **ui.choice("lecture_row", range(len(words)), 0), help="Spell out the numbers of one word's row."
+        "Work out one row",
+        range(len(words)),
+        format_func=functools.partial(lecture.row_name, tuple(words)),
+        **ui.choice("lecture_row", range(len(words)), 0),
+        help="Spell out the numbers of one word's row.",
     )
 e, s, a = m["scores"][i], m["scaled"][i], m["weights"][i]
 st.latex(rf"e_{{{i + 1}}} = q_{{{i + 1}}}K^\top = {vec(e)}, \qquad \frac{{e_{{{i + 1}}}}}{{\sqrt{{3}}}} = {vec(s)}")

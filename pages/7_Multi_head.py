@@ -51,9 +51,8 @@ def averages() -> None:
 
 
 def every_head_part() -> None:
-    name = lambda n: "layer {}, head {}".format(*heads.parse_head(n))  # noqa: E731
     help_open = "Which head to show large, with its line view (red box below)."
-    OL, OH = heads.parse_head(st.selectbox("Open layer L, head H", every_head, format_func=name, **ui.choice("multihead_open", every_head, side), help=help_open))
+    OL, OH = heads.parse_head(st.selectbox("Open layer L, head H", every_head, format_func=heads.head_title, **ui.choice("multihead_open", every_head, side), help=help_open))
     fig, block, n = cm.overview_figure(*key, (OL, OH), hide, tr, head_roles.badges(cm.head_scores(state.model)))
     st.markdown(heads.overview_note(block, n, T, causal))
     ui.show_figure(fig, key="multihead_overview")
@@ -62,7 +61,7 @@ def every_head_part() -> None:
     threshold = c2.slider("Hide lines below weight", 0.01, 1.0, step=0.01, **ui.kept("multihead_threshold", 0.1), help="Only (query, key) pairs with at least this much weight get a line.")
     help_token = "Keep only the lines of one token: the keys it looks at and the queries that look at it. Or click a token's dot in a line view."
     token = c2.selectbox(
-        "Lines of token", [-1, *range(T)], format_func=lambda j: "every token" if j < 0 else f"{j}: {labels[j]}", **ui.choice("multihead_line_token", range(-1, T), -1), help=help_token
+        "Lines of token", [-1, *range(T)], format_func=ui.token_names(labels, every="every token"), **ui.choice("multihead_line_token", range(-1, T), -1), help=help_token
     )
     big, lines, n_lines = cm.opened_figures(*key, (OL, OH), hide, read.sink, threshold, token, tr)
     with c1:
@@ -84,7 +83,7 @@ def every_head_part() -> None:
 def concat_wo() -> None:
     st.markdown(heads.concat_note(cfg, L, T))
     st.latex(rf"\mathrm{{out}}_i = [z_{{i,0}}\,;\dots;\,z_{{i,h-1}}]\,W_O{read.b_O} = \sum_{{h'}} z_{{i,h'}}\,W_O^{{(h')}}{read.b_O}")
-    t = st.selectbox("Token", range(T), format_func=lambda j: f"{j}: {labels[j]}", **ui.choice("multihead_token", range(T), T - 1), help="Whose vectors to follow through the concatenation and W_O.")
+    t = st.selectbox("Token", range(T), format_func=ui.token_names(labels), **ui.choice("multihead_token", range(T), T - 1), help="Whose vectors to follow through the concatenation and W_O.")
     concat_fig, wo_fig, out_fig, error = cm.concat_figures(*key, L, t, tr)
     ui.show_figure(concat_fig, key="multihead_concat")
     ui.side_by_side({"multihead_wo": wo_fig, "multihead_out": out_fig})

@@ -36,7 +36,7 @@ mean_fig, spread_fig, steps = cm.norm_figures(*key, L, ln, tr)
 ui.side_by_side({"block_ln_mean": mean_fig, "block_ln_std": spread_fig})
 st.caption(bs.norm_note(steps, cfg.norm, cfg.ln_eps))
 help_token = "One token, shown number by number here and neuron by neuron in section 3."
-tok = st.selectbox("Token to inspect", range(T), format_func=lambda p: f"{p}: {labels[p]}", **ui.choice("block_token", range(T), T - 1), help=help_token)
+tok = st.selectbox("Token to inspect", range(T), format_func=ui.token_names(labels), **ui.choice("block_token", range(T), T - 1), help=help_token)
 values_fig, act_fig, swiglu_fig = cm.token_figures(*key, L, ln, tok, tr)
 ui.show_figure(values_fig, key="block_ln_token")
 

@@ -34,7 +34,7 @@ if last_T != T and st.session_state.get("next_position") == last_T - 1:  # a new
 st.session_state["next_position_T"] = T
 c1, c2, c3, c4, c5 = st.columns([2, 2, 2, 2, 1])
 help_pos = "Whose vector to read. The last position predicts the token after the sentence; an earlier one predicts what comes next there, to compare with the token that really follows."
-pos = c1.selectbox("Position", range(T), format_func=lambda i: f"{i}: {labels[i]}" + (" (last)" if i == T - 1 else ""), **ui.choice("next_position", range(T), T - 1), help=help_pos)
+pos = c1.selectbox("Position", range(T), format_func=ui.token_names(labels, last=" (last)"), **ui.choice("next_position", range(T), T - 1), help=help_pos)
 help_temperature = "Divides the logits: T < 1 sharpens, T > 1 flattens, 0 = greedy. Not the attention τ."
 temperature = c2.slider("Sampling temperature T", 0.0, 3.0, 1.0, 0.05, bind="query-params", key="next_temperature", help=help_temperature)
 top_k = c3.slider("Top-k", 0, 100, 0, bind="query-params", key="next_top_k", help="Keep only the k most probable tokens (0 = no limit).")

@@ -2,7 +2,7 @@
 
 from . import serving
 from .models import get_model, get_trace, get_traces
-from .page import SIDE_BY_SIDE_PX, choice, explain, folded, head_role, kept, kept_subset, kept_within, lazy_tabs, note, show_figure, side_by_side, stacking, token_clicks, trace_or_stop
+from .page import SIDE_BY_SIDE_PX, choice, explain, folded, head_role, kept, kept_subset, kept_within, lazy_tabs, note, show_figure, side_by_side, stacking, token_clicks, token_names, trace_or_stop
 from .state import PRESETS, State, sidebar
 from .widths import panels_per_row
 
@@ -30,5 +30,6 @@ __all__ = [
     "sidebar",
     "stacking",
     "token_clicks",
+    "token_names",
     "trace_or_stop",
 ]

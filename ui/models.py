@@ -57,7 +57,7 @@ def get_model(name: str) -> LoadedModel:
 
 
 class TraceCache:
-    """The most recently used traces, up to `budget` bytes in all; shared by every session.
+    """The most recently used traces (a text's, or those of a batched pass), up to `budget` bytes in all; shared by every session.
 
     Bounded by bytes, not entries: a 16-token trace is ~1 MiB and a 256-token one ~29 MiB, so a count small enough
     for long texts would keep too few short ones (with 50 students, 16 entries last about a second). A trace grows
@@ -68,13 +68,13 @@ class TraceCache:
 
     def __init__(self, budget: int):
         self.budget, self.nbytes = budget, 0
-        self._items: OrderedDict[tuple, Trace] = OrderedDict()  # oldest first
+        self._items: OrderedDict[tuple, Trace | tuple[Trace, ...]] = OrderedDict()  # oldest first
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._items)
 
-    def get(self, key: tuple, make: Callable[[], Trace]) -> Trace:
+    def get(self, key: tuple, make: Callable[[], Trace | tuple[Trace, ...]]) -> Trace | tuple[Trace, ...]:
         with self._lock:
             trace = self._items.get(key)
             if trace is not None:
@@ -90,9 +90,14 @@ class TraceCache:
 
     def _shrink(self) -> None:
         """Count the traces' bytes again and drop the least recently used until they fit (the newest always stays)."""
-        self.nbytes = sum(trace.nbytes for trace in self._items.values())
+        self.nbytes = sum(map(_nbytes, self._items.values()))
         while self.nbytes > self.budget and len(self._items) > 1:
-            self.nbytes -= self._items.popitem(last=False)[1].nbytes
+            self.nbytes -= _nbytes(self._items.popitem(last=False)[1])
+
+
+def _nbytes(item: Trace | tuple[Trace, ...]) -> int:
+    """Bytes held by a cached trace, or by the traces of one batched pass."""
+    return item.nbytes if isinstance(item, Trace) else sum(trace.nbytes for trace in item)
 
 
 TRACES = TraceCache(budget=256 * 2**20)
@@ -122,8 +127,13 @@ def together(*calls: Callable[[], object]) -> list:
     return [first, *(f.result() for f in others)]
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
 def get_traces(model_name: str, texts: tuple[str, ...], temperature: float) -> list[Trace]:
-    """run_traces on a registry model (several texts, one batched pass), cached; the arrays are read-only."""
-    lm = get_model(model_name)
-    return run_traces(lm.model, lm.tokenizer, texts, Interventions(temperature=temperature))
+    """run_traces on a registry model (several texts, one batched pass), cached in TRACES beside the single traces (their
+    numbers differ from run_trace's by float rounding, so under a key of their own); the arrays are read-only."""
+    iv = Interventions(temperature=float(temperature))
+
+    def make() -> tuple[Trace, ...]:
+        lm = get_model(model_name)
+        return tuple(run_traces(lm.model, lm.tokenizer, texts, iv))
+
+    return list(TRACES.get(("batch", model_name, texts, iv), make))

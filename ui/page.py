@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
 import plotly.graph_objects as go
@@ -125,6 +126,18 @@ def token_clicks(chart_key: str, token_key: str) -> Callable[[], None]:
         st.session_state[token_key] = ends[0] if ends else -1
 
     return pick
+
+
+def token_names(labels: Sequence[str], every: str = "", prefix: str = "", last: str = "") -> Callable[[int], str]:
+    """A select box's format function for token positions: 3 → "3: ␣bear" (after `prefix`; the last position gets `last`
+    after its label), −1 → `every`. Widgets' format functions and callbacks come from modules, never from a page file:
+    Streamlit keeps them with the session's widgets until its next run, and a function written in a page holds the page's
+    globals, its trace among them (50 students: 50 traces beyond the shared cache's budget)."""
+    return functools.partial(_token_name, tuple(labels), every, prefix, last)
+
+
+def _token_name(labels: tuple[str, ...], every: str, prefix: str, last: str, i: int) -> str:
+    return every if i < 0 else f"{prefix}{i}: {labels[i]}" + (last if i == len(labels) - 1 else "")
 
 
 SIDE_BY_SIDE_PX = 1300  # below this screen width two charts side by side leave each plot under ~240 px: one per row

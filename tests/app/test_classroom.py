@@ -3,18 +3,21 @@ saving charts, numbers and traces, and the guided tour's stops."""
 
 from __future__ import annotations
 
+import ast
 import csv
 import gc
 import io
 import json
+import weakref
 
 import numpy as np
 import pytest
+import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 import ui
 from figures.export import to_csv
-from tests.apptest_utils import PAGES, ROOT, TIMEOUT, assert_ok, charts_by_key, lazy_tabs, run_page
+from tests.apptest_utils import PAGES, ROOT, TIMEOUT, assert_ok, charts_by_key, each_tab, lazy_tabs, run_page
 from transformer import Trace, run_trace
 from ui import export, navigation, presenter, tour
 
@@ -232,19 +235,57 @@ def test_pages_offer_their_numbers_and_the_trace():
     assert [b.proto.label for b in lecture.sidebar.get("download_button")] == ["Numbers on this page (CSV)"]
 
 
-def test_a_session_keeps_no_trace_of_its_own(monkeypatch):
-    """The NPZ button fetches the trace when pressed: a session's saved state must not hold one, or 50 students
-    would keep 50 traces alive beyond the shared cache's byte budget."""
-    monkeypatch.setattr(ui.models, "TRACES", ui.models.TraceCache(budget=2**30))
-    ui.get_model("shakespeare-gpt")  # loaded (and the collector's frozen set made) before the page's objects exist
-    sentence = "a sentence no other test runs"
-    at = run_page("pages/3_One_head.py", model="shakespeare-gpt", sentence=sentence)
-    assert_ok(at)
-    assert "The model's trace (NPZ)" in [b.proto.label for b in at.sidebar.get("download_button")]
-    run_page("pages/6_Lecture_example.py")  # the last run's script globals (Streamlit's __main__) hold no trace either
-    ui.models.TRACES._items.clear()  # the cache lets go of the page's trace …
+def held_traces(earlier: dict[int, weakref.ref]) -> list[str]:
+    """The texts of the traces alive once the shared caches let go of them, but those in `earlier`. (Another page
+    runs first: Streamlit's __main__ keeps the globals of the last script run, one per process.)"""
+    run_page("pages/6_Lecture_example.py")
+    ui.models.TRACES._items.clear()
+    st.cache_resource.clear()
     gc.collect()
-    assert not [o for o in gc.get_objects() if isinstance(o, Trace) and o.encoding.text == sentence]  # … and nothing else holds it
+    return [o.encoding.text for o in gc.get_objects() if isinstance(o, Trace) and (id(o) not in earlier or earlier[id(o)]() is not o)]
+
+
+@pytest.mark.parametrize("page", [None, *PAGES], ids=lambda p: "home" if p is None else p.stem)
+def test_a_session_keeps_no_trace_of_its_own(monkeypatch, page):
+    """Streamlit keeps a session's widgets, with their format functions and callbacks, until its next run, and its
+    download buttons' data. A function written in a page file holds the page's globals, and with them the run's
+    traces: 50 students would keep 50 traces (~30 MiB each for SmolLM2 at 64 tokens) beyond the shared cache's byte
+    budget, and a session that was alive when a model first loaded (ui.models.get_model freezes the collector's
+    objects) would keep its last ones for good. So after the page and after each of its tabs, once the shared caches
+    let go of their traces, no trace may be left alive while the session is."""
+    monkeypatch.setattr(ui.models, "TRACES", ui.models.TraceCache(budget=2**30))
+    model = MODEL.get(page.stem, "shakespeare-gpt") if page else "shakespeare-gpt"
+    for name in ui.models.model_choices():  # every model loaded (and the collector's frozen set made) before the page's objects exist:
+        ui.get_model(name)  # the objects of a run that loads one are frozen with it (Encoder vs decoder loads two)
+    earlier = {id(o): weakref.ref(o) for o in gc.get_objects() if isinstance(o, Trace)}  # (a Trace is not hashable)
+    at = run_page("app.py" if page is None else f"pages/{page.name}", model=model, sentence="a sentence no other test runs")
+    assert_ok(at)
+    if page is None or page.stem == "3_One_head":
+        assert "The model's trace (NPZ)" in [b.proto.label for b in at.sidebar.get("download_button")]
+    assert held_traces(earlier) == []
+    for label in each_tab(at):
+        assert_ok(at)
+        assert (label, held_traces(earlier)) == (label, [])
+
+
+WIDGET_CALLABLES = ("format_func", "on_change", "on_click", "on_select")
+
+
+@pytest.mark.parametrize("page", [ROOT / "app.py", ROOT / "home.py", *PAGES], ids=lambda p: p.stem)
+def test_no_widget_is_handed_a_function_written_in_a_page(page):
+    """The rule behind the test above, for every control (the test above sees only the ones it opens): a widget's
+    format function or callback is a module's function, a bound method or a functools.partial of one, never a lambda or
+    a function written in the page file."""
+    tree = ast.parse(page.read_text(encoding="utf-8"))
+    own = {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}  # and names given a lambda:
+    own |= {t.id for node in ast.walk(tree) if isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda) for t in node.targets if isinstance(t, ast.Name)}
+    bad = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg in WIDGET_CALLABLES:
+            v = node.value
+            if isinstance(v, ast.Lambda) or (isinstance(v, ast.Name) and v.id in own):
+                bad.append(f"line {v.lineno}: {node.arg}={ast.unparse(v)[:60]}")
+    assert bad == []
 
 
 def test_the_csv_holds_the_home_maps_weights():
