@@ -29,6 +29,7 @@ BAD_INPUTS = [
     ("script", "<script>alert(1)</script>"),
     ("img", "<img src=x onerror=alert(1)>"),
 ]
+XSS_PAYLOADS = ["<script>window.__xss=1</script>", '<img src=x onerror="window.__xss=1">', '<svg onload="window.__xss=1">']  # in a browser: any one run sets window.__xss
 EACH_BAD_INPUT = pytest.mark.parametrize("name,text", BAD_INPUTS, ids=[n for n, _ in BAD_INPUTS])  # a test's (name, text) arguments
 
 

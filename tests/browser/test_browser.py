@@ -10,6 +10,7 @@ import pytest
 
 from scripts.browser import CUT, ROOT, open_tab, page_url, wait_rendered
 from tests.apptest_utils import PAGES as PAGE_FILES
+from tests.apptest_utils import XSS_PAYLOADS
 from ui import fit
 
 playwright_api = pytest.importorskip("playwright.sync_api")
@@ -37,13 +38,15 @@ def resize(tab, width: int) -> None:
 
 @pytest.mark.parametrize("page_file", PAGES, ids=lambda p: "home" if p is None else p.stem)
 def test_page_loads_without_errors_or_cut_text_and_its_formulas_and_titles_fit_a_phone(base_url, tab, page_file):
-    """The page loads with no error; no text is cut at a desktop's, a projector's, a tablet's and a phone's width
-    (Encoder-decoder: "A phrase i…", "mean of the h…"; Next token: "Reset to the…"); and on the phone no formula
-    scrolls sideways and no chart title runs past its chart (ui/fit.py sets a wide one smaller; the few formulas too
-    wide even at its floor are written on two lines)."""
-    tab.goto(page_url(base_url, page_file))
+    """The page loads with no error, opened by a link whose sentence holds HTML and script (every payload in one
+    sentence: any one that ran would set window.__xss or open a dialog); no text is cut at a desktop's, a projector's,
+    a tablet's and a phone's width (Encoder-decoder: "A phrase i…", "mean of the h…"; Next token: "Reset to the…"); and
+    on the phone no formula scrolls sideways and no chart title runs past its chart (ui/fit.py sets a wide one smaller;
+    the few formulas too wide even at its floor are written on two lines)."""
+    tab.goto(page_url(base_url, page_file) + "?sentence=" + urllib.parse.quote(" ".join(XSS_PAYLOADS)))
     wait_rendered(tab)
     assert tab.locator('[data-testid="stException"]').count() == 0
+    assert tab.evaluate("window.__xss") is None and tab.dialogs == []
     assert tab.errors == []
     for width in (1300, 1024, 768, 390):
         if width != 1300:  # the tab opens at 1300 px

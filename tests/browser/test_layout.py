@@ -141,14 +141,23 @@ MEASURE = """() => {
 
 @pytest.fixture(scope="module")
 def measured(base_url, browser):
-    """(page name, width) → MEASURE's result, each page loaded once per width (the module's server and browser: conftest)."""
-    cache = {}
+    """(page name, width) → MEASURE's result (the module's server and browser: conftest). Each page is loaded once, at
+    the first width asked for, and then resized to the next ones, as a tablet turned or a window dragged wider: the
+    browser reports the new chart widths and the page redraws for them (ui/widths.py). The cases come page by page."""
+    cache, shown = {}, {}  # shown: the page now open, {name: tab}
 
     def get(name: str, width: int) -> dict:
         if (name, width) not in cache:
-            address, tab, button = PAGES[name]
-            page = browser.new_page(viewport={"width": width, "height": 900})
-            try:
+            if name in shown:
+                page = shown[name]
+                page.set_viewport_size({"width": width, "height": 900})
+                wait_rendered(page)
+            else:
+                for other in shown.values():
+                    other.close()
+                shown.clear()
+                page = shown[name] = browser.new_page(viewport={"width": width, "height": 900})
+                address, tab, button = PAGES[name]
                 page.goto(f"{base_url}/{address}")
                 wait_rendered(page)
                 if tab:
@@ -157,13 +166,13 @@ def measured(base_url, browser):
                     page.get_by_role("button", name=button).click()
                     page.wait_for_timeout(500)
                     wait_rendered(page)
-                assert page.locator('[data-testid="stException"]').count() == 0, (name, width)
-                cache[name, width] = settled(page, MEASURE)
-            finally:
-                page.close()
+            assert page.locator('[data-testid="stException"]').count() == 0, (name, width)
+            cache[name, width] = settled(page, MEASURE)
         return cache[name, width]
 
-    return get
+    yield get
+    for page in shown.values():
+        page.close()
 
 
 def overlap(a: dict, b: dict, slack: float = 1.0) -> bool:

@@ -2,27 +2,15 @@
 
 from __future__ import annotations
 
-import urllib.parse
-
 import pytest
 
 from scripts.browser import page_url, wait_rendered
-from tests.apptest_utils import PAGES as PAGE_FILES
+from tests.apptest_utils import XSS_PAYLOADS as PAYLOADS
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.browser
 
-PAGES = [None, *PAGE_FILES]  # None: the home page
-PAYLOADS = ["<script>window.__xss=1</script>", '<img src=x onerror="window.__xss=1">', '<svg onload="window.__xss=1">']
-
-
-@pytest.mark.parametrize("page_file", PAGES, ids=lambda p: "home" if p is None else p.stem)
-def test_xss_in_query_string_is_inert(base_url, tab, page_file):
-    tab.goto(page_url(base_url, page_file) + "?sentence=" + urllib.parse.quote(" ".join(PAYLOADS)))  # every payload in one sentence: any one would set it
-    wait_rendered(tab)
-    assert tab.evaluate("window.__xss") is None
-    assert tab.dialogs == []
-    assert tab.errors == []
+# Every page opened with the payloads in its address: tests/browser/test_browser.py (one load per page checks that too).
 
 
 def test_typed_xss_is_inert_and_shown_as_text(base_url, tab):
