@@ -14,14 +14,11 @@ from itertools import combinations
 import numpy as np
 
 from transformer import Encoding, ModelConfig, Trace
+from transformer.errors import WordNotFound
 
 from .block_stats import block_output
 from .embedding_space import unit_rows
 from .pca import pca
-
-
-class WordNotFound(ValueError):
-    """The word is not in the (possibly cut) text."""
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from functools import lru_cache
 import numpy as np
 
 from transformer import sinusoidal_encoding
+from transformer.errors import NotOneToken
 from transformer.tokenizer import BYTE_DECODER, Tokenizer
 
 SPECIAL = re.compile(r"^\[[^\]]*\]$")  # WordPiece's [PAD], [CLS], [unused17] …
@@ -105,14 +106,6 @@ def analogy(unit: np.ndarray | Directions, a: int, b: int, c: int, k: int) -> tu
     # v = ŵ_a − ŵ_b + ŵ_c
     v = row(a) - row(b) + row(c)  # (d,)
     return nearest(unit, v, k, exclude={a, b, c})
-
-
-class NotOneToken(ValueError):
-    """A text that is not exactly one token. `labels` holds the tokens it splits into (none when empty)."""
-
-    def __init__(self, labels: tuple[str, ...]):
-        super().__init__(f"{len(labels)} tokens, not one" if labels else "no text, not one token")
-        self.labels = labels
 
 
 def word_pieces(tokenizer: Tokenizer, text: str) -> tuple[tuple[int, ...], tuple[str, ...]]:

@@ -10,6 +10,8 @@ import math
 
 import numpy as np
 
+from transformer.errors import TableError
+
 from .probability import softmax
 
 LECTURE_WORDS = ("word_1", "word_2", "word_3", "word_4")
@@ -57,10 +59,6 @@ def lecture_example(X: np.ndarray | None = None, seed: int = LECTURE_SEED) -> di
     # output_i = Σ_j α_ij v_j
     attention = weights @ V  # (n, d)
     return {"X": X, "W_Q": W_Q, "W_K": W_K, "W_V": W_V, "Q": Q, "K": K, "V": V, "scores": scores, "scaled": scaled, "weights": weights, "attention": attention}
-
-
-class TableError(ValueError):
-    """An edited X that cannot be used; the message names the bad cells."""
 
 
 def row_name(words: tuple[str, ...], r: int) -> str:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from transformer import GPT, Interventions, ModelConfig, Trace
+from transformer.errors import ScoreInputError
 from transformer.trace import open_layer
 
 from .probability import entropy_bits, softmax
@@ -16,10 +17,6 @@ from .probability import entropy_bits, softmax
 MAX_SCORES = 64  # longest score vector the lab accepts
 MAX_ABS_SCORE = 1e6  # larger scores only overflow, they teach nothing more
 D_KS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)  # key sizes of the √d_k experiment
-
-
-class ScoreInputError(ValueError):
-    """A score vector that cannot be used; the message says why, in words for the user."""
 
 
 def parse_scores(text: str) -> np.ndarray:

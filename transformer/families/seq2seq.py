@@ -88,6 +88,7 @@ from tokenizers import models, normalizers, pre_tokenizers
 
 from ..attention import Interventions, Record, visible_mask
 from ..config import ModelConfig
+from ..errors import SourceInputError
 from ..layers import MLP, Attention, Block, LayerNorm, init_normal, prefixed, sinusoidal_encoding
 from ..tokenizer import read_tokenizer_file
 from ..trace import BLOCK_NAMES
@@ -309,10 +310,6 @@ class Vocab:
 
     def decode(self, ids) -> list[str]:
         return [self.words[i] for i in ids]
-
-
-class SourceInputError(ValueError):
-    """The typed phrase cannot be translated; the message says why, in words for the user."""
 
 
 @dataclass(frozen=True)

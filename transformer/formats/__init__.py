@@ -3,8 +3,6 @@ Hugging Face naming and a `tokenizers.Tokenizer`, offline, without pickle and wi
 packages that ship the files (packages.py finds them).
 """
 
-from ..errors import ModelLoadError
+from ..errors import FormatError
 
-
-class FormatError(ModelLoadError):
-    """A checkpoint file is missing a part, is damaged or is of a kind these readers do not handle."""
+__all__ = ["FormatError"]
