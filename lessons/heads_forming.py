@@ -42,8 +42,10 @@ def phase_change(steps: np.ndarray, loss: np.ndarray, min_share: float = 0.4, ma
     per step, widened on both sides while the fall per step stays at least `keep` times that. None unless that stretch
     is sudden: it holds at least `min_share` of the whole drop within at most `max_span` of the training's steps."""
     steps, loss = np.asarray(steps, dtype=float), np.asarray(loss, dtype=float)
+    if len(loss) < 3:
+        return None
     total = loss[0] - loss.min()
-    if len(loss) < 3 or total <= 0:
+    if total <= 0:
         return None
     rate = (loss[:-1] - loss[1:]) / np.diff(steps)  # fall per step between neighbours, (S−1,)
     top = int(np.argmax(rate))

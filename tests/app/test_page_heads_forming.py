@@ -1,22 +1,48 @@
 """The "Heads forming" page: every control moved (step slider, play/pause, score picker, tabs, train, cancel); what it
-draws equals the shipped replay's numbers; one live training per process, seeded like the replay."""
+draws equals the shipped replay's numbers, read here from its files (replay.json, replay.safetensors) and recomputed by
+the scores' formulas; one live training per process, seeded like the replay."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
+from safetensors.numpy import load_file
 
 from lessons import head_roles as roles
-from lessons import heads_forming as hf
 from tests.apptest_utils import array, assert_ok, chart, chart_keys, page_path, run_page, texts
 from transformer import head_scores as hs
+from transformer import train_induction as ti
 from ui import training
 
 PAGE = page_path("15_Heads_forming")
-RP = training.replay()
-STEPS = RP.steps.tolist()
+DOC = json.loads((ti.BUNDLED_REPLAY / ti.REPLAY_JSON).read_text())  # the replay the page shows, as stored
+ARRAYS = load_file(str(ti.BUNDLED_REPLAY / ti.REPLAY_ARRAYS))
+STEPS, LOSS, PROBE = DOC["steps"], np.array(DOC["loss"]), DOC["probe"]
+N_LAYER, N_HEAD, PREFIX, RUN = (DOC["config"][k] for k in ("n_layer", "n_head", "probe_prefix", "probe_run"))
+HEADS = [f"{layer}.{head}" for layer in range(N_LAYER) for head in range(N_HEAD)]
+THRESHOLD = {name: t for name, t in hs.LABELS.values()}  # score → the value from which it labels a head
+
+
+def score(name: str) -> np.ndarray:
+    """One stored head score over training, (S, L, nh)."""
+    return ARRAYS[f"scores.{name}"].astype(np.float64)
+
+
+def induction_by_hand(pattern: np.ndarray, ids: list[int]) -> np.ndarray:
+    """I = mean over the queries i that have a target of Σ α[i, j] over the keys 1 ≤ j < i with x_{j−1} = x_i;
+    pattern (…, T, T) → (…)."""
+    targets = {i: [j for j in range(1, i) if ids[j - 1] == ids[i]] for i in range(len(ids))}
+    rows = {i: js for i, js in targets.items() if js}
+    assert len(rows) == RUN  # the probe's second copy: one target each, the key after the earlier copy
+    return np.mean([pattern[..., i, js].sum(-1) for i, js in rows.items()], axis=0)
+
+
+def previous_by_hand(pattern: np.ndarray) -> np.ndarray:
+    """P = mean over the queries i ≥ 1 of α[i, i − 1]; pattern (…, T, T) → (…)."""
+    return np.mean([pattern[..., i, i - 1] for i in range(1, pattern.shape[-1])], axis=0)
 
 
 def lines(fig: dict) -> dict[str, np.ndarray]:
@@ -31,18 +57,34 @@ def current_step(fig: dict) -> float:
 def assert_step(at, step: int) -> None:
     """Every number on the replay tab is the replay's at `step`."""
     assert_ok(at)
-    s = RP.snapshots[STEPS.index(step)]
-    assert [m.value for m in at.metric] == [f"{s.loss:.3f}", f"{s.loss_repeated:.3f}", f"{s.scores.induction[1].max():.2f}", f"{s.scores.previous_token[0].max():.2f}"]
+    k = STEPS.index(step)
+    ind, prev = score("induction")[k], score("previous_token")[k]  # (L, nh)
+    metrics = [f"{DOC['loss'][k]:.3f}", f"{DOC['loss_repeated'][k]:.3f}", f"{ind[1].max():.2f}", f"{prev[0].max():.2f}"]
+    assert [m.value for m in at.metric] == metrics
     assert current_step(chart(at, "heads_loss")) == step == current_step(chart(at, "heads_scores"))
     maps = chart(at, "heads_patterns")
     assert maps["layout"]["title"]["text"] == f"Every head on the probe at step {step}"
-    shown = np.stack([array(t["z"]) for t in maps["data"]])  # (8, T, T), NaN above the diagonal
-    want = s.patterns.reshape(8, *s.patterns.shape[2:])
-    np.testing.assert_allclose(np.nan_to_num(shown), np.tril(want), atol=1e-6)
-    recomputed = hs.score_patterns(np.nan_to_num(shown).reshape(s.patterns.shape), RP.probe)  # the scores follow from what is drawn
-    np.testing.assert_allclose(recomputed.induction, s.scores.induction, atol=2e-3)
+    shown = np.nan_to_num(np.stack([array(t["z"]) for t in maps["data"]]))  # (L·nh, T, T), NaN above the diagonal
+    stored = ARRAYS["patterns"][k].astype(np.float32)  # (L, nh, T, T)
+    np.testing.assert_allclose(shown, np.tril(stored.reshape(shown.shape)), atol=1e-6)
+    drawn = shown.reshape(stored.shape)  # the scores follow from what is drawn (float16 patterns: 2e-3)
+    np.testing.assert_allclose(induction_by_hand(drawn, PROBE), ind, atol=2e-3)
+    np.testing.assert_allclose(previous_by_hand(drawn), prev, atol=2e-3)
     table = at.dataframe[0].value
-    assert list(table["head"]) == hf.head_names(RP) and list(table["Induction"]) == [round(float(v), 3) for v in s.scores.induction.ravel()]
+    assert list(table["head"]) == HEADS and list(table["Induction"]) == [round(float(v), 3) for v in ind.ravel()]
+    for label, name in (("induction", "induction"), ("previous-token", "previous_token")):
+        assert [label in cell for cell in table["labels"]] == list(score(name)[k].ravel() >= THRESHOLD[name])
+
+
+def assert_sudden_fall(a: int, b: int) -> None:
+    """The loss's rule for a phase change holds for snapshots a → b: the steepest fall per step lies inside, every
+    fall per step inside is at least a third of it and the ones just outside are not; it holds ≥ 40 % of the whole drop
+    within ≤ 40 % of the steps."""
+    rate = -np.diff(LOSS) / np.diff(STEPS)  # fall per step between neighbouring snapshots, (S−1,)
+    steepest = rate.max()
+    assert a <= rate.argmax() < b and (rate[a:b] >= steepest / 3).all()
+    assert (a == 0 or rate[a - 1] < steepest / 3) and (b == len(rate) or rate[b] < steepest / 3)
+    assert (LOSS[a] - LOSS[b]) / (LOSS[0] - LOSS.min()) >= 0.4 and STEPS[b] - STEPS[a] <= 0.4 * (STEPS[-1] - STEPS[0])
 
 
 @pytest.fixture
@@ -62,20 +104,29 @@ def test_default_view_is_the_replay_at_step_0():
     at = run_page(PAGE)
     assert_step(at, 0)
     loss = lines(chart(at, "heads_loss"))
-    np.testing.assert_allclose(loss["loss (all symbols)"], RP.series("loss"), rtol=1e-6)
-    np.testing.assert_allclose(loss["each step's own batch"], RP.train_loss, rtol=1e-6)
-    pc = hf.phase_change(RP.steps, RP.series("loss"))
+    np.testing.assert_allclose(loss["loss (all symbols)"], LOSS, rtol=1e-6)
+    np.testing.assert_allclose(loss["each step's own batch"], DOC["train_loss"], rtol=1e-6)
     (band,) = [s for s in chart(at, "heads_loss")["layout"]["shapes"] if s["type"] == "rect"]
-    assert (band["x0"], band["x1"]) == (STEPS[pc.start], STEPS[pc.end])
-    assert f"Phase change, steps {STEPS[pc.start]}–{STEPS[pc.end]}" in texts(at)
+    a, b = STEPS.index(band["x0"]), STEPS.index(band["x1"])
+    assert_sudden_fall(a, b)
+    share = (LOSS[a] - LOSS[b]) / (LOSS[0] - LOSS.min())
+    ind = score("induction")[:, N_LAYER - 1].max(-1)  # (S,) the best in the last layer
+    prev = score("previous_token")[:, 0].max(-1)  # (S,) the best in layer 0
+    said = texts(at)
+    assert f"Phase change, steps {STEPS[a]}–{STEPS[b]}" in said
+    assert f"{share:.0%} of the loss's whole drop happens there ({LOSS[a]:.2f} → {LOSS[b]:.2f} nats)" in said
+    assert f"induction score of the last layer goes {ind[a]:.2f} → {ind[b]:.2f}" in said
+    assert f"previous-token score of layer 0 goes {prev[a]:.2f} → {prev[b]:.2f}" in said
     scores = lines(chart(at, "heads_scores"))
-    np.testing.assert_allclose(np.stack(list(scores.values())).T, hf.score_curves(RP, "induction"), rtol=1e-6)
+    assert list(scores) == [f"head {h}" for h in HEADS]
+    np.testing.assert_allclose(np.stack(list(scores.values())).T, score("induction").reshape(len(STEPS), -1), rtol=1e-6)
     assert at.select_slider(key="heads_step").options == [str(s) for s in STEPS]
 
 
 def test_step_slider_moves_every_view():
     at = run_page(PAGE)
-    formed = training.ti.induction_step(RP).step
+    formed = STEPS[np.flatnonzero(score("induction")[:, 1].max(-1) >= 0.5)[0]]  # the first with an induction head
+    assert f"induction score ≥ 0.5 in layer 1 at step {formed})" in texts(at)
     for step in (STEPS[1], STEPS[40], formed, STEPS[-1]):
         at.select_slider(key="heads_step").set_value(step).run()
         assert_step(at, step)
@@ -84,14 +135,16 @@ def test_step_slider_moves_every_view():
 
 def test_score_picker_shows_each_score():
     at = run_page(PAGE)
-    for name, info in roles.SCORES.items():
+    for name in hs.SCORE_NAMES:
+        info = roles.SCORES[name]
         at.selectbox(key="heads_score").set_value(name).run()
         assert_ok(at)
         fig = chart(at, "heads_scores")
         assert fig["layout"]["title"]["text"] == f"{info.title} score of every head"
-        np.testing.assert_allclose(np.stack(list(lines(fig).values())).T, hf.score_curves(RP, name), rtol=1e-6)
+        shown = np.stack(list(lines(fig).values())).T  # (S, L·nh)
+        np.testing.assert_allclose(shown, score(name).reshape(len(STEPS), -1), rtol=1e-6)
         dotted = [s for s in fig["layout"]["shapes"] if s["type"] == "line" and s["xref"] == "paper"]
-        assert [s["y0"] for s in dotted] == ([] if roles.threshold_of(name) is None else [roles.threshold_of(name)])
+        assert [s["y0"] for s in dotted] == ([THRESHOLD[name]] if name in THRESHOLD else [])
         assert info.latex in texts(at)
 
 
@@ -119,16 +172,20 @@ def test_play_and_pause():
 
 def test_every_score_is_explained():
     at = run_page(PAGE)
-    for info in roles.SCORES.values():
+    for name in hs.SCORE_NAMES:
+        info = roles.SCORES[name]
         assert f"**{info.title}.** {info.plain}" in texts(at) and info.latex in texts(at)
     assert "labelled **induction**" in texts(at) and "labelled **previous-token**" in texts(at)
-    start, run, again = hf.probe_parts(RP)
-    assert run == again and f"`{run}`" in texts(at)
+    words = [ti.SYMBOLS[i] for i in PROBE]
+    start, run, again = (" ".join(w) for w in (words[:PREFIX], words[PREFIX : PREFIX + RUN], words[PREFIX + RUN :]))
+    assert len(words) == PREFIX + 2 * RUN and run == again
+    assert f"`{start}`, then a run `{run}`, then the run again `{again}`." in texts(at)
 
 
 def test_live_training_reproduces_the_replay(live):
     at = run_page(PAGE)
-    assert not at.toggle(key="heads_watch").value and at.progress[0].proto.text == "No training has run on this server yet."
+    assert not at.toggle(key="heads_watch").value
+    assert at.progress[0].proto.text == "No training has run on this server yet."
     at.button(key="heads_train").click().run()
     assert_ok(at)
     assert at.toggle(key="heads_watch").value  # the starter watches
@@ -136,10 +193,11 @@ def test_live_training_reproduces_the_replay(live):
     at.run()
     assert_ok(at)
     assert live.state == "done" and at.progress[0].proto.text.startswith("finished: step 40 of 40")
-    np.testing.assert_allclose(live.replay.train_loss, RP.train_loss[:40], atol=2e-5)  # the same seed, the same curve
+    np.testing.assert_allclose(live.replay.train_loss, DOC["train_loss"][:40], atol=2e-5)  # same seed, same curve
     fig = chart(at, "heads_live_loss")
     np.testing.assert_allclose(lines(fig)["loss (all symbols)"], [s.loss for s in live.replay.snapshots], rtol=1e-6)
-    assert chart(at, "heads_live_patterns")["layout"]["title"]["text"] == f"Every head on the probe at step {live.replay.snapshots[-1].step}"
+    last = live.replay.snapshots[-1].step
+    assert chart(at, "heads_live_patterns")["layout"]["title"]["text"] == f"Every head on the probe at step {last}"
     at.toggle(key="heads_watch").set_value(False).run()  # not watching: no live charts
     assert_ok(at)
     assert chart_keys(at) == ["heads_loss", "heads_scores", "heads_patterns"]
@@ -153,7 +211,8 @@ def test_one_training_at_a_time_and_only_its_starter_cancels(live, monkeypatch):
     assert live.running
     other = run_page(PAGE)
     assert_ok(other)
-    assert "A training is running" in texts(other) and not [b for b in other.button if b.key in ("heads_train", "heads_cancel")]
+    assert "A training is running" in texts(other)
+    assert not [b for b in other.button if b.key in ("heads_train", "heads_cancel")]
     other.toggle(key="heads_watch").set_value(True).run()  # another student may follow it
     assert_ok(other)
     assert other.progress[0].proto.text.startswith("training: step")
@@ -164,17 +223,6 @@ def test_one_training_at_a_time_and_only_its_starter_cancels(live, monkeypatch):
     starter.run()
     assert live.state == "cancelled" and starter.progress[0].proto.text.startswith("cancelled")
     assert starter.button(key="heads_train")  # a new training may start
-
-
-def test_phase_change_is_where_the_loss_falls_fastest():
-    steps = np.array([0, 10, 20, 40, 80, 160, 320, 640, 1280])
-    sudden = np.array([4.2, 4.19, 4.18, 4.17, 4.16, 3.2, 2.5, 2.45, 2.4])  # the fall is between 80 and 320
-    pc = hf.phase_change(steps, sudden)
-    assert (steps[pc.start], steps[pc.end]) == (80, 320)
-    assert pc.share == pytest.approx((4.16 - 2.5) / (4.2 - 2.4))
-    assert hf.phase_change(steps, 4.2 - 0.001 * steps) is None  # a steady fall: no phase change
-    assert hf.phase_change(steps, np.full(len(steps), 4.2)) is None
-    assert "no phase change" in hf.phase_sentence(dataclasses.replace(RP, snapshots=[dataclasses.replace(s, loss=4.2 - 0.001 * s.step) for s in RP.snapshots]))
 
 
 def test_train_duty_setting_is_read_safely():
