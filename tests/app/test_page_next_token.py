@@ -13,14 +13,14 @@ import pytest
 import ui
 from lessons import sampling
 from lessons.logit_lens import logit_lens
-from tests.apptest_utils import BAD_INPUTS, ROOT, array, assert_ok, charts_by_key, open_tab, page_path, run_page, texts
+from tests.apptest_utils import BAD_INPUTS, array, assert_ok, charts_by_key, open_tab, page_path, run_page, texts
+from tests.conftest import CORPUS
 from transformer import Interventions, run_trace
 
 PAGE = page_path("9_Next_token")
 MODEL = "shakespeare-gpt"
 REPEATED = "the cat and the dog"
 PARTS = "next_part"  # the page's lazy tabs: 1 · probabilities (open first), 2 · generation, 3 · the logit lens
-PASSAGE = (ROOT.parent / "shared" / "corpora" / "tinyshakespeare.txt").read_text(encoding="utf-8")[:20_000]
 
 
 @pytest.fixture(scope="module")
@@ -28,12 +28,18 @@ def lm():
     return ui.get_model(MODEL)
 
 
-def text_of(lm, n: int) -> str:
-    """A Shakespeare passage exactly n tokens long."""
-    enc = lm.tokenizer.encode(PASSAGE)
-    text = PASSAGE[: enc.offsets[n - 1][1]]
-    assert len(lm.tokenizer.encode(text)) == n
-    return text
+@pytest.fixture(scope="module")
+def text_of(lm):
+    """text_of(n): a Shakespeare passage exactly n tokens long (the corpus is read when a test first asks)."""
+    passage = CORPUS.read_text(encoding="utf-8")[:20_000]
+    ends = [end for _, end in lm.tokenizer.encode(passage).offsets]
+
+    def cut(n: int) -> str:
+        text = passage[: ends[n - 1]]
+        assert len(lm.tokenizer.encode(text)) == n
+        return text
+
+    return cut
 
 
 def trace(lm, text=REPEATED, tau=1.0):
@@ -263,16 +269,16 @@ def test_step_back_continue_and_reset(lm):
     assert timeline(at) == [] and not at.get("code")
 
 
-def test_context_length_stop(lm):
+def test_context_length_stop(lm, text_of):
     n_ctx = lm.cfg.n_ctx
-    at = generate_on_page(text_of(lm, n_ctx - 3), seed=0, n=10)
+    at = generate_on_page(text_of(n_ctx - 3), seed=0, n=10)
     assert len(timeline(at)) == 3
     assert "no further token fits" in texts(at)
     assert at.button(key="next_one").proto.disabled and at.button(key="next_many").proto.disabled
     at.slider(key="next_step").set_value(1).run()
     at.button(key="next_cut").click().run()
     assert not at.button(key="next_one").proto.disabled and "no further token fits" not in texts(at)
-    full = open_tab(run_page(PAGE, sentence=text_of(lm, n_ctx)), PARTS, "2 ·")
+    full = open_tab(run_page(PAGE, sentence=text_of(n_ctx)), PARTS, "2 ·")
     assert_ok(full)
     assert full.button(key="next_many").proto.disabled and "no further token fits" in texts(full)
 
@@ -330,8 +336,8 @@ def test_logit_lens_heatmap_and_table(lm):
     assert (shape["x0"], shape["x1"]) == (1.5, 2.5)  # the chosen column is outlined
 
 
-def test_logit_lens_window_at_256_tokens(lm):
-    text = text_of(lm, 256)
+def test_logit_lens_window_at_256_tokens(lm, text_of):
+    text = text_of(256)
     at = open_tab(run_page(PAGE, sentence=text), PARTS, "3 ·")
     assert_ok(at)
     tr = trace(lm, text)
@@ -378,10 +384,10 @@ def test_bad_inputs(lm, name, sentence):
     assert "<script" not in specs and "<img" not in specs  # every label escaped
 
 
-def test_page_rerun_is_fast(lm):
+def test_page_rerun_is_fast(text_of):
     """CPU time of a rerun after a control change (generation excluded), median of 7, with room for a busy machine."""
     for n, budget in ((16, 0.15), (256, 0.5)):
-        at = run_page(PAGE, sentence=text_of(lm, n))
+        at = run_page(PAGE, sentence=text_of(n))
         cpu = []
         for i in range(7):
             at.slider(key="next_temperature").set_value(0.9 if i % 2 else 1.0)
