@@ -10,7 +10,7 @@ import torch
 
 from tests.conftest import SENTENCES
 from transformer import Interventions
-from transformer.trace import run_trace
+from transformer.trace import run_trace, trace_names
 
 TEXT = SENTENCES[5]  # the longest sentence: many rows to check
 
@@ -25,7 +25,10 @@ def trace(tiny_model, tokenizer, **kw):
 
 
 def layer_names(tr, layer: int) -> list[str]:
-    return [n for n in tr.cache if n.startswith(f"blocks.{layer}.")]
+    """Every name the trace answers inside block `layer` (not only those its cache holds so far)."""
+    names = [n for n in tr.names if n.startswith(f"blocks.{layer}.")]
+    assert len(names) > 10, names  # q, k, v, the scores, the pattern, z, the result, the streams, the MLP …
+    return names
 
 
 def test_cold_temperature_gives_one_hot_rows(tiny_model, tokenizer, tiny_cfg):
@@ -68,10 +71,10 @@ def test_hot_temperature_gives_uniform_rows(tiny_model, tokenizer, tiny_cfg):
     ],
     ids=["global", "per_head", "defaults"],
 )
-def test_neutral_interventions_reproduce_the_model_bit_for_bit(tiny_model, tokenizer, base, iv):
+def test_neutral_interventions_reproduce_the_model_bit_for_bit(tiny_model, tokenizer, tiny_cfg, base, iv):
     tr = run_trace(tiny_model, tokenizer, TEXT, iv)
-    assert tr.cache.keys() == base.cache.keys()
-    for name in base.cache:
+    assert tr.names == base.names and set(base.names) == set(trace_names(tiny_cfg))  # every intermediate, every block
+    for name in base.names:
         assert np.array_equal(tr[name], base[name]), name
 
 
