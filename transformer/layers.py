@@ -66,26 +66,45 @@ def rotate(x: torch.Tensor, turn: tuple[torch.Tensor, torch.Tensor]) -> torch.Te
     return x * cos + torch.cat([-x2, x1], dim=-1) * sin  # (…, T, d_head)
 
 
-class LayerNorm(nn.Module):
-    """LayerNorm: y = (x − mean) / √(var + ε) · w + b;  RMSNorm (Llama): y = x / √(mean(x²) + ε) · w. Per token."""
-
-    def __init__(self, cfg: ModelConfig, d: int | None = None):
-        super().__init__()
-        d = d or cfg.d_model
-        self.eps, self.rms = cfg.ln_eps, cfg.norm == "rmsnorm"
-        self.w = nn.Parameter(torch.ones(d))
-        if not self.rms:
-            self.b = nn.Parameter(torch.zeros(d))
+class Norm(nn.Module):
+    """A per-token norm; records its output as {name}hook_normalized. LayerNorm and RMSNorm say how it normalizes."""
 
     def forward(self, x, rec: Record = None, name: str = ""):
-        if self.rms:
-            # x / √(mean(x²) + ε), computed in float32 as Hugging Face's Llama does
-            y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.w  # (B, T, d)
-        else:
-            y = F.layer_norm(x, self.w.shape, self.w, self.b, self.eps)  # (B, T, d)
+        y = self.normalize(x)  # (B, T, d)
         if rec is not None:
             rec[name + "hook_normalized"] = y
         return y
+
+
+class LayerNorm(Norm):
+    """y = (x − mean) / √(var + ε) · w + b, per token (GPT, BERT)."""
+
+    def __init__(self, d: int, eps: float):
+        super().__init__()
+        self.eps = eps
+        self.w = nn.Parameter(torch.ones(d))
+        self.b = nn.Parameter(torch.zeros(d))
+
+    def normalize(self, x):
+        return F.layer_norm(x, self.w.shape, self.w, self.b, self.eps)  # (B, T, d)
+
+
+class RMSNorm(Norm):
+    """y = x / √(mean(x²) + ε) · w, per token (Llama): no mean subtracted, no bias."""
+
+    def __init__(self, d: int, eps: float):
+        super().__init__()
+        self.eps = eps
+        self.w = nn.Parameter(torch.ones(d))
+
+    def normalize(self, x):
+        # computed in float32, as Hugging Face's Llama does
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.w  # (B, T, d)
+
+
+def norm_layer(cfg: ModelConfig) -> Norm:
+    """The norm this family uses (cfg.norm), over d_model with cfg.ln_eps."""
+    return (RMSNorm if cfg.norm == "rmsnorm" else LayerNorm)(cfg.d_model, cfg.ln_eps)
 
 
 class Attention(nn.Module):
@@ -188,11 +207,11 @@ class Block(nn.Module):
     def __init__(self, cfg: ModelConfig, layer: int):
         super().__init__()
         self.layer, self.post_norm = layer, cfg.post_norm
-        self.ln1 = LayerNorm(cfg)
+        self.ln1 = norm_layer(cfg)
         self.attn = Attention(cfg)
         self.attn_only = cfg.attn_only
         if not self.attn_only:  # an attention-only block has no MLP and no norm before it
-            self.ln2 = LayerNorm(cfg)
+            self.ln2 = norm_layer(cfg)
             self.mlp = MLP(cfg)
         self.drop = nn.Dropout(cfg.dropout)
 

@@ -13,7 +13,7 @@ import torch.nn as nn
 from ..attention import NO_INTERVENTIONS, Interventions, Record, visible_mask
 from ..config import ModelConfig
 from ..errors import ModelLoadError
-from ..layers import Block, LayerNorm, init_normal, per_head
+from ..layers import Block, init_normal, norm_layer, per_head
 
 
 class BERT(nn.Module):
@@ -23,7 +23,7 @@ class BERT(nn.Module):
         self.W_E = nn.Parameter(torch.empty(cfg.vocab_size, cfg.d_model))
         self.W_pos = nn.Parameter(torch.empty(cfg.n_ctx, cfg.d_model))
         self.W_type = nn.Parameter(torch.empty(max(cfg.n_token_types, 1), cfg.d_model))
-        self.ln_embed = LayerNorm(cfg)
+        self.ln_embed = norm_layer(cfg)
         self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layer))
         init_normal(self, cfg.n_layer, residual_scale=2)
 

@@ -12,7 +12,7 @@ import torch.nn as nn
 from ..attention import NO_INTERVENTIONS, Interventions, Record, visible_mask, wants
 from ..config import ModelConfig
 from ..errors import ModelLoadError
-from ..layers import Block, LayerNorm, init_normal, per_head, rotary_angles, rotation, sinusoidal_encoding
+from ..layers import Block, init_normal, norm_layer, per_head, rotary_angles, rotation, sinusoidal_encoding
 
 
 class GPT(nn.Module):
@@ -26,7 +26,7 @@ class GPT(nn.Module):
             self.register_buffer("W_pos", sinusoidal_encoding(cfg.n_ctx, cfg.d_model), persistent=False)
         self.drop = nn.Dropout(cfg.dropout)
         self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layer))
-        self.ln_final = LayerNorm(cfg)
+        self.ln_final = norm_layer(cfg)
         if not cfg.tie_embeddings:
             self.W_U_untied = nn.Parameter(torch.empty(cfg.d_model, cfg.vocab_size))
         self._init_weights()

@@ -89,7 +89,7 @@ from tokenizers import models, normalizers, pre_tokenizers
 from ..attention import Interventions, Record, visible_mask
 from ..config import ModelConfig
 from ..errors import SourceInputError
-from ..layers import MLP, Attention, Block, LayerNorm, init_normal, prefixed, sinusoidal_encoding
+from ..layers import MLP, Attention, Block, init_normal, norm_layer, prefixed, sinusoidal_encoding
 from ..tokenizer import read_tokenizer_file
 from ..trace import BLOCK_NAMES
 
@@ -161,11 +161,11 @@ class DecoderBlock(nn.Module):
     def __init__(self, cfg: ModelConfig, layer: int):
         super().__init__()
         self.layer = layer
-        self.ln1 = LayerNorm(cfg)
+        self.ln1 = norm_layer(cfg)
         self.attn = Attention(cfg)
-        self.ln_cross = LayerNorm(cfg)
+        self.ln_cross = norm_layer(cfg)
         self.cross_attn = Attention(cfg)
-        self.ln2 = LayerNorm(cfg)
+        self.ln2 = norm_layer(cfg)
         self.mlp = MLP(cfg)
         self.drop = nn.Dropout(cfg.dropout)
 
@@ -196,10 +196,10 @@ class Seq2Seq(nn.Module):
         self.drop = nn.Dropout(cfg.dropout)
         self.encoder = nn.Module()
         self.encoder.blocks = nn.ModuleList(Block(parts, i) for i in range(cfg.n_layer))
-        self.encoder.ln_final = LayerNorm(parts)
+        self.encoder.ln_final = norm_layer(parts)
         self.decoder = nn.Module()
         self.decoder.blocks = nn.ModuleList(DecoderBlock(parts, i) for i in range(cfg.n_layer))
-        self.decoder.ln_final = LayerNorm(parts)
+        self.decoder.ln_final = norm_layer(parts)
         self._init_weights()
 
     def _init_weights(self):
