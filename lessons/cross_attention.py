@@ -9,8 +9,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from transformer.data import phrases as td
-from transformer.families import seq2seq as s2s
-from transformer.families.seq2seq import Seq2Seq, SourceText, TranslationTrace
+from transformer.decoding import TranslationTrace
+from transformer.families.seq2seq import PARTS, Seq2Seq
+from transformer.train_translator import alignment_agreement
+from transformer.vocabulary import SourceText
 
 PRESETS = {  # phrases that show reordering, agreement and elision
     "European Economic Area (the order flips)": "the european economic area",
@@ -40,7 +42,7 @@ def choice(option: int | str) -> int | None:
 
 def head_names(n_layer: int, n_head: int) -> list[str]:
     """Every head of the translator as "part L{layer} H{head}" ("cross L2 H0"; 'cross' = cross-attention)."""
-    return [f"{part} L{layer} H{h}" for part in s2s.PARTS for layer in range(n_layer) for h in range(n_head)]
+    return [f"{part} L{layer} H{h}" for part in PARTS for layer in range(n_layer) for h in range(n_head)]
 
 
 def parse_heads(names: list[str]) -> tuple[tuple[str, int, int], ...]:
@@ -59,8 +61,9 @@ def agreement(tr: TranslationTrace, gold: tuple[tuple[int, int], ...], shown: np
     """The fraction of French words whose most-weighted English word is a gold-aligned one ([EOS] not counted): of the
     weights shown (T, S), and of every cross-attention head, (n_layer, nh)."""
     n = len(tr.output)  # the rows that write a French word
-    per_head = np.stack([s2s.alignment_agreement(tr[f"decoder.blocks.{layer}.cross_attn.hook_pattern"], gold, n) for layer in range(tr.n_layer)])  # (n_layer, nh)
-    return float(s2s.alignment_agreement(shown[None], gold, n)[0]), per_head
+    patterns = [tr[f"decoder.blocks.{layer}.cross_attn.hook_pattern"] for layer in range(tr.n_layer)]  # (nh, T, S) each
+    per_head = np.stack([alignment_agreement(pattern, gold, n) for pattern in patterns])  # (n_layer, nh)
+    return float(alignment_agreement(shown[None], gold, n)[0]), per_head
 
 
 def percent(p: float) -> str:

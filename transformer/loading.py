@@ -32,12 +32,13 @@ from .families.bert import BERT, bert_to_atlas
 from .families.gpt import GPT, gpt2_to_atlas
 from .families.llama import llama_to_atlas
 from .families.seq2seq import MODEL_TYPE as SEQ2SEQ
-from .families.seq2seq import Seq2Seq, Seq2SeqConfig, Vocab
+from .families.seq2seq import Seq2Seq, Seq2SeqConfig
 from .formats import FormatError
 from .formats.gguf_llama import read_gguf_llama
 from .formats.hf_bert import read_bert_zip
 from .formats.packages import MINILM, SMOLLM2, find_package_file, install_hint
 from .tokenizer import Tokenizer
+from .vocabulary import Vocab
 
 ROOT = Path(__file__).resolve().parent.parent
 ASSETS = ROOT / "assets" / "models"

@@ -5,7 +5,9 @@
 
 Held out: test phrases are drawn with another seed (data seed + 1) and only from the one phrase in
 ten that `data.phrases.held_out` sets aside, which training never sees. Exact match = the greedy
-translation equals the reference token for token.
+translation equals the reference token for token. Alignment agreement = the share of target words for which a
+cross-attention head gives the most weight to a source word the gold alignment links them to (also shown on the
+Cross-attention page).
 """
 
 from __future__ import annotations
@@ -22,9 +24,11 @@ import torch
 import torch.nn.functional as F
 
 from .data import phrases as td
-from .families.seq2seq import BOS, EOS, PAD, Seq2Seq, Seq2SeqConfig, Vocab, alignment_agreement, greedy_decode
+from .decoding import greedy_decode
+from .families.seq2seq import Seq2Seq, Seq2SeqConfig
 from .loading import get_translator, save_model
 from .train import learning_rate
+from .vocabulary import BOS, EOS, PAD, Vocab
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,25 @@ def exact_match(model: Seq2Seq, vocab: Vocab, pairs: list[td.Pair], batch_size: 
             if out != p.target:
                 misses.append((p, out))
     return 1 - len(misses) / len(pairs), misses
+
+
+def alignment_agreement(pattern: np.ndarray, gold, n_rows: int) -> np.ndarray:
+    """Per head: the fraction of target words whose most-attended source word is a gold-aligned one.
+
+    pattern: (nh, T, S) cross-attention weights (row j writes target word j); gold: (source, target)
+    index pairs; only the first n_rows rows (the target words, not [EOS]) with a gold link count.
+    Returns (nh,) values in [0, 1] (NaN when no row has a gold link).
+    """
+    links: dict[int, set[int]] = {}
+    for s, t in gold:
+        if t < n_rows:
+            links.setdefault(t, set()).add(s)
+    if not links:
+        return np.full(pattern.shape[0], np.nan, dtype=np.float32)
+    rows = sorted(links)
+    best = pattern[:, rows, :].argmax(-1)  # (nh, n_linked)
+    hits = np.array([[b in links[r] for b, r in zip(head, rows, strict=True)] for head in best])  # (nh, n_linked)
+    return hits.mean(axis=1).astype(np.float32)
 
 
 @torch.inference_mode()

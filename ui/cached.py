@@ -12,8 +12,10 @@ import streamlit as st
 
 from transformer import Trace
 from transformer.data import phrases as td
-from transformer.families import seq2seq as s2s
+from transformer.decoding import TranslationTrace, translate
+from transformer.families.seq2seq import Seq2SeqInterventions
 from transformer.loading import get_translator
+from transformer.vocabulary import SourceText, read_source
 
 from .models import get_model, model_choices
 
@@ -21,10 +23,10 @@ from .models import get_model, model_choices
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def translation(words: tuple[str, ...], temperature: float, causal: bool, ablate: tuple[tuple[str, int, int], ...]) -> s2s.TranslationTrace:
+def translation(words: tuple[str, ...], temperature: float, causal: bool, ablate: tuple[tuple[str, int, int], ...]) -> TranslationTrace:
     """Greedy translation and its trace, cached; the arrays are read-only."""
     t = get_translator()
-    return s2s.translate(t.model, t.tokenizer, words, s2s.Seq2SeqInterventions(temperature, causal, frozenset(ablate)))
+    return translate(t.model, t.tokenizer, words, Seq2SeqInterventions(temperature, causal, frozenset(ablate)))
 
 
 @st.cache_resource(max_entries=1, show_spinner=False)
@@ -34,8 +36,8 @@ def held_out_phrases(n: int, seed: int) -> list[td.Pair]:
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def read_phrase(phrase: str) -> s2s.SourceText:
-    return s2s.read_source(get_translator().tokenizer, phrase, get_translator().cfg.n_ctx)
+def read_phrase(phrase: str) -> SourceText:
+    return read_source(get_translator().tokenizer, phrase, get_translator().cfg.n_ctx)
 
 
 # --- RoPE and shared heads; encoder vs decoder ---

@@ -28,8 +28,8 @@ from hypothesis import strategies as st
 import ui
 from tests.apptest_utils import PAGES, ROOT, assert_ok, each_tab, run_page
 from transformer import loading
-from transformer.families import seq2seq as s2s
 from transformer.trace import MAX_CHARS
+from transformer.vocabulary import MAX_SOURCE_CHARS
 from ui.state import DEFAULT_SENTENCE, KEYS, PRESETS, TEMPERATURE_RANGE
 
 pytestmark = pytest.mark.fuzz
@@ -303,7 +303,7 @@ def test_query_string(page, query):
         assert at.slider(key="w_head").value == expected_index(last(query.get("head")), TOP_HEAD)
         assert at.slider(key="w_temperature").value == expected_temperature(last(query.get("temperature", "1.0")))
         if page == CROSS_ATTENTION and "phrase" in query:
-            assert at.text_input(key="xattn_phrase").value == query["phrase"][: s2s.MAX_SOURCE_CHARS]
+            assert at.text_input(key="xattn_phrase").value == query["phrase"][: MAX_SOURCE_CHARS]
 
 
 SHARED_WORD = st.sampled_from(["bear", "bank", "flies", "the", "🐻", "<b>", "x" * 40])

@@ -7,8 +7,9 @@ import pytest
 
 from tests.apptest_utils import EACH_BAD_INPUT, array, assert_ok, chart_titled, charts, page_path, run_page, texts
 from tests.apptest_utils import chart_z as z
+from transformer import decoding
 from transformer.data import phrases as td
-from transformer.families import seq2seq as s2s
+from transformer.families.seq2seq import Seq2SeqInterventions
 from transformer.loading import BUNDLED_TRANSLATOR, LoadedModel, get_translator
 
 PAGE = page_path("12_Cross_attention")
@@ -21,8 +22,8 @@ def lt() -> LoadedModel:
     return get_translator(BUNDLED_TRANSLATOR)
 
 
-def translate(lt, phrase=DEFAULT, **iv) -> s2s.TranslationTrace:
-    return s2s.translate(lt.model, lt.tokenizer, phrase.split(), s2s.Seq2SeqInterventions(**iv))
+def translate(lt, phrase=DEFAULT, **iv) -> decoding.TranslationTrace:
+    return decoding.translate(lt.model, lt.tokenizer, phrase.split(), Seq2SeqInterventions(**iv))
 
 
 def agreement(pattern: np.ndarray, gold, n: int) -> np.ndarray:

@@ -11,8 +11,8 @@ from streamlit.testing.v1 import AppTest
 from streamlit.web.server.server_util import is_xsrf_enabled
 
 from tests.apptest_utils import PAGES, ROOT, TIMEOUT, assert_ok, run_page
-from transformer.families import seq2seq as s2s
 from transformer.trace import MAX_CHARS
+from transformer.vocabulary import MAX_SOURCE_CHARS
 
 CONFIG = ROOT / ".streamlit" / "config.toml"
 # What a classroom server needs, option by option.
@@ -115,11 +115,11 @@ def test_over_long_sentence_is_cut_with_a_notice(page, how):
 
 def test_over_long_phrase_is_cut():
     """Page 12's phrase box: capped at the translator's MAX_CHARS, in the box and from a link."""
-    long = ("the big red car " * 300)[: s2s.MAX_SOURCE_CHARS + 1000]
+    long = ("the big red car " * 300)[: MAX_SOURCE_CHARS + 1000]
     at = run_page("pages/12_Cross_attention.py", phrase=long)
     assert_ok(at)
     box = at.text_input(key="xattn_phrase")
-    assert box.max_chars == s2s.MAX_SOURCE_CHARS and box.value == long[: s2s.MAX_SOURCE_CHARS]
+    assert box.max_chars == MAX_SOURCE_CHARS and box.value == long[: MAX_SOURCE_CHARS]
 
 
 def test_torch_threads_setting_is_read_safely():

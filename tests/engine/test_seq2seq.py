@@ -17,9 +17,12 @@ from lessons import cross_attention as xa
 from tests.conftest import randomize
 from transformer import ModelLoadError, attention
 from transformer.data import phrases as td
+from transformer.decoding import greedy_decode, translate
+from transformer.errors import SourceInputError
 from transformer.families import seq2seq as s2s
 from transformer.loading import BUNDLED_TRANSLATOR, LoadedModel, get_translator, load_model, save_model
-from transformer.train_translator import accuracy_text, build_vocab, exact_match, main, tensors
+from transformer.train_translator import accuracy_text, alignment_agreement, build_vocab, exact_match, main, tensors
+from transformer.vocabulary import BOS, MAX_UNKNOWN, PAD, Vocab, read_source
 
 SOURCE = "the european economic area".split()
 TARGET = "la zone économique européenne".split()
@@ -27,7 +30,7 @@ PHRASES = ["the big red car", "an old man sees a beautiful tree", "my two black 
 
 
 @pytest.fixture(scope="module")
-def vocab() -> s2s.Vocab:
+def vocab() -> Vocab:
     return build_vocab()
 
 
@@ -48,7 +51,7 @@ def record(model, vocab, src=SOURCE, tgt=TARGET, iv=s2s.NO_SEQ2SEQ_INTERVENTIONS
     """One forward pass over a fixed source and decoder input [BOS] + tgt, every intermediate as numpy (no batch axis)."""
     rec: dict[str, torch.Tensor] = {}
     with torch.no_grad():
-        model(torch.tensor([vocab.encode(src)]), torch.tensor([[s2s.BOS, *vocab.encode(tgt)]]), interventions=iv, rec=rec)
+        model(torch.tensor([vocab.encode(src)]), torch.tensor([[BOS, *vocab.encode(tgt)]]), interventions=iv, rec=rec)
     return {k: v[0].numpy() for k, v in rec.items()}
 
 
@@ -63,7 +66,7 @@ def documented_shapes(cfg, S: int, T: int) -> dict[str, tuple[int, ...]]:
 
 
 def test_names_and_shapes_match_the_documented_table(tiny, vocab):
-    tr = s2s.translate(tiny, vocab, SOURCE)
+    tr = translate(tiny, vocab, SOURCE)
     S, T = len(SOURCE), len(tr.decoder_input)
     shapes = documented_shapes(tiny.cfg, S, T)
     names = s2s.trace_names(tiny.cfg.n_layer)
@@ -129,9 +132,17 @@ def test_cross_attention_equals_sdpa_with_an_explicit_mask(S, T):
     k, v = torch.randn(2, 4, S, 8, generator=gen), torch.randn(2, 4, S, 8, generator=gen)
     real = torch.ones(2, S, dtype=torch.bool)
     real[1, max(1, S - 2) :] = False  # the second source is padded
-    mask = s2s.key_mask(real)  # (2, 1, 1, S)
+    mask = s2s.source_mask(real)  # (2, 1, 1, S)
     ref = F.scaled_dot_product_attention(q, k, v, attn_mask=mask.expand(2, 4, T, S))
     torch.testing.assert_close(attention(q, k, v, mask), ref, atol=1e-6, rtol=0)
+
+
+def test_source_mask_hides_only_the_padding():
+    ids = torch.tensor([[5, 6, 7], [8, PAD, PAD]])  # the second source is padded
+    real = torch.tensor([[True, True, True], [True, False, False]])
+    mask = s2s.source_mask(ids)
+    assert mask.shape == (2, 1, 1, 3) and torch.equal(mask[:, 0, 0], real)  # every query sees the same keys
+    assert torch.equal(s2s.source_mask(real), mask)
 
 
 def test_traced_cross_attention_equals_sdpa(tiny, vocab):
@@ -151,7 +162,7 @@ def test_padding_changes_nothing(tiny, vocab):
     with torch.no_grad():
         batch = tiny(src, tgt_in)
         for i, p in enumerate(pairs):
-            alone = tiny(torch.tensor([vocab.encode(p.source)]), torch.tensor([[s2s.BOS, *vocab.encode(p.target)]]))
+            alone = tiny(torch.tensor([vocab.encode(p.source)]), torch.tensor([[BOS, *vocab.encode(p.target)]]))
             torch.testing.assert_close(batch[i, : len(p.target) + 1], alone[0], atol=1e-5, rtol=1e-5)
 
 
@@ -195,7 +206,7 @@ def test_invalid_interventions_raise():
 
 def test_greedy_steps_are_the_traced_logits(tiny, vocab):
     """Each decoding step's top words and probabilities are the softmax of the traced logits at that position (causal mask on)."""
-    tr = s2s.translate(tiny, vocab, SOURCE, top_k=3)
+    tr = translate(tiny, vocab, SOURCE, top_k=3)
     probs = torch.softmax(torch.tensor(tr["logits"]), -1).numpy()  # (T, V)
     assert len(tr.steps) == len(tr.output) + tr.finished
     for i, step in enumerate(tr.steps):
@@ -208,33 +219,33 @@ def test_greedy_steps_are_the_traced_logits(tiny, vocab):
 def test_batched_greedy_equals_one_by_one(tiny, vocab):
     pairs = [td.reference(p.split()) for p in PHRASES]
     src, _, _ = tensors(pairs, vocab)
-    ids, _ = s2s.greedy_decode(tiny, src, 10)
+    ids, _ = greedy_decode(tiny, src, 10)
     for i, p in enumerate(pairs):
-        alone, _ = s2s.greedy_decode(tiny, torch.tensor([vocab.encode(p.source)]), 10)
+        alone, _ = greedy_decode(tiny, torch.tensor([vocab.encode(p.source)]), 10)
         n = alone.size(1)
         assert ids[i, :n].tolist() == alone[0].tolist()
 
 
 def test_threads_get_the_sequential_results(tiny, vocab):
-    seq = [s2s.translate(tiny, vocab, p.split()) for p in PHRASES * 2]
+    seq = [translate(tiny, vocab, p.split()) for p in PHRASES * 2]
     with ThreadPoolExecutor(4) as pool:
-        par = list(pool.map(lambda p: s2s.translate(tiny, vocab, p.split()), PHRASES * 2))
+        par = list(pool.map(lambda p: translate(tiny, vocab, p.split()), PHRASES * 2))
     for a, b in zip(seq, par, strict=True):
         assert a.output == b.output and all(np.array_equal(a[k], b[k]) for k in a.cache)
 
 
 def test_read_source_flags_unknown_words(vocab):
-    src = s2s.read_source(vocab, "The Europen economic AREA, teh cta!", 24)
+    src = read_source(vocab, "The Europen economic AREA, teh cta!", 24)
     assert src.words == ("the", "economic", "area")
     assert dict(src.unknown)["europen"][0] == "european" and "the" in dict(src.unknown)["teh"] and "cat" in dict(src.unknown)["cta"]
     assert src.suggested == ("the", "european", "economic", "area", "the", "tea")  # each unknown word → its closest match
     assert src.n_ignored == 2 and not src.cut
-    assert s2s.read_source(vocab, "zzzz qqqq", 24).words == ()
-    assert s2s.read_source(vocab, "the " * 40, 24).cut and len(s2s.read_source(vocab, "the " * 40, 24).words) == 24
-    assert len(s2s.read_source(vocab, " ".join(f"w{i}x" for i in range(100)), 24).unknown) == s2s.MAX_UNKNOWN
+    assert read_source(vocab, "zzzz qqqq", 24).words == ()
+    assert read_source(vocab, "the " * 40, 24).cut and len(read_source(vocab, "the " * 40, 24).words) == 24
+    assert len(read_source(vocab, " ".join(f"w{i}x" for i in range(100)), 24).unknown) == MAX_UNKNOWN
     for bad in ("", "  \n "):
-        with pytest.raises(s2s.SourceInputError):
-            s2s.read_source(vocab, bad, 24)
+        with pytest.raises(SourceInputError):
+            read_source(vocab, bad, 24)
 
 
 def test_alignment_agreement_counts_argmax_hits():
@@ -242,12 +253,12 @@ def test_alignment_agreement_counts_argmax_hits():
     pattern[0, [0, 1, 2, 3], [0, 2, 1, 0]] = 1  # head 0: all three words on their gold word
     pattern[1, [0, 1, 2, 3], [0, 0, 0, 0]] = 1  # head 1: everything on word 0
     gold = [(0, 0), (2, 1), (1, 2)]
-    np.testing.assert_allclose(s2s.alignment_agreement(pattern, gold, 3), [1.0, 1 / 3])
-    assert np.isnan(s2s.alignment_agreement(pattern, [], 3)).all()
+    np.testing.assert_allclose(alignment_agreement(pattern, gold, 3), [1.0, 1 / 3])
+    assert np.isnan(alignment_agreement(pattern, [], 3)).all()
 
 
 def test_weights_helper_averages_heads_and_layers(tiny, vocab):
-    tr = s2s.translate(tiny, vocab, SOURCE)
+    tr = translate(tiny, vocab, SOURCE)
     stack = np.stack([tr[f"decoder.blocks.{layer}.cross_attn.hook_pattern"] for layer in range(2)])  # (L, nh, T, S)
     np.testing.assert_array_equal(xa.weights(tr, "cross", 1, 2), stack[1, 2])
     np.testing.assert_allclose(xa.weights(tr, "cross", 0, None), stack[0].mean(0), rtol=1e-6)
@@ -259,7 +270,7 @@ def test_save_and_load_round_trip(tiny, vocab, tmp_path):
     save_model(tmp_path / "t", tiny, vocab, "# card\n", {"data_seed": 0})
     lt = load_model(tmp_path / "t")
     assert lt.meta == {"data_seed": 0} and lt.card == "# card\n" and lt.tokenizer.words == vocab.words and lt.tokenizer.n_source == vocab.n_source
-    a, b = s2s.translate(tiny, vocab, SOURCE), s2s.translate(lt.model, lt.tokenizer, SOURCE)
+    a, b = translate(tiny, vocab, SOURCE), translate(lt.model, lt.tokenizer, SOURCE)
     assert a.output == b.output and np.array_equal(a["logits"], b["logits"])
     assert get_translator(tmp_path / "t") is get_translator(str(tmp_path / "t"))  # loaded once
     cfg = json.loads((tmp_path / "t" / "config.json").read_text())
@@ -299,5 +310,5 @@ def test_eval_command_reproduces_the_accuracy(bundled):
 
 
 def test_bundled_translator_translates_the_classic_example(bundled):
-    tr = s2s.translate(bundled.model, bundled.tokenizer, SOURCE)
+    tr = translate(bundled.model, bundled.tokenizer, SOURCE)
     assert tr.output == tuple(TARGET) and tr.finished

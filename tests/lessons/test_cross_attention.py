@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 
 from lessons import cross_attention as xa
+from transformer import decoding
 from transformer.data import phrases as td
-from transformer.families import seq2seq as s2s
+from transformer.families.seq2seq import PARTS, Seq2SeqInterventions
 from transformer.loading import BUNDLED_TRANSLATOR, get_translator
+from transformer.vocabulary import SourceText
 
 PHRASE = "the european economic area"
 
@@ -21,8 +23,8 @@ def lt():
     return get_translator(BUNDLED_TRANSLATOR)
 
 
-def translate(lt, phrase: str = PHRASE, **iv) -> s2s.TranslationTrace:
-    return s2s.translate(lt.model, lt.tokenizer, phrase.split(), s2s.Seq2SeqInterventions(**iv))
+def translate(lt, phrase: str = PHRASE, **iv) -> decoding.TranslationTrace:
+    return decoding.translate(lt.model, lt.tokenizer, phrase.split(), Seq2SeqInterventions(**iv))
 
 
 def test_reference_and_agreement_by_hand(lt):
@@ -41,7 +43,9 @@ def test_reference_and_agreement_by_hand(lt):
 def test_no_gold_outside_the_grammar_or_for_another_translation(lt):
     ref, gold = xa.reference(translate(lt, "car the big"))
     assert ref is None and gold == ()
-    tr = translate(lt, ablate=frozenset((part, layer, h) for part in s2s.PARTS for layer in range(lt.cfg.n_layer) for h in range(lt.cfg.n_head)))
+    L, H = lt.cfg.n_layer, lt.cfg.n_head
+    every_head = frozenset((part, layer, h) for part in PARTS for layer in range(L) for h in range(H))
+    tr = translate(lt, ablate=every_head)
     ref, gold = xa.reference(tr)
     assert ref is not None and ref.target != tr.output and gold == ()
 
@@ -80,7 +84,7 @@ def test_head_names_round_trip_and_choices(lt):
     names = xa.head_names(2, 3)
     assert len(names) == 3 * 2 * 3 and names[0] == "encoder L0 H0" and names[-1] == "cross L1 H2"
     assert xa.parse_heads(["cross L1 H2", "encoder L0 H1"]) == (("cross", 1, 2), ("encoder", 0, 1))
-    assert xa.parse_heads(names) == tuple((p, lay, h) for p in s2s.PARTS for lay in range(2) for h in range(3))
+    assert xa.parse_heads(names) == tuple((p, lay, h) for p in PARTS for lay in range(2) for h in range(3))
     assert xa.choice(xa.MEAN_LAYERS) is None and xa.choice(xa.MEAN_HEADS) is None and xa.choice(2) == 2
 
 
@@ -97,5 +101,6 @@ def test_texts(lt):
     assert other.reference.startswith(f"The reference translation is “{ref.french_text}”") and other.weights_note.startswith("Mask off")
     assert f"French position ({len(tr.written)}), K and V one row per English word (4)" in xa.qkv_text(tr, 1, 0)
     assert xa.step_text(tr, 1).startswith("Step 1: having written **(nothing yet)**, the decoder writes **la**")
-    src = s2s.SourceText(words=("big",), unknown=(("teh", ("the", "tea")), ("zzz", ())), suggested=("the", "big"), n_ignored=0, n_known=1)
+    unknown = (("teh", ("the", "tea")), ("zzz", ()))
+    src = SourceText(words=("big",), unknown=unknown, suggested=("the", "big"), n_ignored=0, n_known=1)
     assert xa.unknown_words(src) == "Not in the translator's lexicon, so left out: `teh` (did you mean `the` / `tea`?), `zzz`."

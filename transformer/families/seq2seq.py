@@ -1,4 +1,4 @@
-"""An encoder–decoder transformer (the original translation layout, with pre-LayerNorm), built from model.py's pieces.
+"""An encoder–decoder transformer (the original translation layout, with pre-LayerNorm), built from layers.py's parts.
 
 The encoder reads the source with unmasked self-attention. Each decoder block runs masked
 (causal) self-attention over the words written so far, then cross-attention — queries from
@@ -69,33 +69,26 @@ under "encoder.", with S for T; the decoder block adds cross-attention between i
     logits                                            (T, V)        row i: the word written after reading position i
 
 Interventions name a part — "encoder", "decoder" (masked self-attention) or "cross" — so a head
-is ablated as (part, layer, head).
+is ablated as (part, layer, head). The word vocabulary is transformer/vocabulary.py's; greedy decoding and the
+trace of one translation are transformer/decoding.py's.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
-import numpy as np
 import torch
 import torch.nn as nn
-from tokenizers import Tokenizer as HFTokenizer
-from tokenizers import models, normalizers, pre_tokenizers
 
 from ..attention import Interventions, Record, visible_mask
 from ..config import ModelConfig
-from ..errors import SourceInputError
 from ..layers import MLP, Attention, Block, init_normal, norm_layer, prefixed, sinusoidal_encoding
-from ..tokenizer import read_tokenizer_file
 from ..trace import BLOCK_NAMES
+from ..vocabulary import PAD
 
 MODEL_TYPE = "atlas-seq2seq"
-SPECIALS = ("[PAD]", "[UNK]", "[BOS]", "[EOS]")
-PAD, UNK, BOS, EOS = range(4)
 PARTS = ("encoder", "decoder", "cross")
 
 
@@ -123,7 +116,18 @@ class Seq2SeqConfig:
     @property
     def parts(self) -> ModelConfig:
         """The configuration of the encoder's and decoder's blocks (pre-LayerNorm, GELU, sinusoidal positions)."""
-        return ModelConfig(self.vocab_size, self.n_ctx, self.d_model, self.n_layer, self.n_head, self.d_mlp, "sinusoidal", self.activation, self.ln_eps, self.dropout)
+        return ModelConfig(
+            vocab_size=self.vocab_size,
+            n_ctx=self.n_ctx,
+            d_model=self.d_model,
+            n_layer=self.n_layer,
+            n_head=self.n_head,
+            d_mlp=self.d_mlp,
+            pos_encoding="sinusoidal",
+            activation=self.activation,
+            ln_eps=self.ln_eps,
+            dropout=self.dropout,
+        )
 
     def to_dict(self) -> dict:
         return {"model_type": MODEL_TYPE, **dataclasses.asdict(self)}
@@ -148,8 +152,9 @@ class Seq2SeqInterventions:
             raise ValueError(f"ablation parts must be among {PARTS}")
 
     def part(self, part: str) -> Interventions:
-        """The model.py interventions one part's attention reads (its causal flag is unused there)."""
-        return Interventions(temperature=self.temperature, causal=self.causal, ablate=frozenset((lay, h) for p, lay, h in self.ablate if p == part))
+        """The interventions one part's attention reads (attention.Interventions; its causal flag is unused there)."""
+        ablate = frozenset((lay, h) for p, lay, h in self.ablate if p == part)
+        return Interventions(temperature=self.temperature, causal=self.causal, ablate=ablate)
 
 
 NO_SEQ2SEQ_INTERVENTIONS = Seq2SeqInterventions()
@@ -244,7 +249,7 @@ class Seq2Seq(nn.Module):
 
     def forward(self, src, tgt, src_pad=None, tgt_pad=None, interventions: Seq2SeqInterventions = NO_SEQ2SEQ_INTERVENTIONS, rec: Record = None):
         """src (B, S), tgt (B, T) ids; *_pad: (B, ·) bool, True = real word (None: all real). Returns logits (B, T, V)."""
-        src_keys = key_mask(src if src_pad is None else src_pad)
+        src_keys = source_mask(src if src_pad is None else src_pad)  # (B, 1, 1, S)
         tgt_keys = None if tgt_pad is None else real_words(tgt_pad)
         memory = self.encode(src, src_keys, interventions, rec)
         return self.decode(tgt, memory, src_keys, tgt_keys, interventions, rec)
@@ -255,208 +260,19 @@ def real_words(x: torch.Tensor) -> torch.Tensor:
     return x if x.dtype == torch.bool else x != PAD
 
 
-def key_mask(x: torch.Tensor) -> torch.Tensor:
-    """(B, S) ids or bool → (B, 1, 1, S) bool: which keys every query may see (no causal mask: cross-attention, encoder)."""
+def source_mask(x: torch.Tensor) -> torch.Tensor:
+    """(B, S) source ids or bool → (B, 1, 1, S) bool: every query may look at every real source word (not [PAD]);
+    the mask of the encoder's self-attention and of cross-attention, with no causal part."""
     return visible_mask(1, False, real_words(x))
 
 
-# --- the word-level vocabulary ------------------------------------------------------------------------
-
-
-class Vocab:
-    """Word-level vocabulary (Hugging Face `tokenizers` WordLevel, saved as tokenizer.json).
-
-    Ids: the four specials, then the n_source source-language (English) words, then the target
-    words not already listed. Text is split by `tokenizers` too: NFKC, lower case, words and
-    punctuation apart.
-    """
-
-    def __init__(self, hf: HFTokenizer, n_source: int):
-        self.hf = hf
-        self.words = [hf.id_to_token(i) for i in range(hf.get_vocab_size())]
-        self.ids = {w: i for i, w in enumerate(self.words)}
-        self.n_source = n_source
-        self.source_words = self.words[len(SPECIALS) : len(SPECIALS) + n_source]
-        self._source_set = set(self.source_words)
-
-    @classmethod
-    def build(cls, source_words, target_words) -> Vocab:
-        src = sorted(set(source_words))
-        words = [*SPECIALS, *src, *sorted(set(target_words) - set(src))]
-        hf = HFTokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
-        hf.normalizer = normalizers.Sequence([normalizers.NFKC(), normalizers.Lowercase()])
-        hf.pre_tokenizer = pre_tokenizers.Whitespace()
-        return cls(hf, len(src))
-
-    @classmethod
-    def from_file(cls, path: str | Path, n_source: int) -> Vocab:
-        return cls(read_tokenizer_file(path), n_source)
-
-    def save(self, path: str | Path) -> None:
-        self.hf.save(str(path))
-
-    def __len__(self) -> int:
-        return len(self.words)
-
-    def split(self, text: str) -> list[str]:
-        """Text → lower-case words and punctuation marks, as the tokenizer cuts it."""
-        return [w for w, _ in self.hf.pre_tokenizer.pre_tokenize_str(self.hf.normalizer.normalize_str(text))]
-
-    def is_source(self, word: str) -> bool:
-        return word in self._source_set
-
-    def encode(self, words) -> list[int]:
-        return [self.ids.get(w, UNK) for w in words]
-
-    def decode(self, ids) -> list[str]:
-        return [self.words[i] for i in ids]
-
-
-@dataclass(frozen=True)
-class SourceText:
-    """A typed phrase, read against the source vocabulary."""
-
-    words: tuple[str, ...]  # the known words, in order (what the model reads; at most n_ctx; may be empty)
-    unknown: tuple[tuple[str, tuple[str, ...]], ...]  # (word, close matches) for each distinct unknown word
-    suggested: tuple[str, ...]  # the phrase with each unknown word replaced by its closest match (dropped if none)
-    n_ignored: int  # punctuation marks and symbols skipped
-    n_known: int  # known words before the cut to n_ctx
-
-    @property
-    def cut(self) -> bool:
-        return self.n_known > len(self.words)
-
-
-MAX_SOURCE_CHARS = 2_000  # longer text is cut before it is split
-MAX_UNKNOWN = 20  # unknown words listed (with suggestions)
-
-
-def read_source(vocab: Vocab, text: str, n_ctx: int) -> SourceText:
-    """Split `text`, keep the source-vocabulary words (the first n_ctx), list unknown words with close matches."""
-    if not isinstance(text, str) or not text.strip():
-        raise SourceInputError("The phrase is empty: type a few English words.")
-    known, suggested, unknown, n_ignored = [], [], {}, 0
-    for w in vocab.split(text[:MAX_SOURCE_CHARS]):
-        if vocab.is_source(w):
-            known.append(w)
-            suggested.append(w)
-        elif not any(ch.isalnum() for ch in w):
-            n_ignored += 1
-        else:
-            if w not in unknown and len(unknown) < MAX_UNKNOWN:
-                unknown[w] = tuple(difflib.get_close_matches(w, vocab.source_words, n=3, cutoff=0.6))
-            suggested += unknown.get(w, ())[:1]
-    return SourceText(tuple(known[:n_ctx]), tuple(unknown.items()), tuple(suggested[:n_ctx]), n_ignored, len(known))
-
-
-# --- greedy translation and its trace -----------------------------------------------------------------
-
-
-@torch.inference_mode()
-def greedy_decode(model: Seq2Seq, src: torch.Tensor, max_len: int, iv: Seq2SeqInterventions = NO_SEQ2SEQ_INTERVENTIONS) -> tuple[torch.Tensor, torch.Tensor]:
-    """Greedy decoding of a padded batch src (B, S): at each step, the most likely next word.
-
-    Returns the written ids (B, n) — [PAD] after a row's [EOS] — and each step's probabilities (B, n, V).
-    """
-    src_keys = key_mask(src)
-    memory = model.encode(src, src_keys, iv)  # (B, S, d)
-    out = torch.full((src.size(0), 1), BOS)  # (B, 1)
-    done = torch.zeros(src.size(0), dtype=torch.bool)
-    probs = []
-    for _ in range(min(max_len, model.cfg.n_ctx)):
-        logits = model.decode(out, memory, src_keys, iv=iv)[:, -1]  # (B, V) at the last position
-        p = torch.softmax(logits, dim=-1)  # (B, V)
-        nxt = torch.where(done, PAD, p.argmax(-1))  # (B,)
-        probs.append(p)
-        out = torch.cat([out, nxt[:, None]], dim=1)
-        done |= nxt == EOS
-        if done.all():
-            break
-    return out[:, 1:], torch.stack(probs, dim=1)
-
-
-@dataclass(frozen=True)
-class DecodeStep:
-    """One step of greedy decoding: having read `read`, the model wrote `word`."""
-
-    read: str
-    word: str
-    top: tuple[tuple[str, float], ...]  # the most likely words and their probabilities
-
-
-@dataclass(frozen=True)
-class TranslationTrace:
-    source: tuple[str, ...]  # the source words (S)
-    output: tuple[str, ...]  # the French words written, without [EOS]
-    finished: bool  # True when the model wrote [EOS]; False when it ran out of room
-    steps: tuple[DecodeStep, ...]  # greedy decoding, step by step (each step sees only what was written before it)
-    cache: dict[str, np.ndarray]  # one forward pass over [BOS] + output: names and shapes in the module docstring
-    interventions: Seq2SeqInterventions
-
-    @property
-    def decoder_input(self) -> tuple[str, ...]:
-        """What each decoder position reads (T = len(output) + 1 rows)."""
-        return ("[BOS]", *self.output)
-
-    @property
-    def written(self) -> tuple[str, ...]:
-        """What each decoder position writes: the next word, [EOS] last."""
-        return (*self.output, "[EOS]")
-
-    @property
-    def n_layer(self) -> int:
-        return sum(name.endswith("cross_attn.hook_pattern") for name in self.cache)
-
-    def __getitem__(self, name: str) -> np.ndarray:
-        return self.cache[name]
-
-
-def translate(model: Seq2Seq, vocab: Vocab, words, iv: Seq2SeqInterventions = NO_SEQ2SEQ_INTERVENTIONS, top_k: int = 5) -> TranslationTrace:
-    """Translate `words` greedily, then record every intermediate of one pass over what was written."""
-    src = torch.tensor([vocab.encode(words)])  # (1, S)
-    ids, probs = greedy_decode(model, src, model.cfg.n_ctx - 1, iv)
-    ids, probs = ids[0].tolist(), probs[0]
-    finished = EOS in ids
-    out = ids[: ids.index(EOS)] if finished else ids
-    read = ["[BOS]", *vocab.decode(out)]
-    steps = []
-    for i, p in enumerate(probs):
-        top = torch.topk(p, top_k)
-        steps.append(DecodeStep(read[i], vocab.words[ids[i]], tuple((vocab.words[j], float(v)) for v, j in zip(top.values, top.indices, strict=True))))
-    rec: dict[str, torch.Tensor] = {}
-    with torch.inference_mode():
-        model(src, torch.tensor([[BOS, *out]]), interventions=iv, rec=rec)
-    cache = {}
-    for name, t in rec.items():
-        arr = t[0].float().numpy()
-        arr.flags.writeable = False
-        cache[name] = arr
-    return TranslationTrace(tuple(words), tuple(vocab.decode(out)), finished, tuple(steps), cache, iv)
-
-
 def trace_names(n_layer: int) -> list[str]:
-    """Every name a TranslationTrace holds."""
+    """Every name one forward pass records (the table above; a TranslationTrace holds them all)."""
     enc = [f"encoder.blocks.{lay}.{n}" for lay in range(n_layer) for n in BLOCK_NAMES]
-    cross = ["ln_cross.hook_normalized", *(f"cross_attn.{n.removeprefix('attn.')}" for n in BLOCK_NAMES if n.startswith("attn.")), "hook_cross_attn_out", "hook_resid_cross"]
+    attn = (f"cross_attn.{n.removeprefix('attn.')}" for n in BLOCK_NAMES if n.startswith("attn."))
+    cross = ["ln_cross.hook_normalized", *attn, "hook_cross_attn_out", "hook_resid_cross"]
     dec = [f"decoder.blocks.{lay}.{n}" for lay in range(n_layer) for n in (*BLOCK_NAMES, *cross)]
-    ends = ["hook_embed", "hook_pos_embed"]
-    return [*(f"encoder.{n}" for n in ends), *enc, "encoder.ln_final.hook_normalized", *(f"decoder.{n}" for n in ends), *dec, "decoder.ln_final.hook_normalized", "logits"]
-
-
-def alignment_agreement(pattern: np.ndarray, gold, n_rows: int) -> np.ndarray:
-    """Per head: the fraction of target words whose most-attended source word is a gold-aligned one.
-
-    pattern: (nh, T, S) cross-attention weights (row j writes target word j); gold: (source, target)
-    index pairs; only the first n_rows rows (the target words, not [EOS]) with a gold link count.
-    Returns (nh,) values in [0, 1] (NaN when no row has a gold link).
-    """
-    links: dict[int, set[int]] = {}
-    for s, t in gold:
-        if t < n_rows:
-            links.setdefault(t, set()).add(s)
-    if not links:
-        return np.full(pattern.shape[0], np.nan, dtype=np.float32)
-    rows = sorted(links)
-    best = pattern[:, rows, :].argmax(-1)  # (nh, n_linked)
-    hits = np.array([[b in links[r] for b, r in zip(head, rows, strict=True)] for head in best])  # (nh, n_linked)
-    return hits.mean(axis=1).astype(np.float32)
+    ends = ("hook_embed", "hook_pos_embed")
+    encoder = [*(f"encoder.{n}" for n in ends), *enc, "encoder.ln_final.hook_normalized"]
+    decoder = [*(f"decoder.{n}" for n in ends), *dec, "decoder.ln_final.hook_normalized"]
+    return [*encoder, *decoder, "logits"]
