@@ -19,8 +19,10 @@ import torch.nn.functional as F
 from transformer import ModelConfig, Trace
 
 # which stream each norm of a block reads: pre-norm in front of each sublayer, post-norm (BERT) after each addition
-NORM_INPUTS = {False: {"ln1": "hook_resid_pre", "ln2": "hook_resid_mid"}, True: {"ln1": "hook_resid_mid", "ln2": "hook_resid_post"}}
-LN_INPUTS = NORM_INPUTS[False]  # GPT's (kept for callers written before the other families)
+NORM_INPUTS = {
+    False: {"ln1": "hook_resid_pre", "ln2": "hook_resid_mid"},
+    True: {"ln1": "hook_resid_mid", "ln2": "hook_resid_post"},
+}
 
 
 def norm_input(cfg: ModelConfig, ln: str) -> str:
@@ -119,8 +121,6 @@ class NormSteps:
     x_hat: np.ndarray  # (T, d) normalized, before the gain (and bias)
     y: np.ndarray  # (T, d) x̂·w (+ b), as the model recorded it (…{ln}.hook_normalized)
 
-
-LayerNormSteps = NormSteps
 
 
 def norm_steps(tr: Trace, layer: int, ln: str) -> NormSteps:
