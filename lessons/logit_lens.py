@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from transformer import GPT, Trace
+from transformer import Decoder, Trace
 
 from .block_stats import block_output
 from .probability import softmax
@@ -52,16 +52,16 @@ class LogitLens:
     top_probs: np.ndarray  # (L+1, P) its probability, softmax over the full vocabulary
 
 
-def lens_logits(model: GPT, x: np.ndarray) -> np.ndarray:
+def lens_logits(model: Decoder, x: np.ndarray) -> np.ndarray:
     """N_final(x)·W_U for streams x (…, d) → (…, V)."""
     with torch.inference_mode():
-        return (model.ln_final(torch.from_numpy(np.ascontiguousarray(x))) @ model.W_U).numpy()
+        return (model.final_norm(torch.from_numpy(np.ascontiguousarray(x))) @ model.W_U).numpy()
 
 
 ROWS_PER_BATCH = 256  # (stage, position) rows unembedded at once: W_U is read once per batch (SmolLM2's is 113 MB), and a batch's logits stay ~50 MB
 
 
-def logit_lens(model: GPT, tr: Trace, positions: Sequence[int], keep_logits: bool = True) -> LogitLens:
+def logit_lens(model: Decoder, tr: Trace, positions: Sequence[int], keep_logits: bool = True) -> LogitLens:
     """Apply the model's final norm and unembedding to every stage's stream at `positions`, ROWS_PER_BATCH rows at a time."""
     streams = residual_streams(tr, positions)  # (L+1, P, d)
     S, P, d = streams.shape
@@ -79,7 +79,7 @@ def logit_lens(model: GPT, tr: Trace, positions: Sequence[int], keep_logits: boo
     return LogitLens(tuple(int(p) for p in positions), logits, ids, probs)
 
 
-def stage_logits(model: GPT, tr: Trace, pos: int) -> np.ndarray:
+def stage_logits(model: Decoder, tr: Trace, pos: int) -> np.ndarray:
     """Every stage's logits at one position, (L+1, V)."""
     return lens_logits(model, residual_streams(tr, [pos])[:, 0])
 
@@ -106,7 +106,7 @@ class LensColumn:
     table: dict[str, list[str]]  # stage → ["token  p", …], the n most probable
 
 
-def column(model: GPT, tr: Trace, pos: int, labels: Sequence[str], n: int) -> LensColumn:
+def column(model: Decoder, tr: Trace, pos: int, labels: Sequence[str], n: int) -> LensColumn:
     """The lens at position `pos` alone (a page caches columns, so moving the chosen position recomputes one or two)."""
     z = stage_logits(model, tr, pos)  # (L+1, V)
     probs = softmax(z)  # (L+1, V)

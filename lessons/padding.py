@@ -11,7 +11,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from transformer import END_OF_TEXT, GPT, NO_INTERVENTIONS, Encoding, Interventions, ModelConfig, Tokenizer, encode_for_model, forward_padded, pad_right
+from transformer import (
+    END_OF_TEXT,
+    NO_INTERVENTIONS,
+    Encoding,
+    Interventions,
+    Model,
+    ModelConfig,
+    Tokenizer,
+    encode_for_model,
+    forward_padded,
+    pad_right,
+)
 from transformer.trace import read_only, token_limit
 
 from .words import noun
@@ -38,7 +49,12 @@ def pad_id(tokenizer: Tokenizer) -> int:
 
 
 def padded_forward(
-    model: GPT, tokenizer: Tokenizer, texts: Sequence[str], interventions: Interventions = NO_INTERVENTIONS, use_padding_mask: bool = True, keep: Sequence[str] | None = None
+    model: Model,
+    tokenizer: Tokenizer,
+    texts: Sequence[str],
+    interventions: Interventions = NO_INTERVENTIONS,
+    use_padding_mask: bool = True,
+    keep: Sequence[str] | None = None,
 ) -> PaddedBatch:
     """Run several texts as one batch, right-padded to the longest; the padding mask hides the pad keys.
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from transformer import GPT, NO_INTERVENTIONS, Interventions, ModelConfig, Tokenizer, encode_for_model
+from transformer import NO_INTERVENTIONS, Decoder, Interventions, ModelConfig, Tokenizer, encode_for_model
 from transformer.trace import token_limit
 
 from .probability import softmax
@@ -144,7 +144,7 @@ class Generation:
 
 
 def generate(
-    model: GPT,
+    model: Decoder,
     tokenizer: Tokenizer,
     text: str,
     n_tokens: int,

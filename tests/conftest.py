@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer import GPT
+from transformer import GPT, Model
 from transformer.config import ModelConfig
 from transformer.families.bert import BERT
 from transformer.loading import LoadedModel, load_model, save_model
@@ -51,7 +51,7 @@ SMALL_FAMILIES = {  # small random models of the real models' families (a tokeni
 }
 
 
-def small_model(family: str, tokenizer: Tokenizer, n_layer: int, seed: int) -> GPT:
+def small_model(family: str, tokenizer: Tokenizer, n_layer: int, seed: int) -> Model:
     """A randomized Llama-style decoder (GPT class, 2 key/value heads) or BERT encoder, small enough for any test."""
     cfg = ModelConfig(vocab_size=tokenizer.vocab_size, n_ctx=64, d_model=32, n_layer=n_layer, n_head=4, d_mlp=48, **SMALL_FAMILIES[family])
     return randomize((BERT if family == "bert" else GPT)(cfg), seed)

@@ -45,7 +45,7 @@ import torch
 from .attention import NO_INTERVENTIONS, Interventions
 from .config import ModelConfig
 from .errors import TraceInputError
-from .families.gpt import GPT
+from .protocol import Model
 from .tokenizer import Encoding, Tokenizer
 
 MAX_CHARS = 20_000  # longer input is cut before tokenizing
@@ -137,7 +137,9 @@ def read_only(t: torch.Tensor) -> np.ndarray:
     return arr
 
 
-def run_block(model: GPT, x: torch.Tensor, layer: int, interventions: Interventions, rec: dict, context: tuple | None = None) -> torch.Tensor:
+def run_block(
+    model: Model, x: torch.Tensor, layer: int, interventions: Interventions, rec: dict, context: tuple | None = None
+) -> torch.Tensor:
     """Block `layer` on its input x (1, T, d), recording into rec; returns its output (1, T, d). context: the model's
     attention_context for these T tokens and interventions, when already at hand."""
     mask, rope = model.attention_context(x.shape[1], interventions) if context is None else context
@@ -145,7 +147,7 @@ def run_block(model: GPT, x: torch.Tensor, layer: int, interventions: Interventi
         return model.blocks[layer](x, mask, interventions, rec, rope)
 
 
-def open_layer(model: GPT, resid_pre: np.ndarray, layer: int, interventions: Interventions) -> dict[str, np.ndarray]:
+def open_layer(model: Model, resid_pre: np.ndarray, layer: int, interventions: Interventions) -> dict[str, np.ndarray]:
     """Everything block `layer` records, run again on its recorded input (T, d) with the same interventions."""
     rec: dict[str, torch.Tensor] = {}
     run_block(model, torch.from_numpy(np.array(resid_pre))[None], layer, interventions, rec)
@@ -159,7 +161,7 @@ def _size(arrays: dict[str, np.ndarray]) -> int:
 class Forward:
     """The rest of one text's forward pass, run block by block as far as its trace is read."""
 
-    def __init__(self, model: GPT, interventions: Interventions, x: torch.Tensor | None, done: int = 0):
+    def __init__(self, model: Model, interventions: Interventions, x: torch.Tensor | None, done: int = 0):
         self.model, self.interventions = model, interventions
         self.x, self.done = x, done  # x (1, T, d): the input of block `done`; done = n_layer + 1 once the final norm ran
         self.context = None if x is None else model.attention_context(x.shape[1], interventions)  # the mask and RoPE angles every block reads
@@ -181,7 +183,8 @@ class Forward:
         return {name: read_only(t[0]) for name, t in rec.items()}
 
     def unembed(self, final: np.ndarray) -> np.ndarray:
-        """logits = LN(x)·W_U (T, vocab), as the model's forward computes them, from the final normalized stream (T, d)."""
+        """logits = LN(x)·W_U (T, vocab), as the model's forward computes them, from the final normalized stream (T, d)
+        (only a decoder's trace has logits: its model is a protocol.Decoder)."""
         with torch.inference_mode():
             return read_only(torch.from_numpy(np.array(final)) @ self.model.W_U)
 
@@ -324,7 +327,12 @@ def pad_right(encodings: Sequence[Encoding], pad: int) -> tuple[np.ndarray, np.n
 
 
 def forward_padded(
-    model: GPT, encodings: Sequence[Encoding], pad: int, interventions: Interventions = NO_INTERVENTIONS, mask_padding: bool = True, keep: Callable[[str], bool] | None = None
+    model: Model,
+    encodings: Sequence[Encoding],
+    pad: int,
+    interventions: Interventions = NO_INTERVENTIONS,
+    mask_padding: bool = True,
+    keep: Callable[[str], bool] | None = None,
 ) -> dict[str, torch.Tensor]:
     """One batched forward pass over the encodings, right-padded with the id `pad`; the intermediates `keep` accepts
     (default: all) recorded with their batch axis. mask_padding=False lets real tokens see the padding keys."""
@@ -342,7 +350,13 @@ def forward_padded(
 PAIRWISE = ("attn.hook_scores_raw", "attn.hook_scores_scaled", "attn.hook_scores_masked", "attn.hook_pattern")  # (nh, T, T)
 
 
-def run_trace(model: GPT, tokenizer: Tokenizer, text: str, interventions: Interventions = NO_INTERVENTIONS, pair: str | None = None) -> Trace:
+def run_trace(
+    model: Model,
+    tokenizer: Tokenizer,
+    text: str,
+    interventions: Interventions = NO_INTERVENTIONS,
+    pair: str | None = None,
+) -> Trace:
     """Run `model` on `text` (and a second sentence `pair`, for an encoder): the embedding now, the blocks when the
     trace is first read, as far as it is read. Text longer than the context is cut to its first n_ctx tokens."""
     enc, n_in, cut_chars = encode_for_model(tokenizer, text, token_limit(model.cfg), pair)
@@ -353,7 +367,13 @@ def run_trace(model: GPT, tokenizer: Tokenizer, text: str, interventions: Interv
     return Trace(enc, cache, interventions, n_in, cut_chars, model.cfg, tuple(trace_names(model.cfg)), Forward(model, interventions, x))
 
 
-def run_traces(model: GPT, tokenizer: Tokenizer, texts: Sequence[str], interventions: Interventions = NO_INTERVENTIONS, pairs: Sequence[str | None] | None = None) -> list[Trace]:
+def run_traces(
+    model: Model,
+    tokenizer: Tokenizer,
+    texts: Sequence[str],
+    interventions: Interventions = NO_INTERVENTIONS,
+    pairs: Sequence[str | None] | None = None,
+) -> list[Trace]:
     """run_trace for several texts in one batched pass of every block: right-padded to the longest, the padding keys masked.
 
     A real token never sees a padding key, so each trace holds the numbers run_trace gives (up to float rounding);
