@@ -1,4 +1,5 @@
-"""Command line: `python -m transformer train | train-translator | train-induction | trace | eval | heads`."""
+"""Command line: `python -m transformer train | train-translator | train-induction | trace | read-trace | eval | heads`
+(`python -m transformer <command> --help` lists its options)."""
 
 from __future__ import annotations
 
@@ -15,10 +16,11 @@ import torch
 from . import head_scores, train_induction, train_translator
 from .attention import Interventions
 from .config import ModelConfig
-from .errors import ModelLoadError, TraceInputError
+from .errors import InputError
 from .loading import load_model
 from .tokenizer import Tokenizer
 from .trace import run_trace
+from .trace_file import load_trace, save_trace
 from .train import TrainConfig, bigram_baseline, evaluate, progress, split_corpus, train, windows
 
 
@@ -47,18 +49,29 @@ def layer_head(spec: str) -> tuple[int, int]:
 def cmd_trace(a: argparse.Namespace) -> None:
     lm = load_model(a.model)
     if not isinstance(lm.tokenizer, Tokenizer):
-        raise ValueError(f"{a.model} is a translator: its traces come from the Encoder–decoder page, not from `trace`.")
+        raise InputError(f"{a.model} is a translator: its traces come from the Encoder–decoder page, not from `trace`.")
     if a.text_pair is not None and lm.cfg.family != "bert":
-        raise ValueError("--text-pair needs an encoder (BERT): a decoder reads one text.")
+        raise InputError("--text-pair needs an encoder (BERT): a decoder reads one text.")
     for layer, head in a.ablate:
         if layer >= lm.cfg.n_layer or head >= lm.cfg.n_head:
-            raise ValueError(f"--ablate {layer}.{head}: this model has layers 0–{lm.cfg.n_layer - 1} and heads 0–{lm.cfg.n_head - 1}.")
+            top = f"layers 0–{lm.cfg.n_layer - 1} and heads 0–{lm.cfg.n_head - 1}"
+            raise InputError(f"--ablate {layer}.{head}: this model has {top}.")
     iv = Interventions(temperature=a.temperature, causal=not a.no_mask, ablate=frozenset(a.ablate))
     tr = run_trace(lm.model, lm.tokenizer, a.text, iv, pair=a.text_pair)
-    types = {"token_type_ids": np.array(tr.encoding.type_ids)} if tr.encoding.type_ids else {}
-    np.savez_compressed(a.out, tokens=np.array(tr.encoding.tokens), token_ids=np.array(tr.encoding.ids), offsets=np.array(tr.encoding.offsets), **types, **tr.arrays())
+    save_trace(a.out, tr, a.model)
     cut = f" (cut from {tr.n_tokens_in})" if tr.truncated else ""
     print(f"{len(tr.encoding)} tokens{cut}, {len(tr.names)} tensors → {a.out}")
+
+
+def cmd_read_trace(a: argparse.Namespace) -> None:
+    """What a trace file holds: its model, interventions and tokens, then each array's name and shape."""
+    f = load_trace(a.file)
+    iv = f.interventions
+    print(f"model {f.model}; τ {iv.temperature:g}; causal mask {'on' if iv.causal else 'off'}", end="")
+    print(f"; ablated {' '.join(f'{lay}.{h}' for lay, h in sorted(iv.ablate)) or 'none'}")
+    print(f"{len(f.encoding)} tokens: {' '.join(f.encoding.labels)}")
+    for name in f.names:
+        print(f"  {name:40} {f[name].dtype} {f[name].shape}")
 
 
 def cmd_eval(a: argparse.Namespace) -> None:
@@ -78,7 +91,7 @@ def cmd_heads(a: argparse.Namespace) -> None:
     """Every head's scores on the repeated-random-token probe, with labels, as JSON."""
     lm = load_model(a.model)
     if not isinstance(lm.tokenizer, Tokenizer):
-        raise ValueError(f"{a.model} is a translator: `heads` reads a decoder or an encoder.")
+        raise InputError(f"{a.model} is a translator: `heads` reads a decoder or an encoder.")
     torch.set_num_threads(a.threads)
     half = min(a.half, lm.cfg.n_ctx // 2)
     scores = head_scores.probe_scores(lm.model, lm.tokenizer, half, a.batch, a.seed)
@@ -145,6 +158,9 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--no-mask", action="store_true", help="switch the causal mask off")
     r.add_argument("--ablate", nargs="*", type=layer_head, default=[], metavar="L.H", help="heads to ablate, e.g. 0.1 2.3")
     r.set_defaults(fn=cmd_trace)
+    rt = sub.add_parser("read-trace", help="list what a trace file (.npz from `trace` or the app) holds")
+    rt.add_argument("file", help="a trace file (docs/trace_format.md)")
+    rt.set_defaults(fn=cmd_read_trace)
     e = sub.add_parser("eval", help="recompute a model card's validation and bigram losses")
     e.add_argument("--model", required=True)
     e.add_argument("--corpus", required=True)
@@ -168,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     try:
         a.fn(a)
-    except (ModelLoadError, TraceInputError, ValueError, OSError) as err:
+    except (ValueError, OSError) as err:  # every AtlasError (a ValueError), and Interventions' check of τ
         print(f"error: {err}", file=sys.stderr)
         return 2
     return 0

@@ -4,13 +4,14 @@ chose the model, and a page catches `AtlasError` (or one of its two branches) to
     AtlasError(ValueError)
     ├── ModelLoadError          a model cannot be loaded
     │   └── FormatError         a checkpoint file is damaged, incomplete or of an unknown kind
-    └── InputError              what was typed cannot be used
+    └── InputError              what was typed or given cannot be used
         ├── TraceInputError     a text the model cannot run on (empty, whitespace only)
         ├── SourceInputError    a phrase the translator cannot read
         ├── ScoreInputError     scores typed into the softmax lab
         ├── TableError          a table typed into the lecture example
         ├── NotOneToken         a word the embedding space needs as one token
-        └── WordNotFound        a word that is not in the sentence
+        ├── WordNotFound        a word that is not in the sentence
+        └── TraceFileError      a file that is not a trace file (transformer/trace_file.py)
 """
 
 
@@ -27,7 +28,7 @@ class FormatError(ModelLoadError):
 
 
 class InputError(AtlasError):
-    """What the user typed cannot be used; the message says why, in words for the user."""
+    """What the user typed (or the file they gave) cannot be used; the message says why, in words for the user."""
 
 
 class TraceInputError(InputError):
@@ -56,3 +57,7 @@ class NotOneToken(InputError):
 
 class WordNotFound(InputError):
     """The chosen word is not in the sentence."""
+
+
+class TraceFileError(InputError):
+    """A file read as a trace is not one: not an .npz, damaged, or without the keys of transformer/trace_file.py."""

@@ -7,11 +7,11 @@ import io
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import numpy as np
 import streamlit as st
 
 from figures.export import to_csv
 from transformer import Trace
+from transformer.trace_file import save_trace
 
 FORMAT_KEY = "chart_format"
 FORMATS = {"PNG": "png", "SVG": "svg"}
@@ -60,21 +60,25 @@ def add_figure(key: str, spec: dict) -> None:
     rec.figures[key] = spec
 
 
-def add_trace(get_trace: Callable[[], Trace]) -> None:
-    """Offer the page's trace: every recorded array of the sentence's forward pass, by its engine name. get_trace
-    fetches it when the button is pressed: Streamlit keeps each session's button data until the next run, and a
-    trace held there would outlive the shared trace cache's byte budget (50 students: 50 traces more)."""
+def add_trace(get_trace: Callable[[], Trace], model: str) -> None:
+    """Offer the page's trace of `model`: every recorded array of the sentence's forward pass, by its engine name, in
+    the trace file format (transformer/trace_file.py). get_trace fetches it when the button is pressed: Streamlit
+    keeps each session's button data until the next run, and a trace held there would outlive the shared trace
+    cache's byte budget (50 students: 50 traces more)."""
     rec = _record()
     if rec is None or rec.has_trace:
         return
     rec.has_trace = True
-    help_npz = "numpy.load(file): the tokens, their ids, and every recorded array (embeddings, Q, K, V, scores, weights, …) by its engine name."
+    help_npz = (
+        "numpy.load(file) or `python -m transformer read-trace file`: the model, the tokens and their ids, and every "
+        "recorded array (embeddings, Q, K, V, scores, weights, …) by its engine name."
+    )
     npz = {"file_name": "atlas-trace.npz", "mime": "application/zip", "on_click": "ignore", "key": "save_npz", "help": help_npz}
-    rec.trace_slot.download_button("The model's trace (NPZ)", data=lambda: trace_npz(get_trace()), **npz)
+    rec.trace_slot.download_button("The model's trace (NPZ)", data=lambda: trace_npz(get_trace(), model), **npz)
 
 
-def trace_npz(tr: Trace) -> bytes:
-    """The trace as a compressed .npz: "tokens" and "ids", then every array by its engine name."""
+def trace_npz(tr: Trace, model: str) -> bytes:
+    """The trace file's bytes (transformer/trace_file.py), as `python -m transformer trace` writes them."""
     buf = io.BytesIO()
-    np.savez_compressed(buf, tokens=np.array(tr.encoding.labels), ids=np.array(tr.encoding.ids), **tr.arrays())
+    save_trace(buf, tr, model)
     return buf.getvalue()

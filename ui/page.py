@@ -31,7 +31,7 @@ def trace_or_stop(state: State, temperature: float | None = None, causal: bool =
     if tr.truncated:
         limit = token_limit(get_model(state.model).cfg)
         st.warning(f"The text is {tr.n_tokens_in:,} tokens long; this app reads at most {limit} tokens of it, so this page shows the first {len(tr.encoding)}.")
-    export.add_trace(lambda: get_trace(state.model, state.sentence, tau, causal, ablate))  # the cache's copy, or run again
+    export.add_trace(lambda: get_trace(state.model, state.sentence, tau, causal, ablate), state.model)
     return tr
 
 

@@ -1,5 +1,5 @@
 """Classroom features through AppTest: links that carry a page's controls and tab, presenter view, the step keys,
-saving charts, numbers and traces, and the guided tour's stops."""
+saving charts and numbers (traces: test_trace_file.py), and the guided tour's stops."""
 
 from __future__ import annotations
 
@@ -298,16 +298,6 @@ def test_the_csv_holds_the_home_maps_weights():
     assert len(cells) == T * T
     got = np.array([float(r["z"]) if r["z"] else 0.0 for r in cells]).reshape(T, T)  # the blank (future) cells are 0 weight
     np.testing.assert_allclose(got, pattern, atol=1e-6)
-
-
-def test_the_npz_holds_every_array_of_the_trace():
-    lm = ui.get_model("shakespeare-gpt")
-    tr = run_trace(lm.model, lm.tokenizer, "I love bears.")
-    saved = np.load(io.BytesIO(export.trace_npz(tr)))
-    assert list(saved["tokens"]) == list(tr.encoding.labels) and list(saved["ids"]) == list(tr.encoding.ids)
-    assert set(saved.files) == {"tokens", "ids", *tr.names}
-    for name in tr.names:
-        np.testing.assert_array_equal(saved[name], tr[name])
 
 
 @pytest.mark.parametrize("n", range(1, len(tour.STOPS) + 1))

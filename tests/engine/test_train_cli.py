@@ -16,6 +16,7 @@ from transformer import Interventions, cli
 from transformer.config import ModelConfig
 from transformer.loading import load_model
 from transformer.trace import run_trace, trace_names
+from transformer.trace_file import load_trace
 from transformer.train import TrainConfig, train
 
 
@@ -96,11 +97,13 @@ def exported(tiny_dir, tmp_path_factory) -> dict[str, np.ndarray]:
     return export(tiny_dir, tmp_path_factory.mktemp("export") / "base.npz")
 
 
-def test_export_holds_every_traced_tensor(exported, tiny_model, tokenizer, tiny_cfg):
+def test_export_holds_every_traced_tensor(exported, tiny_dir, tiny_model, tokenizer, tiny_cfg):
     data = exported
     tr = run_trace(tiny_model, tokenizer, SENTENCES[2])
-    assert set(data) == {"tokens", "token_ids", "offsets", *trace_names(tiny_cfg)}
-    assert list(data["tokens"]) == list(tr.encoding.tokens)
+    tokens = {"tokens", "labels", "token_ids", "offsets"}
+    assert set(data) == {"format", "model", "interventions", "text", *tokens, *trace_names(tiny_cfg)}
+    assert str(data["model"]) == str(tiny_dir) and str(data["text"]) == SENTENCES[2]
+    assert list(data["tokens"]) == list(tr.encoding.tokens) and list(data["labels"]) == list(tr.encoding.labels)
     assert list(data["token_ids"]) == list(tr.encoding.ids)
     assert data["offsets"].shape == (len(tr.encoding), 2) and [tuple(o) for o in data["offsets"]] == list(tr.encoding.offsets)
     for name in trace_names(tiny_cfg):
@@ -120,6 +123,7 @@ def test_export_holds_every_traced_tensor(exported, tiny_model, tokenizer, tiny_
 def test_export_interventions(tiny_dir, tmp_path, exported, tiny_model, tokenizer, flags, iv):
     changed = export(tiny_dir, tmp_path / "changed.npz", *flags)
     assert not np.allclose(changed["logits"], exported["logits"], atol=1e-4)
+    assert load_trace(tmp_path / "changed.npz").interventions == iv
     tr = run_trace(tiny_model, tokenizer, SENTENCES[2], iv)
     for name in tr.cache:
         assert np.array_equal(changed[name], tr[name]), name
