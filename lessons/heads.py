@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from transformer import Model, ModelConfig, Trace
+from transformer import GPT, ModelConfig, Trace, visible_mask
 from transformer.tokenizer import Encoding
 
 from .block_stats import block_output
@@ -47,9 +47,7 @@ def visible_keys(tr: Trace, layer: int) -> np.ndarray:
 def key_mask(tr: Trace) -> np.ndarray:
     """(T, T) bool: may query i look at key j? The same for every layer and head of one text: j ≤ i in a decoder
     (unless the trace lifted the causal mask), every key in an encoder. Unlike `visible_keys`, opens no layer."""
-    T = len(tr.encoding)
-    causal = tr.cfg.causal and tr.interventions.causal
-    return np.tril(np.ones((T, T), dtype=bool)) if causal else np.ones((T, T), dtype=bool)
+    return visible_mask(len(tr.encoding), causal=tr.cfg.causal and tr.interventions.causal)[0, 0].numpy()  # (T, T)
 
 
 def sink_columns(enc: Encoding, cfg: ModelConfig) -> tuple[int, ...]:
@@ -136,7 +134,7 @@ def strongest_keys(weights: np.ndarray, visible: np.ndarray, top_k: int, min_wei
     return i[keep], j[keep], weights[i[keep], j[keep]]
 
 
-def out_projection(model: Model, layer: int) -> tuple[np.ndarray, np.ndarray | None]:
+def out_projection(model: GPT, layer: int) -> tuple[np.ndarray, np.ndarray | None]:
     """W_O of `layer` as one matrix (nh·hs, d), rows head by head, and b_O (d,) (None: Llama has no bias)."""
     attn = model.blocks[layer].attn
     nh, hs, d = attn.W_O.shape
@@ -206,7 +204,7 @@ class Shares:
     error: float  # max |concat·W_O + b_O − attn_out|, recomputed in float64
 
 
-def output_shares(tr: Trace, model: Model, layer: int, t: int) -> Shares:
+def output_shares(tr: Trace, model: GPT, layer: int, t: int) -> Shares:
     W_O, b_O = out_projection(model, layer)  # (nh·hs, d), (d,) or None
     a = f"blocks.{layer}."
     result, out, concat = tr[a + "attn.hook_result"][t], tr[a + "hook_attn_out"][t], tr[a + "attn.hook_concat"][t]  # (nh, d), (d,), (nh·hs,)

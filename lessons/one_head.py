@@ -11,17 +11,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from transformer import ModelConfig, Trace, visible_mask
+from transformer import ModelConfig, Trace
 
 from .gqa import group_heads
 from .next_token import next_token_probs, top_tokens
 from .probability import entropy_bits, masked_softmax
 from .words import noun
-
-
-def causal_mask(T: int) -> np.ndarray:
-    """M[i, j] = True where query i may look at key j, i.e. j ≤ i. Shape (T, T)."""
-    return visible_mask(T, causal=True)[0, 0].numpy()
 
 
 def weighted_values(weights_row: np.ndarray, v: np.ndarray) -> np.ndarray:

@@ -5,7 +5,7 @@ import streamlit as st
 import ui
 from figures import attention as fa
 from lessons import one_head, padding
-from transformer import TraceInputError
+from transformer import TraceInputError, visible_mask
 from ui import cached_attention as cached
 
 state = ui.sidebar()
@@ -31,7 +31,8 @@ def causal() -> None:
     col1, col2 = st.columns(2)
     with col1:
         title = "Causal mask (filled = may look, grey = −∞)" if decoder else "A decoder's causal mask: NOT used by this encoder"
-        ui.show_figure(fa.mask_heatmap(s.visible if decoder else one_head.causal_mask(T), labels, title, row=pos), key="masking_mask")
+        shown = s.visible if decoder else visible_mask(T, causal=True)[0, 0].numpy()  # (T, T)
+        ui.show_figure(fa.mask_heatmap(shown, labels, title, row=pos), key="masking_mask")
     with col2:
         st.markdown(seen)
         st.text(tr.encoding.text[: tr.encoding.offsets[pos][1]])

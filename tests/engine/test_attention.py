@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from tests.conftest import SENTENCES
-from transformer import Interventions, attention
+from transformer import Interventions, attention, visible_mask
 from transformer.trace import run_trace
 
 HEADS = [1, 2, 4, 8]
@@ -124,3 +124,17 @@ def test_pattern_is_a_masked_softmax(scored_trace, tiny_cfg):
         np.testing.assert_allclose(pattern, e / e.sum(-1, keepdims=True), atol=1e-6)
         # z = pattern · V, per head
         np.testing.assert_allclose(tr[a + "hook_z"], np.einsum("hij,jhd->ihd", pattern, tr[a + "hook_v"]), atol=1e-5)
+
+
+@pytest.mark.parametrize("causal_mask", [True, False])
+def test_visible_mask_is_the_one_mask(causal_mask):
+    """visible_mask[b, 0, i, j] = (j ≤ i or not causal) and key j is real, built here from index comparisons."""
+    T, S = 4, 6
+    real = torch.tensor([[True] * 6, [True, True, True, False, False, False]])  # (B, S): batch row 1 pads 3 keys
+    i, j = np.arange(T)[:, None], np.arange(S)[None, :]
+    allowed = (j <= i) | (not causal_mask)  # (T, S)
+    want = allowed[None, None] & real.numpy()[:, None, None, :]  # (B, 1, T, S)
+    got = visible_mask(T, causal_mask, real, S=S)
+    assert got.dtype == torch.bool and got.shape == (2, 1, T, S)
+    np.testing.assert_array_equal(got.numpy(), want)
+    np.testing.assert_array_equal(visible_mask(T, causal_mask).numpy(), allowed[None, None, :, :T])  # no padding, S = T

@@ -9,7 +9,20 @@ import torch
 
 from lessons import padding
 from lessons.next_token import next_token_probs, top_tokens
-from lessons.one_head import WHY_CAUSAL, causal_mask, changes, changes_note, encoder_future_note, future_table, head_steps, mask_reading, position_words, reading, sharing, top_rows, weighted_values
+from lessons.one_head import (
+    WHY_CAUSAL,
+    changes,
+    changes_note,
+    encoder_future_note,
+    future_table,
+    head_steps,
+    mask_reading,
+    position_words,
+    reading,
+    sharing,
+    top_rows,
+    weighted_values,
+)
 from lessons.padding import pad_id, padded_forward
 from lessons.probability import entropy_bits, masked_softmax
 from lessons.softmax_lab import tempered_pattern
@@ -18,6 +31,11 @@ from transformer import Interventions, ModelConfig, TraceInputError, run_trace
 
 LLAMA = ModelConfig(family="llama", n_head=9, n_kv_head=3, d_model=72, pos_encoding="rotary", activation="silu")
 BERT = ModelConfig(family="bert", pos_encoding="learned", activation="gelu", has_lm_head=False, n_layer=6)
+
+
+def lower_triangle(T: int) -> np.ndarray:
+    """Independent reference: the causal mask, True where key j ≤ query i. Shape (T, T)."""
+    return np.arange(T)[None, :] <= np.arange(T)[:, None]
 
 
 def np_softmax(x: np.ndarray) -> np.ndarray:
@@ -42,7 +60,7 @@ def test_top_tokens_is_softmax_over_the_full_vocabulary():
 def test_masked_softmax_matches_a_masked_reference():
     rng = np.random.default_rng(1)
     scores = rng.normal(scale=4, size=(7, 7)).astype(np.float32)
-    mask = causal_mask(7)
+    mask = lower_triangle(7)
     want = np_softmax(np.where(mask, scores, -np.inf))
     got = masked_softmax(scores, mask)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
@@ -56,10 +74,9 @@ def test_masked_softmax_matches_a_masked_reference():
     np.testing.assert_array_equal(masked_softmax(np.ones((2, 3)), none)[1], 0)
 
 
-def test_entropy_and_causal_mask():
+def test_entropy():
     np.testing.assert_allclose(entropy_bits(np.full(8, 1 / 8)), 3.0)  # log2 8
     assert entropy_bits(np.eye(4)).tolist() == [0, 0, 0, 0]
-    np.testing.assert_array_equal(causal_mask(4), np.array([[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 1]], dtype=bool))
 
 
 def test_head_steps_are_the_trace_tensors(tiny_model, tokenizer):
@@ -71,7 +88,7 @@ def test_head_steps_are_the_trace_tensors(tiny_model, tokenizer):
     for got, name in ((s.raw, "hook_scores_raw"), (s.scaled, "hook_scores_scaled"), (s.masked, "hook_scores_masked"), (s.weights, "hook_pattern")):
         np.testing.assert_array_equal(got, tr[a + name][2])
     np.testing.assert_array_equal(s.x, tr["blocks.1.ln1.hook_normalized"])
-    np.testing.assert_array_equal(s.visible, causal_mask(len(tr.encoding)))
+    np.testing.assert_array_equal(s.visible, lower_triangle(len(tr.encoding)))
     assert s.tau == pytest.approx(0.7) and s.divisor == pytest.approx(np.sqrt(tiny_model.cfg.d_head))
     # the weighted sum of values is the head's output
     T = len(tr.encoding)
@@ -83,7 +100,7 @@ def test_head_steps_without_scaling_is_softmax_of_raw_scores(tiny_model, tokeniz
         tr = run_trace(tiny_model, tokenizer, SENTENCES[0], Interventions(temperature=tau))
         s = head_steps(tr, 0, 1, scale=False)
         raw = tr["blocks.0.attn.hook_scores_raw"][1].astype(np.float64)
-        mask = causal_mask(len(tr.encoding))
+        mask = lower_triangle(len(tr.encoding))
         want = np_softmax(np.where(mask, raw / tau, -np.inf))
         np.testing.assert_allclose(s.weights, want, rtol=1e-5, atol=1e-7)
         np.testing.assert_allclose(s.z, want @ tr["blocks.0.attn.hook_v"][:, 1], rtol=1e-4, atol=1e-6)
