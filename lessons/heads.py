@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from transformer import GPT, ModelConfig, Trace, visible_mask
+from transformer import Model, ModelConfig, Trace, visible_mask
 from transformer.tokenizer import Encoding
 
 from .block_stats import block_output
@@ -134,7 +134,7 @@ def strongest_keys(weights: np.ndarray, visible: np.ndarray, top_k: int, min_wei
     return i[keep], j[keep], weights[i[keep], j[keep]]
 
 
-def out_projection(model: GPT, layer: int) -> tuple[np.ndarray, np.ndarray | None]:
+def out_projection(model: Model, layer: int) -> tuple[np.ndarray, np.ndarray | None]:
     """W_O of `layer` as one matrix (nh·hs, d), rows head by head, and b_O (d,) (None: Llama has no bias)."""
     attn = model.blocks[layer].attn
     nh, hs, d = attn.W_O.shape
@@ -204,7 +204,7 @@ class Shares:
     error: float  # max |concat·W_O + b_O − attn_out|, recomputed in float64
 
 
-def output_shares(tr: Trace, model: GPT, layer: int, t: int) -> Shares:
+def output_shares(tr: Trace, model: Model, layer: int, t: int) -> Shares:
     W_O, b_O = out_projection(model, layer)  # (nh·hs, d), (d,) or None
     a = f"blocks.{layer}."
     result, out, concat = tr[a + "attn.hook_result"][t], tr[a + "hook_attn_out"][t], tr[a + "attn.hook_concat"][t]  # (nh, d), (d,), (nh·hs,)
