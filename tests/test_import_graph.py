@@ -12,6 +12,17 @@ NEVER = {
     "lessons": {"figures", "ui", "streamlit", "plotly", "pages"},
     "figures": {"ui", "streamlit", "pages", "lessons"},
 }
+# Inside the layers: modules (or folders) and the modules they never import, by dotted name (a prefix covers its
+# submodules; `from transformer import GPT` counts as transformer.GPT).
+NEVER_INSIDE = {
+    # traces and lessons read a model through transformer/protocol.py, never through a family's class
+    "transformer/trace.py": {"transformer.families", "transformer.GPT"},
+    "lessons": {"transformer.GPT", *(f"transformer.families.{family}" for family in ("gpt", "bert", "llama"))},
+    "transformer/protocol.py": {"transformer.families", "transformer.trace", "transformer.loading"},
+    # a model knows nothing of how it is decoded, trained or loaded; the vocabulary reads text, never a model
+    "transformer/families": {"transformer.decoding", "transformer.train_translator", "transformer.loading"},
+    "transformer/vocabulary.py": {"torch", "transformer.families", "transformer.decoding"},
+}
 
 
 def python_files(*roots: str) -> list[Path]:
@@ -33,11 +44,41 @@ def imported_top_levels(path: Path) -> set[str]:
     return names
 
 
+def imported_modules(path: Path, root: Path = ROOT) -> set[str]:
+    """The dotted names a module imports, relative imports resolved against its package under `root`; for
+    `from m import x`, both m and m.x (x may be a module)."""
+    package = path.relative_to(root).parent.parts
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else ()
+            module = ".".join((*base, *([node.module] if node.module else [])))
+            names |= {module, *(f"{module}.{alias.name}" for alias in node.names)}
+    return names
+
+
+def forbidden_among(names: set[str], never: set[str]) -> list[str]:
+    """The names among `names` that `never` forbids: one of its names, or a name under one."""
+    return sorted(n for n in names if any(n == p or n.startswith(p + ".") for p in never))
+
+
 def test_layers_import_only_downward():
     bad = []
     for layer, forbidden in NEVER.items():
         for path in python_files(layer):
             bad += [f"{path.relative_to(ROOT)} imports {name}" for name in sorted(imported_top_levels(path) & forbidden)]
+    assert not bad, "\n".join(bad)
+
+
+def test_modules_inside_a_layer_keep_their_rules():
+    bad = []
+    for where, never in NEVER_INSIDE.items():
+        paths = python_files(where)
+        assert paths and all(path.is_file() for path in paths), f"{where}: nothing to check (moved or renamed?)"
+        for path in paths:
+            bad += [f"{path.relative_to(ROOT)} imports {name}" for name in forbidden_among(imported_modules(path), never)]
     assert not bad, "\n".join(bad)
 
 
@@ -61,3 +102,15 @@ def test_the_check_sees_a_forbidden_import(tmp_path):
     bad = tmp_path / "m.py"
     bad.write_text("import streamlit as st\nfrom plotly import graph_objects\nfrom . import sibling\n")
     assert imported_top_levels(bad) == {"streamlit", "plotly"}
+
+
+def test_the_check_resolves_relative_imports(tmp_path):
+    """A family's class reached by a relative import, or through the package, is caught, so the rules inside the
+    layers can fail."""
+    trace = tmp_path / "transformer" / "trace.py"
+    trace.parent.mkdir()
+    trace.write_text("from .families.gpt import GPT\nfrom . import protocol\nfrom transformer import GPT, Trace\n")
+    names = imported_modules(trace, tmp_path)
+    assert {"transformer.families.gpt", "transformer.protocol", "transformer.GPT"} <= names
+    caught = ["transformer.GPT", "transformer.families.gpt", "transformer.families.gpt.GPT"]
+    assert forbidden_among(names, NEVER_INSIDE["transformer/trace.py"]) == caught
