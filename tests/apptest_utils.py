@@ -40,8 +40,9 @@ def assert_escaped(figs) -> None:
 
 
 def assert_bad_input_drawn(at: AppTest, name: str, figs: list, n_tokens: int) -> None:
-    """A bad input the page accepted: the very long one is cut to the 256-token context with a note saying so,
-    and no figure holds a raw tag."""
+    """A bad input the page accepted: its figures are drawn, the very long one is cut to the 256-token context with a
+    note saying so, and no figure holds a raw tag."""
+    assert figs, f"the page accepted the {name} input but drew no figure"
     if name == "very_long":
         assert n_tokens == 256 and "reads at most 256" in texts(at)
     assert_escaped(figs)
@@ -146,11 +147,13 @@ def lazy_tabs(at: AppTest) -> dict[str, list[str]]:
 
 
 def each_tab(at: AppTest) -> Iterator[str]:
-    """Open every tab of every lazy tab container in turn (a rerun each); yields the label open."""
+    """Open every tab of every lazy tab container in turn (a rerun each, checked to raise nothing); yields the label
+    open. A page without tabs yields none: a caller that expects tabs asserts how many it opened."""
     for key, labels in lazy_tabs(at).items():
         for label in labels:
             at.session_state[key] = label
             at.run()
+            assert_ok(at)
             yield label
 
 

@@ -103,7 +103,8 @@ def test_repeated_tokens_keep_their_rows_and_columns(lm):
     mlp = chart(at, "block_mlp")
     assert array(mlp["data"][0]["z"]).shape[0] == T and array(mlp["data"][0]["y"]).tolist() == list(range(T))
     assert mlp["layout"]["yaxis"]["ticktext"].count("␣and") == 2
-    for key in ("block_ln_mean", "block_ln_std", "block_adds_tokens"):
+    for key, n in (("block_ln_mean", 3), ("block_ln_std", 3), ("block_adds_tokens", 2)):
+        assert len(chart(at, key)["data"]) == n  # x, x̂, y; the attention's and the MLP's additions
         for d in chart(at, key)["data"]:
             assert array(d["x"]).tolist() == list(range(T))
         assert chart(at, key)["layout"]["xaxis"]["ticktext"].count("␣the") == 2

@@ -252,6 +252,8 @@ def assert_safe(at):
     """User text reaches plotly only escaped, and messages only with markdown characters escaped."""
     for c in charts(at):
         assert "<script" not in json.dumps(c) and "<img" not in json.dumps(c)
-    for w in at.warning:
-        for quoted in re.findall(r"«(.*?)»", w.value):  # the user's text in the message: every markdown character escaped
+    for w in at.warning:  # each quotes the user's text, «…», with every markdown character escaped
+        quotes = re.findall(r"«(.*?)»", w.value)
+        assert quotes, w.value
+        for quoted in quotes:
             assert not re.search(r"(?<!\\)[<>\[\]()`*_]", quoted), w.value

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import ui
-from tests.apptest_utils import BAD_INPUTS, array, assert_ok, chart, run_page, texts
+from tests.apptest_utils import BAD_INPUTS, PAGES, ROOT, array, assert_ok, chart, run_page, texts
 from transformer import Interventions, run_trace
 from transformer.loading import real_models
 from ui import navigation
@@ -30,6 +30,13 @@ def test_default_page_shows_the_models_pattern_and_the_pipeline():
     assert "Model card: shakespeare-gpt" in [e.label for e in at.expander]
     linked = [link.proto.page for link in at.get("page_link")]
     assert sorted(linked) == sorted(p.url_path for p in navigation.ORDER if p is not navigation.HOME)  # every page, once
+
+
+def test_the_tests_page_list_is_the_menus():
+    """Tests parametrized over tests.apptest_utils.PAGES (every page file) run on every page of the menu: a list
+    found empty or short would let them pass on fewer pages."""
+    menu = sorted(p.path for p in navigation.ORDER if p.path.startswith("pages/"))
+    assert len(menu) >= 16 and sorted(str(p.relative_to(ROOT)) for p in PAGES) == menu
 
 
 def test_controls_change_the_heatmap():

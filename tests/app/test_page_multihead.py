@@ -119,7 +119,9 @@ def test_averages_are_labelled_and_equal_the_mean(lm, default_page):
     np.testing.assert_allclose(maps["AVERAGE over the 4 heads of layer 0"], shown(stacked[0].mean(axis=0)), rtol=1e-5)
     np.testing.assert_allclose(maps["AVERAGE over all 16 heads (4 layers × 4 heads)"], shown(stacked.mean(axis=(0, 1))), rtol=1e-5)
     assert "These are averages, not heads" in texts(at)
-    assert all("AVERAGE" in d["hovertemplate"] and "mean weight" in d["hovertemplate"] for d in chart_titled(at, "Averages")["data"])
+    averages = chart_titled(at, "Averages")["data"]
+    assert len(averages) == 2  # over the layer's heads, over every head
+    assert all("AVERAGE" in d["hovertemplate"] and "mean weight" in d["hovertemplate"] for d in averages)
 
 
 def test_overview_thumbnails_equal_the_patterns(lm, default_page):
@@ -127,7 +129,7 @@ def test_overview_thumbnails_equal_the_patterns(lm, default_page):
     T = len(tr.encoding)
     grid = z(at, "All 16 heads")
     where, shape = mosaic_slices(NL, NH, T)
-    assert grid.shape == shape
+    assert grid.shape == shape and len(where) == NL * NH
     for (lay, h), (rows, cols) in where.items():
         np.testing.assert_allclose(grid[rows, cols], shown(tr[f"blocks.{lay}.attn.hook_pattern"][h]), rtol=1e-6)
     assert "every weight is shown" in texts(at)
@@ -191,6 +193,7 @@ def test_line_view_opacity_is_the_weight(lm, default_page):
     T = len(tr.encoding)
     lines, dots = line_view(part(default_page, 3))
     want = {(a, b): float(w[a, b]) for a in range(T) for b in range(a + 1) if w[a, b] >= 0.1}  # default threshold 0.1
+    assert want[0, 0] == pytest.approx(1.0) and len(want) > 1  # query 0 sees only itself: at least that line
     assert set(lines) == set(want) and dots == pytest.approx(want, rel=1e-6)  # each dot's opacity: the exact weight
     for pair, o in lines.items():  # each line's opacity: the weight rounded to steps of OPACITY_STEP, at least one step
         assert o == pytest.approx(max(1, round(want[pair] / OPACITY_STEP)) * OPACITY_STEP)

@@ -101,9 +101,9 @@ def test_repeated_tokens_keep_their_rows(lm):
     labels = trace(lm).encoding.labels
     T = len(labels)
     assert len(set(labels)) < T  # the sentence really repeats a token
-    for c in every_step_chart(at):
-        if c["data"][0]["type"] != "heatmap":
-            continue
+    maps = [c for c in every_step_chart(at) if c["data"][0]["type"] == "heatmap"]
+    assert len(maps) == 10  # X; Q, K, V; raw and scaled scores; masked scores and weights; the weights; the output
+    for c in maps:
         m = array(c["data"][0]["z"])
         assert m.shape[0] in (T, T + 1)  # T tokens, or T keys plus the sum row
         assert array(c["data"][0]["y"]).tolist() == list(range(m.shape[0]))

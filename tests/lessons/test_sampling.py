@@ -133,6 +133,7 @@ def test_generate_is_reproducible(tiny_model, tokenizer):
 def test_generate_records_the_model_distribution(tiny_model, tokenizer):
     """Each step's numbers equal softmax(z/T) of a fresh trace of the text so far, filtered by the reference."""
     g = generate(tiny_model, tokenizer, "To be, or not", 6, temperature=0.8, top_k=20, top_p=0.9, seed=3)
+    assert len(g.steps) == 6
     for i, s in enumerate(g.steps):
         ids = g.ids[: len(g.prompt_ids) + i]
         with torch.inference_mode():
@@ -151,6 +152,7 @@ def test_generate_records_the_model_distribution(tiny_model, tokenizer):
 def test_greedy_takes_the_argmax_and_repeated_tokens_are_fine(tiny_model, tokenizer):
     g = generate(tiny_model, tokenizer, "the the the the", 10, seed=5, greedy=True)
     assert generate(tiny_model, tokenizer, "the the the the", 10, temperature=0.0, seed=99).ids == g.ids  # T = 0 is greedy too, whatever the seed
+    assert len(g.steps) == 10
     for i, s in enumerate(g.steps):
         tr_ids = g.ids[: len(g.prompt_ids) + i]
         with torch.inference_mode():
