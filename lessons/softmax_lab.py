@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from transformer import GPT, Interventions, ModelConfig, Trace
+from transformer import Interventions, Model, ModelConfig, Trace
 from transformer.errors import ScoreInputError
 from transformer.trace import open_layer
 
@@ -92,7 +92,7 @@ class RealRow:
     weights_at_1: np.ndarray  # (n,) softmax(scores): the model as trained
 
 
-def tempered_pattern(model: GPT, at_1: Trace, layer: int, head: int, tau: float) -> np.ndarray:
+def tempered_pattern(model: Model, at_1: Trace, layer: int, head: int, tau: float) -> np.ndarray:
     """(T, T) weights of one head when the model runs with attention temperature τ on that head only (an engine
     intervention). The layers before `layer` do not change, so the engine runs block `layer` again on the input the
     trace at τ = 1 recorded for it: the numbers a whole forward pass gives, at a fraction of the cost."""
