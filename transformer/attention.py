@@ -69,6 +69,20 @@ def visible_mask(T: int, causal: bool, real: torch.Tensor | None = None, S: int 
     return mask
 
 
+def weigh(raw, mask, d_head: int, temperature=None):
+    """Raw scores (B, nh, T, S) → (scaled, masked, weights), each (B, nh, T, S): the steps from Q·Kᵀ to the
+    attention weights. mask: as attention's; temperature: (nh,) or None."""
+    # e / √d_k, then ÷ τ (the attention temperature)
+    scaled = raw / math.sqrt(d_head)  # (B, nh, T, S)
+    if temperature is not None:
+        scaled = scaled / temperature.view(1, -1, 1, 1)
+    # −∞ where a query may not look (the future, padding)
+    masked = torch.where(mask, scaled, float("-inf"))  # (B, nh, T, S)
+    # α_ij = exp(e_ij) / Σ_j' exp(e_ij'); a row with no visible key attends to nothing
+    weights = torch.softmax(masked, dim=-1).nan_to_num(0.0)  # (B, nh, T, S)
+    return scaled, masked, weights
+
+
 def attention(q, k, v, mask, temperature=None, rec: Record = None, name: str = ""):
     """Scaled dot-product attention, one step at a time.
 
@@ -80,14 +94,7 @@ def attention(q, k, v, mask, temperature=None, rec: Record = None, name: str = "
     n_kv, S = k.shape[1], k.shape[2]
     # e_ij = q_i · k_j; the query heads of a group, side by side, meet their shared key head in one product
     raw = (q.reshape(B, n_kv, nh // n_kv * T, hs) @ k.transpose(-2, -1)).view(B, nh, T, S)  # (B, nh, T, S)
-    # e / √d_k, then ÷ τ (the attention temperature)
-    scaled = raw / math.sqrt(q.size(-1))  # (B, nh, T, S)
-    if temperature is not None:
-        scaled = scaled / temperature.view(1, -1, 1, 1)
-    # −∞ where a query may not look (the future, padding)
-    masked = torch.where(mask, scaled, float("-inf"))  # (B, nh, T, S)
-    # α_ij = exp(e_ij) / Σ_j' exp(e_ij'); a row with no visible key attends to nothing
-    weights = torch.softmax(masked, dim=-1).nan_to_num(0.0)  # (B, nh, T, S)
+    scaled, masked, weights = weigh(raw, mask, hs, temperature)  # (B, nh, T, S) each
     # z_i = Σ_j α_ij v_j
     z = (weights.view(B, n_kv, -1, S) @ v).view(B, nh, T, hs)  # (B, nh, T, hs), each group's weights with its values
     if rec is not None:

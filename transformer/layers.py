@@ -112,8 +112,10 @@ class Attention(nn.Module):
 
     n_head query heads; n_kv_head key/value heads, each shared by n_head / n_kv_head query heads
     (grouped-query attention; equal counts for GPT and BERT). Self-attention by default; given `kv`
-    (B, S, d), keys and values come from that other sequence (cross-attention). Given RoPE angles,
-    queries and keys are rotated by their positions before the scores (rope = rotation(angles)).
+    (B, S, d), keys and values come from that other sequence (cross-attention), or from earlier tokens followed
+    by x's own (a decoder continuing a text: the queries are the last T of the S positions). Given RoPE angles
+    for the S key positions, queries and keys are rotated by their positions before the scores
+    (rope = rotation(angles)).
     """
 
     def __init__(self, cfg: ModelConfig):
@@ -143,7 +145,9 @@ class Attention(nn.Module):
             rec[name + "hook_q"], rec[name + "hook_k"], rec[name + "hook_v"] = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
         if rope is not None:
             # RoPE: q_m and k_n turned by angles proportional to m and n, so q_m·k_n depends on m − n only
-            q, k = rotate(q, rope), rotate(k, rope)  # (B, nh, T, hs), (B, n_kv, S, hs)
+            cos, sin = rope  # (S, hs) each; the queries sit at the last T positions
+            S = kv.shape[1]
+            q, k = rotate(q, (cos[S - T :], sin[S - T :])), rotate(k, rope)  # (B, nh, T, hs), (B, n_kv, S, hs)
             if rec is not None:
                 rec[name + "hook_rot_q"], rec[name + "hook_rot_k"] = q.transpose(1, 2), k.transpose(1, 2)
         tau = iv.temperatures(layer, self.W_Q.size(0))
@@ -215,17 +219,20 @@ class Block(nn.Module):
             self.mlp = MLP(cfg)
         self.drop = nn.Dropout(cfg.dropout)
 
-    def forward(self, x, mask, iv: Interventions, rec: Record = None, rope=None):
+    def forward(self, x, mask, iv: Interventions, rec: Record = None, rope=None, past=None):
+        """x (B, T, d) → the block's output (B, T, d). past (B, P, d): the inputs of P earlier tokens, whose keys
+        and values x's tokens read too (a decoder continuing a text; mask (…, T, P + T) and rope cover all P + T)."""
         n = f"blocks.{self.layer}."
         if self.post_norm:
-            attn_out = self.drop(self.attn(x, mask, self.layer, iv, rec, n + "attn.", rope=rope))
+            attn_out = self.drop(self.attn(x, mask, self.layer, iv, rec, n + "attn.", self.keys_input(x, past), rope))
             resid_mid = x + attn_out  # (B, T, d_model)
             h = self.ln1(resid_mid, rec, n + "ln1.")  # (B, T, d_model)
             mlp_out = self.drop(self.mlp(h, rec, n + "mlp."))
             resid_post = h + mlp_out  # (B, T, d_model)
             out = self.ln2(resid_post, rec, n + "ln2.")  # (B, T, d_model) the block's output
         else:
-            attn_out = self.drop(self.attn(self.ln1(x, rec, n + "ln1."), mask, self.layer, iv, rec, n + "attn.", rope=rope))
+            h = self.ln1(x, rec, n + "ln1.")  # (B, T, d_model)
+            attn_out = self.drop(self.attn(h, mask, self.layer, iv, rec, n + "attn.", self.keys_input(h, past), rope))
             resid_mid = x + attn_out  # (B, T, d_model)
             # attention-only: no LN2 and no MLP, so nothing is recorded for them
             mlp_out = None if self.attn_only else self.drop(self.mlp(self.ln2(resid_mid, rec, n + "ln2."), rec, n + "mlp."))
@@ -236,6 +243,11 @@ class Block(nn.Module):
                 rec[n + "hook_mlp_out"] = mlp_out
             rec[n + "hook_resid_post"] = resid_post
         return out
+
+    def keys_input(self, h, past):
+        """What the attention makes keys and values of: None (h itself), or the earlier tokens' inputs, normalized as
+        h was (pre-norm), followed by h. h (B, T, d), past (B, P, d) → (B, P + T, d)."""
+        return None if past is None else torch.cat([past if self.post_norm else self.ln1(past), h], dim=1)
 
 
 def per_head(w: torch.Tensor, n_heads: int) -> torch.Tensor:

@@ -25,7 +25,7 @@ class Model(Protocol):
     """A model a trace runs: GPT, Llama or BERT."""
 
     cfg: ModelConfig
-    blocks: nn.ModuleList  # blocks[l](x, mask, interventions, rec, rope): layers.Block, (B, T, d) → (B, T, d)
+    blocks: nn.ModuleList  # blocks[l](x, mask, interventions, rec, rope, past=None): layers.Block, (B, T, d) → same
 
     def embed(self, idx: torch.Tensor, rec: Record = None, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
         """(B, T) token ids (and an encoder's sentence A/B types) → block 0's input (B, T, d_model)."""

@@ -131,10 +131,14 @@ class Recorder(dict):
             super().__setitem__(name, value)
 
 
-def read_only(t: torch.Tensor) -> np.ndarray:
-    arr = t.float().numpy()
+def frozen(arr: np.ndarray) -> np.ndarray:
+    """arr, made read-only: a trace's arrays are shared by every session (and by traces made from it)."""
     arr.flags.writeable = False
     return arr
+
+
+def read_only(t: torch.Tensor) -> np.ndarray:
+    return frozen(t.float().numpy())
 
 
 def run_block(
@@ -260,6 +264,11 @@ class Trace:
                 return self._logits[0][pos]
         return self.forward.unembed(final[pos : pos + 1])[0]
 
+    def ran(self) -> tuple[int, dict[str, np.ndarray]]:
+        """How many blocks have run, and the arrays kept so far (a new dict; the arrays are shared, read-only)."""
+        with self._lock:
+            return min(self.forward.done, self.cfg.n_layer), dict(self.cache)
+
     def run_blocks(self) -> Trace:
         """Run every block that has not run yet, and the final norm, as one whole forward pass would; returns the trace."""
         with self._lock:
@@ -360,11 +369,17 @@ def run_trace(
     """Run `model` on `text` (and a second sentence `pair`, for an encoder): the embedding now, the blocks when the
     trace is first read, as far as it is read. Text longer than the context is cut to its first n_ctx tokens."""
     enc, n_in, cut_chars = encode_for_model(tokenizer, text, token_limit(model.cfg), pair)
+    x, cache = embedded(model, enc)
+    names = tuple(trace_names(model.cfg))
+    return Trace(enc, cache, interventions, n_in, cut_chars, model.cfg, names, Forward(model, interventions, x))
+
+
+def embedded(model: Model, enc: Encoding) -> tuple[torch.Tensor, dict[str, np.ndarray]]:
+    """Block 0's input (1, T, d) for these tokens, and what a trace keeps of the embedding (with that input)."""
     rec: dict[str, torch.Tensor] = {}
     with torch.inference_mode():
         x = model.embed(torch.tensor([enc.ids]), rec, torch.tensor([enc.type_ids or [0] * len(enc)]))  # (1, T, d)
-    cache = {name: read_only(t[0]) for name, t in rec.items()} | {"blocks.0.hook_resid_pre": read_only(x[0])}
-    return Trace(enc, cache, interventions, n_in, cut_chars, model.cfg, tuple(trace_names(model.cfg)), Forward(model, interventions, x))
+    return x, {name: read_only(t[0]) for name, t in rec.items()} | {"blocks.0.hook_resid_pre": read_only(x[0])}
 
 
 def run_traces(
