@@ -12,13 +12,14 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import streamlit as st
 import torch
 
-from transformer import Interventions, Trace, run_trace, run_traces
+from transformer import Interventions, Trace, run_traces
 from transformer.loading import LoadedModel, bundled_models, is_loaded, local_models, missing_real_models, real_models, shared_model
+from transformer.shortcuts import trace_from
 
 _FROZEN: set[int] = set()  # ids of the models already moved out of the garbage collector's sight
 
@@ -69,30 +70,60 @@ class TraceCache:
     def __init__(self, budget: int):
         self.budget, self.nbytes = budget, 0
         self._items: OrderedDict[tuple, Trace | tuple[Trace, ...]] = OrderedDict()  # oldest first
+        self._making: dict[tuple, Future] = {}  # key → the result of the make() running for it
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._items)
 
     def get(self, key: tuple, make: Callable[[], Trace | tuple[Trace, ...]]) -> Trace | tuple[Trace, ...]:
+        """The item under `key`, made by make() if it is not cached. One make() runs per key at a time: the sessions
+        that ask for a key meanwhile wait for its result (30 students pressing one preset run it once), or get its
+        exception, which is not cached. A make() stopped by Streamlit (a rerun or stop, not an error) hands the key
+        on: one of the sessions waiting for it makes it."""
+        while True:
+            with self._lock:
+                item = self._items.get(key)
+                if item is not None:
+                    self._items.move_to_end(key)
+                    self._shrink()
+                    return item
+                making = self._making.get(key)
+                if making is None:  # this session makes it
+                    making = self._making[key] = Future()
+                    break
+            try:
+                return making.result()
+            except HandedOn:
+                continue
+        try:
+            item = make()  # outside the lock: other sessions' look-ups go on meanwhile
+        except BaseException as err:
+            with self._lock:
+                del self._making[key]
+            making.set_exception(err if isinstance(err, Exception) else HandedOn())
+            raise
         with self._lock:
-            trace = self._items.get(key)
-            if trace is not None:
-                self._items.move_to_end(key)
-                self._shrink()
-                return trace
-        trace = make()  # outside the lock: other sessions' look-ups go on meanwhile
-        with self._lock:
-            trace = self._items.setdefault(key, trace)
-            self._items.move_to_end(key)
+            del self._making[key]
+            self._items[key] = item
             self._shrink()
-            return trace
+        making.set_result(item)
+        return item
+
+    def traces(self) -> list[Trace]:
+        """The single traces cached now (not the batched ones), oldest first."""
+        with self._lock:
+            return [item for item in self._items.values() if isinstance(item, Trace)]
 
     def _shrink(self) -> None:
         """Count the traces' bytes again and drop the least recently used until they fit (the newest always stays)."""
         self.nbytes = sum(map(_nbytes, self._items.values()))
         while self.nbytes > self.budget and len(self._items) > 1:
             self.nbytes -= _nbytes(self._items.popitem(last=False)[1])
+
+
+class HandedOn(Exception):
+    """The make() a session waited for was stopped by Streamlit, not failed: the session makes the item itself."""
 
 
 def _nbytes(item: Trace | tuple[Trace, ...]) -> int:
@@ -107,11 +138,15 @@ def get_trace(model_name: str, text: str, temperature: float = 1.0, causal: bool
     """run_trace on a registry model, cached in TRACES; the trace's arrays are read-only."""
     iv = Interventions(temperature=float(temperature), causal=bool(causal), ablate=frozenset(ablate), head_temperature=tuple(head_temperature))
 
-    def make() -> Trace:
-        lm = get_model(model_name)
-        return run_trace(lm.model, lm.tokenizer, text, iv)
+    return TRACES.get((model_name, text, iv), lambda: make_trace(model_name, text, iv))
 
-    return TRACES.get((model_name, text, iv), make)
+
+def make_trace(model_name: str, text: str, iv: Interventions) -> Trace:
+    """run_trace on a registry model, made from a trace in TRACES that shares blocks with it, if any: the same text
+    under interventions that change only later layers, or a decoder's text that begins with the same tokens
+    (transformer.shortcuts). The numbers of a fresh run either way."""
+    lm = get_model(model_name)
+    return trace_from(lm.model, lm.tokenizer, text, iv, TRACES.traces())
 
 
 # Threads for forward passes that do not need each other (Masking: the model with and without its causal mask). Torch

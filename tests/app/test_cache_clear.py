@@ -20,7 +20,7 @@ from streamlit.runtime.scriptrunner.script_cache import ScriptCache
 
 import ui
 from tests.apptest_utils import ROOT, array, assert_ok, chart, charts, page_path, run_page
-from transformer import loading
+from transformer import loading, run_trace
 
 MODEL = "shakespeare-gpt"
 
@@ -54,13 +54,13 @@ def loads(monkeypatch) -> list[str]:
 @pytest.fixture
 def traces(monkeypatch) -> list[str]:
     """The texts ui.models runs through the model (not served from the trace cache) during the test."""
-    calls, real = [], ui.models.run_trace
+    calls, real = [], ui.models.make_trace
 
-    def counting(model, tokenizer, text, *args, **kwargs):
+    def counting(model_name, text, *args, **kwargs):
         calls.append(text)
-        return real(model, tokenizer, text, *args, **kwargs)
+        return real(model_name, text, *args, **kwargs)
 
-    monkeypatch.setattr(ui.models, "run_trace", counting)
+    monkeypatch.setattr(ui.models, "make_trace", counting)
     return calls
 
 
@@ -123,7 +123,8 @@ def test_trace_cache_keeps_the_most_recent_traces_within_its_byte_budget():
     def maker(tau: float):
         def make():
             made.append(tau)
-            return ui.models.run_trace(lm.model, lm.tokenizer, "The same words, three temperatures.", ui.models.Interventions(temperature=tau))
+            text = "The same words, three temperatures."
+            return run_trace(lm.model, lm.tokenizer, text, ui.models.Interventions(temperature=tau))
 
         return make
 
