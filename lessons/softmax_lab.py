@@ -8,9 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from transformer import Interventions, Model, ModelConfig, Trace
+from transformer import ModelConfig, Trace
 from transformer.errors import ScoreInputError
-from transformer.trace import open_layer
 
 from .probability import entropy_bits, softmax
 
@@ -90,14 +89,6 @@ class RealRow:
     weights: np.ndarray  # (n,) softmax(scores / τ), by hand
     model: np.ndarray  # (n,) the weights of the model run with τ on this head only
     weights_at_1: np.ndarray  # (n,) softmax(scores): the model as trained
-
-
-def tempered_pattern(model: Model, at_1: Trace, layer: int, head: int, tau: float) -> np.ndarray:
-    """(T, T) weights of one head when the model runs with attention temperature τ on that head only (an engine
-    intervention). The layers before `layer` do not change, so the engine runs block `layer` again on the input the
-    trace at τ = 1 recorded for it: the numbers a whole forward pass gives, at a fraction of the cost."""
-    arrays = open_layer(model, at_1[f"blocks.{layer}.hook_resid_pre"], layer, Interventions(head_temperature=((layer, head, float(tau)),)))
-    return arrays[f"blocks.{layer}.attn.hook_pattern"][head]  # (T, T)
 
 
 def real_row(at_1: Trace, tempered: np.ndarray, layer: int, head: int, query: int, tau: float) -> RealRow:

@@ -14,7 +14,7 @@ from figures.matrices import lecture_figures as lecture_matrices
 from lessons import one_head, padding
 from lessons import softmax_lab as lab
 from lessons.lecture import lecture_example
-from transformer import Interventions
+from transformer import Interventions, shortcuts
 
 from .models import get_model, get_trace, together
 
@@ -45,7 +45,7 @@ def padding_check(model_name: str, texts: tuple[str, ...], temperature: float, c
 @st.cache_resource(max_entries=32, show_spinner=False)
 def tempered_pattern(model_name: str, sentence: str, layer: int, head: int, tau: float) -> np.ndarray:
     """One head's weights with attention temperature τ on that head only (the rest of the model as trained)."""
-    return lab.tempered_pattern(get_model(model_name).model, get_trace(model_name, sentence), layer, head, tau)
+    return shortcuts.tempered_pattern(get_trace(model_name, sentence), layer, head, tau)
 
 
 sqrt_dk_experiment = st.cache_data(max_entries=16, show_spinner=False)(lab.sqrt_dk_experiment)

@@ -25,7 +25,6 @@ from lessons.one_head import (
 )
 from lessons.padding import pad_id, padded_forward
 from lessons.probability import entropy_bits, masked_softmax
-from lessons.softmax_lab import tempered_pattern
 from tests.conftest import SENTENCES
 from transformer import Interventions, ModelConfig, TraceInputError, run_trace
 
@@ -197,13 +196,6 @@ def test_padding_check_compares_each_text_with_itself_alone(tiny_model, tokenize
         np.testing.assert_array_equal(chk.visible[1][:, n:], not use_pad)  # padding keys hidden exactly when the mask is on
         assert chk.differences[0] <= 1e-5 and (chk.differences[1] <= 1e-5) == use_pad
         assert padding.verdict(use_pad, causal)[0] == ("success" if use_pad else "warning")
-
-
-def test_tempered_pattern_equals_the_whole_model_run_with_that_head_tempered(tiny_model, tokenizer):
-    at_1 = run_trace(tiny_model, tokenizer, SENTENCES[2])
-    for layer, head, tau in ((0, 1, 0.5), (2, 3, 3.0)):
-        whole = run_trace(tiny_model, tokenizer, SENTENCES[2], Interventions(head_temperature=((layer, head, tau),)))
-        np.testing.assert_allclose(tempered_pattern(tiny_model, at_1, layer, head, tau), whole[f"blocks.{layer}.attn.hook_pattern"][head], atol=1e-6)
 
 
 # ---- the Masking page's words ----
