@@ -44,44 +44,25 @@ def variants(model, tok, text: str) -> list[tuple[str, str, callable]]:
     base = run_trace(model, tok, text).run_blocks()  # a page read the last layer
     at_13 = run_trace(model, tok, text)
     at_13[f"blocks.{L}.attn.hook_scores_raw"]  # One head or Softmax opened layer 13
+    resid_13 = at_13[f"blocks.{L}.hook_resid_pre"]
+
+    def read(make, layer: int):
+        """A call that makes a trace and reads layer's pattern (running the blocks up to it)."""
+        return lambda: make()[f"blocks.{layer}.attn.hook_pattern"]
+
+    def extended(shorter):
+        return lambda: trace_from(model, tok, longer, NO_INTERVENTIONS, [shorter])
+
     return [
-        (
-            "ablation @25, read @29",
-            "fresh trace",
-            lambda: run_trace(model, tok, text, ablate)[f"blocks.{last}.attn.hook_pattern"],
-        ),
-        ("ablation @25, read @29", "derived", lambda: derive(base, ablate)[f"blocks.{last}.attn.hook_pattern"]),
-        (
-            "typing one word, read @29",
-            "fresh trace",
-            lambda: run_trace(model, tok, longer)[f"blocks.{last}.attn.hook_pattern"],
-        ),
-        (
-            "typing one word, read @29",
-            "extended",
-            lambda: trace_from(model, tok, longer, NO_INTERVENTIONS, [base])[f"blocks.{last}.attn.hook_pattern"],
-        ),
-        (
-            "typing one word, read @13",
-            "fresh trace",
-            lambda: run_trace(model, tok, longer)[f"blocks.{L}.attn.hook_pattern"],
-        ),
-        (
-            "typing one word, read @13",
-            "extended",
-            lambda: trace_from(model, tok, longer, NO_INTERVENTIONS, [at_13])[f"blocks.{L}.attn.hook_pattern"],
-        ),
+        ("ablation @25, read @29", "fresh trace", read(lambda: run_trace(model, tok, text, ablate), last)),
+        ("ablation @25, read @29", "derived", read(lambda: derive(base, ablate), last)),
+        ("typing one word, read @29", "fresh trace", read(lambda: run_trace(model, tok, longer), last)),
+        ("typing one word, read @29", "extended", read(extended(base), last)),
+        ("typing one word, read @13", "fresh trace", read(lambda: run_trace(model, tok, longer), L)),
+        ("typing one word, read @13", "extended", read(extended(at_13), L)),
         ("τ on head 13.8", "tempered_pattern", lambda: tempered_pattern(at_13, L, head, 0.5)),
-        (
-            "τ on head 13.8",
-            "block 13 again",
-            lambda: open_layer(model, at_13[f"blocks.{L}.hook_resid_pre"], L, tempered),
-        ),
-        (
-            "τ on head 13.8",
-            "forward to 13",
-            lambda: run_trace(model, tok, text, tempered)[f"blocks.{L}.attn.hook_pattern"],
-        ),
+        ("τ on head 13.8", "block 13 again", lambda: open_layer(model, resid_13, L, tempered)),
+        ("τ on head 13.8", "forward to 13", read(lambda: run_trace(model, tok, text, tempered), L)),
     ]
 
 
