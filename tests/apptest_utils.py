@@ -16,6 +16,16 @@ from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = sorted((ROOT / "pages").glob("*.py"))
+PAGE_FILES = ["app.py", *(f"pages/{p.name}" for p in PAGES)]  # what a test opens: app.py shows the home page
+
+
+def page_code(page_file: str) -> str:
+    """The code a page file runs: app.py opens on the home page, home.py."""
+    return (ROOT / ("home.py" if page_file == "app.py" else page_file)).read_text(encoding="utf-8")
+
+
+# The pages that run the sidebar sentence through the model (ui.trace_or_stop); the others have their own inputs.
+SENTENCE_PAGES = {f for f in PAGE_FILES if "trace_or_stop(" in page_code(f)}
 TIMEOUT = 60
 
 # The bad-input set every page must survive: (name, sentence). Each gives a clear message or a result, never an exception.

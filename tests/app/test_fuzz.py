@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, event, example, given, note, settings
 from hypothesis import strategies as st
 
 import ui
-from tests.apptest_utils import PAGES, ROOT, assert_ok, each_tab, run_page
+from tests.apptest_utils import PAGE_FILES, ROOT, SENTENCE_PAGES, assert_ok, each_tab, run_page
 from transformer import loading
 from transformer.trace import MAX_CHARS
 from transformer.vocabulary import MAX_SOURCE_CHARS
@@ -44,9 +44,6 @@ SETTINGS = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
 )
 
-PAGE_FILES = ["app.py", *(f"pages/{p.name}" for p in PAGES)]
-# Pages that run the sidebar sentence through the model (ui.trace_or_stop); the others have their own inputs.
-SENTENCE_PAGES = {f for f in PAGE_FILES if "trace_or_stop(" in (ROOT / f).read_text(encoding="utf-8")}
 CONTEXT, CROSS_ATTENTION = "pages/10_Context.py", "pages/12_Cross_attention.py"  # pages with their own text boxes
 LM = ui.get_model("shakespeare-gpt")
 TOP_LAYER, TOP_HEAD, N_CTX = LM.cfg.n_layer - 1, LM.cfg.n_head - 1, LM.cfg.n_ctx
@@ -184,7 +181,6 @@ def check_sentence(at, page: str, text: str) -> None:
     assert_ok(at)
     assert_figures_escaped(at)
     for _ in each_tab(at):
-        assert_ok(at)
         assert_figures_escaped(at)
     if page not in SENTENCE_PAGES:
         return

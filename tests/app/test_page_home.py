@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import ui
-from tests.apptest_utils import BAD_INPUTS, PAGES, ROOT, array, assert_ok, chart, run_page, texts
+from tests import apptest_utils as apptest
+from tests.apptest_utils import BAD_INPUTS, array, assert_ok, chart, run_page, texts
 from transformer import Interventions, run_trace
 from transformer.loading import real_models
 from ui import navigation
@@ -32,11 +33,21 @@ def test_default_page_shows_the_models_pattern_and_the_pipeline():
     assert sorted(linked) == sorted(p.url_path for p in navigation.ORDER if p is not navigation.HOME)  # every page, once
 
 
-def test_the_tests_page_list_is_the_menus():
-    """Tests parametrized over tests.apptest_utils.PAGES (every page file) run on every page of the menu: a list
-    found empty or short would let them pass on fewer pages."""
+def test_the_tests_page_lists_are_the_menus():
+    """Tests parametrized over tests.apptest_utils.PAGES (every page file) run on every page of the menu, and those
+    that check the sidebar sentence on SENTENCE_PAGES on every page that reads it: a list found empty or short would
+    let them pass on fewer pages."""
     menu = sorted(p.path for p in navigation.ORDER if p.path.startswith("pages/"))
-    assert len(menu) >= 16 and sorted(str(p.relative_to(ROOT)) for p in PAGES) == menu
+    assert len(menu) >= 16 and sorted(str(p.relative_to(apptest.ROOT)) for p in apptest.PAGES) == menu
+    own_inputs = {  # the pages that read a text of their own, not the sidebar's sentence (the home page reads it)
+        "pages/0_Guided_tour.py",
+        "pages/6_Lecture_example.py",
+        "pages/10_Context.py",
+        "pages/12_Cross_attention.py",
+        "pages/14_Encoder_vs_decoder.py",
+        "pages/15_Heads_forming.py",
+    }
+    assert set(apptest.PAGE_FILES) - apptest.SENTENCE_PAGES == own_inputs
 
 
 def test_controls_change_the_heatmap():

@@ -10,7 +10,7 @@ from streamlit import config
 from streamlit.testing.v1 import AppTest
 from streamlit.web.server.server_util import is_xsrf_enabled
 
-from tests.apptest_utils import PAGES, ROOT, TIMEOUT, assert_ok, run_page
+from tests.apptest_utils import PAGE_FILES, ROOT, SENTENCE_PAGES, TIMEOUT, assert_ok, run_page
 from transformer.trace import MAX_CHARS
 from transformer.vocabulary import MAX_SOURCE_CHARS
 
@@ -92,8 +92,6 @@ def test_the_sentence_box_is_capped_at_max_chars():
     assert at.text_area(key="w_sentence").max_chars == MAX_CHARS  # the browser refuses more
 
 
-PAGE_FILES = ["app.py", *(f"pages/{p.name}" for p in PAGES)]
-SENTENCE_PAGES = [f for f in PAGE_FILES if "trace_or_stop(" in (ROOT / f).read_text(encoding="utf-8")]
 TOO_LONG = ("To be, or not to be, that is the question. " * 600)[: MAX_CHARS + 1000]
 
 
