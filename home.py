@@ -36,7 +36,7 @@ def pipeline() -> None:
 
 def live() -> None:
     st.subheader("Attention, live")
-    tr = ui.trace_or_stop(state)
+    tr = ui.trace_or_stop(state.key)
     looks = (
         "every earlier token (the keys). Rows sum to 1; the grey triangle is the future, which a decoder may not see."
         if lm.cfg.causal

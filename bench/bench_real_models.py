@@ -245,7 +245,7 @@ def rss():
     f = dict(l.split(":", 1) for l in Path("/proc/self/status").read_text().splitlines() if ":" in l)
     return int(f["VmRSS"].split()[0]) / 1024
 steps = [("python + ui.models imported (torch, streamlit)", None)]
-from ui.models import TRACES, get_model, get_trace
+from ui.models import TRACES, TraceKey, get_model, get_trace
 steps[0] = (steps[0][0], rss())
 names = ["shakespeare-gpt", "smollm2-135m", "minilm-l6"]
 for name in names:
@@ -261,7 +261,7 @@ for i in range(count):
     layer = (i * 5) % models[name].cfg.n_layer
 
     def run():
-        tr = get_trace(name, sentence, temperature=1.0 + 0.05 * (i % 5))
+        tr = get_trace(TraceKey(name, sentence).but(temperature=1.0 + 0.05 * (i % 5)))
         tr[f"blocks.{layer}.attn.hook_q"]  # a page opens a layer's internals
         sizes.append(tr.nbytes)
 

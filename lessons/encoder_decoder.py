@@ -19,16 +19,13 @@ from transformer import Encoding, Trace
 from transformer.errors import ModelLoadError
 from transformer.loading import REAL_MODELS, model_type, resolve
 
+from .words import md
+
 WORD = re.compile(r"\w+(?:['’]\w+)*")  # letters and digits, with inner apostrophes: "didn't" is one word
 ENCODER, DECODER = "minilm-l6", "smollm2-135m"  # the real models the page compares
 FALLBACK_DECODER = "shakespeare-gpt"  # the bundled decoder, when SmolLM2 is not installed
 EXAMPLE = "The animal didn't cross the street because it was too tired."
 MAX_CHARS = 500  # the page compares at most this many characters (~125 tokens): two models, every layer's weights
-
-
-def md(text: str) -> str:
-    """Text shown as itself in markdown (no emphasis, links or code)."""
-    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$])", r"\\\1", text)
 
 
 def clip(text: str, n_chars: int = MAX_CHARS) -> tuple[str, bool]:

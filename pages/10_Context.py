@@ -1,13 +1,13 @@
 """Context changes meaning: the same word in several sentences, its vector compared layer by layer."""
 
-import numpy as np
 import streamlit as st
 
 import ui
 from lessons import context as cx
+from lessons.words import quote
 from transformer.trace import token_limit
-from ui import cached_model as cm
 from ui import context
+from ui.caches import context as cached
 
 state = ui.sidebar()
 lm = ui.get_model(state.model)
@@ -62,32 +62,31 @@ if not word.strip():
     st.info("Type the word to follow, e.g. bear.")
     st.stop()
 
-found, rows = {}, []  # sentence number → (trace, match); one table row per sentence
-for n, (s, tr) in enumerate(zip(sentences, ui.get_traces(state.model, tuple(sentences), state.temperature), strict=True), start=1):  # one batched pass
+key = ui.BatchKey(state.model, tuple(sentences), state.key.iv)  # the sentences in one batched pass
+word, traces = word.strip(), ui.get_traces(key)
+matches = cached.matches(key, word, forms)  # sentence number → where the word is, or None
+rows = []  # one table row per sentence
+for n, (s, tr) in enumerate(zip(sentences, traces, strict=True), start=1):
     if tr.truncated:
         st.caption(f"Sentence {n} is {tr.n_tokens_in:,} tokens long; the model reads only its first {len(tr.encoding)}.")
-    try:
-        found[n] = (tr, cx.find_word(tr.encoding, word, forms))
-    except cx.WordNotFound:
+    if matches[n] is None:
         cut = f" (in its first {token_limit(cfg)} tokens, all this app reads)" if tr.truncated else ""
-        st.warning(f"Sentence {n} {cm.quote(s)} does not contain the word {cm.quote(word.strip())}{cut}: it is left out.")
-    rows.append(cx.match_row(n, s, tr.encoding, found[n][1] if n in found else None))
-    if n in found and found[n][1].n_found > 1:
-        st.caption(f"Sentence {n} contains the word {found[n][1].n_found} times; the first is followed.")
+        st.warning(f"Sentence {n} {quote(s)} does not contain the word {quote(word)}{cut}: it is left out.")
+    rows.append(cx.match_row(n, s, tr.encoding, matches[n]))
+    if matches[n] is not None and matches[n].n_found > 1:
+        st.caption(f"Sentence {n} contains the word {matches[n].n_found} times; the first is followed.")
 ui.folded("Where the word is found").dataframe(rows, hide_index=True)
+found = {n: m for n, m in matches.items() if m is not None}
 if len(found) < 2:
     st.info("The word must be in at least two sentences to compare its vectors. Change the word or the sentences.")
     st.stop()
 
-numbers = list(found)
-vectors = np.stack([cx.word_vectors(tr, m.position) for tr, m in found.values()])  # (n, n_layer + 1, d)
-ids = {tr.encoding.ids[m.position] for tr, m in found.values()}
-key = (state.model, tuple(sentences), word.strip(), forms, state.temperature)  # fixes the traces and the vectors
+ids = {traces[n - 1].encoding.ids[m.position] for n, m in found.items()}
 
 st.header("1 · How alike are the vectors, layer by layer?")
 ui.explain(read.similarity)
 st.markdown(cx.tokens_note(ids))
-cos_fig, cos = cm.cosine_figure(*key, numbers, vectors)
+cos_fig, cos = cached.cosine_figure(key, word, forms)
 ui.show_figure(cos_fig, key="context_cosine")
 st.caption(cx.cosine_note(cos))
 
@@ -97,13 +96,14 @@ ui.explain(
     "(L0 = after block 0, …). Lines that start together and then part are the same token taking on different meanings."
 )
 help_unit = "On: only directions count, as in the cosine above. Off: the vectors as they are; their lengths differ from layer to layer, which stretches the map."
-pca_fig, explained = cm.pca_figure(*key, st.toggle("Scale every vector to length 1 first", **ui.kept("context_unit", True), help=help_unit), numbers, vectors)
+unit = st.toggle("Scale every vector to length 1 first", **ui.kept("context_unit", True), help=help_unit)
+pca_fig, explained = cached.pca_figure(key, word, forms, unit)
 ui.show_figure(pca_fig, key="context_pca")
-st.caption(cx.spread_note(explained, vectors.shape[0] * vectors.shape[1]))
+st.caption(cx.spread_note(explained, len(found) * (cfg.n_layer + 1)))  # (layers + embedding) vectors per sentence
 
 st.header(f"3 · Where the word looks (layer {L}, head {H})")
 ui.explain(read.looks)
 st.latex(r"\alpha_{ij} = \mathrm{softmax}_j\!\left(\frac{q_i \cdot k_j}{\sqrt{d_k}\,\tau}\right), \quad i = \text{the word's token}")
-bars = {f"context_attn_{n}": cm.attention_figure(state.model, sentences[n - 1], state.temperature, L, H, n, m.position, tr) for n, (tr, m) in found.items()}
+bars = {f"context_attn_{n}": cached.attention_figure(key, n, m.position, L, H) for n, m in found.items()}
 for row in range(0, len(bars), 2):  # one chart per sentence that holds the word, two to a row (four would be crushed)
     ui.side_by_side(dict(list(bars.items())[row : row + 2]))

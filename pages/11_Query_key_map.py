@@ -28,7 +28,7 @@ ui.explain(
     "spread the most (principal component analysis of the queries and keys together); the rest is lost."
 )
 
-tr = ui.trace_or_stop(state)
+tr = ui.trace_or_stop(state.key)
 if notes := qk_map.family_notes(tr.cfg, H):
     st.info("\n\n".join(notes))
 labels = tr.encoding.labels

@@ -9,7 +9,8 @@ from lessons import cross_attention as xa
 from transformer import ModelLoadError
 from transformer.data import phrases as td
 from transformer.loading import get_translator
-from ui import cached, translator
+from ui import translator
+from ui.caches import translator as cached
 
 translator.phrase_from_link()  # before the sidebar: its first run reads the link
 state = ui.sidebar()

@@ -9,7 +9,7 @@ import ui
 from figures import rope as frope
 from figures.attention import vectors_heatmap
 from lessons import gqa, rope
-from ui import cached
+from ui.caches import rope as cached
 
 state = ui.sidebar()
 cfg = ui.get_model(state.model).cfg
@@ -24,7 +24,7 @@ ui.explain(
 ROTATION = r"\begin{pmatrix} \cos m\omega_i & -\sin m\omega_i \\ \sin m\omega_i & \cos m\omega_i \end{pmatrix}"  # turns pair i by m·ω_i
 st.latex(r"\begin{pmatrix} x'_i \\ y'_i \end{pmatrix} = " + ROTATION + r"\begin{pmatrix} x_i \\ y_i \end{pmatrix},\qquad \omega_i = \theta^{-2i/d}")
 st.latex(r"R(m\omega)\,q \cdot R(n\omega)\,k \;=\; q \cdot R\big((n-m)\omega\big)\,k \;=\; f(m-n)")
-tr = ui.trace_or_stop(state)
+tr = ui.trace_or_stop(state.key)
 labels, T = tr.encoding.labels, len(tr.encoding)
 
 
@@ -33,7 +33,7 @@ def no_rope(part: str) -> bool:
     if rope.has_rope(cfg):
         return False
     st.info(rope.NO_ROPE)
-    rotary = cached.models_of("llama")
+    rotary = ui.models_of("llama")
     if rotary:
         st.button(f"Switch to {rotary[0]}, which has RoPE", on_click=st.session_state.update, args=({"atlas_model": rotary[0]},), key="rope_switch")
     title = f"Instead, position vectors added to your {T} tokens ({cfg.d_model} numbers each)"
@@ -75,7 +75,7 @@ def part_shift() -> None:
     if no_rope("shift"):
         return
     m, n = positions()
-    sh = cached.rope_shifts(state.model, state.sentence, state.temperature, L, H, m, n, tr)
+    sh = cached.rope_shifts(state.key, L, H, m, n)
     lo, hi = int(sh.shifts[0]), int(sh.shifts[-1])
     s = st.slider("Shift s", lo, hi, **ui.kept_within("rope_shift", 100, lo, hi), help="Move the query to m + s and the key to n + s.")
     k = sh.index(s)
@@ -104,7 +104,7 @@ def part_shared() -> None:
         format_func=functools.partial(gqa.kv_head_name, cfg),
     )
     per_row = ui.panels_per_row("gqa_patterns", cfg.n_head // cfg.n_kv_heads), ui.panels_per_row("gqa_keys", cfg.n_kv_heads)  # the values' chart is as wide
-    k_fig, v_fig, p_fig, grp = cached.gqa_figures(state.model, state.sentence, state.temperature, L, g, per_row, tr)
+    k_fig, v_fig, p_fig, grp = cached.gqa_figures(state.key, L, g, per_row)
     ui.show_figure(p_fig, key="gqa_patterns")
     st.caption(gqa.differences_text(grp))
     ui.show_figure(k_fig, key="gqa_keys")

@@ -8,10 +8,11 @@ import streamlit as st
 import ui
 from figures import compare as fcmp
 from lessons import encoder_decoder as ed
+from lessons.words import md
 from transformer import TraceInputError
 from transformer.loading import missing_real_models
 from transformer.trace import token_limit
-from ui import cached
+from ui.caches import compare as cached
 from ui.state import DEFAULT_MODEL_ENV
 
 state = ui.sidebar()
@@ -25,7 +26,7 @@ ui.explain(
 st.latex(r"\text{encoder: }\ \alpha_{ij} = \operatorname{softmax}_{j \in 1..T}(s_{ij}) \qquad \text{decoder: }\ \alpha_{ij} = \operatorname{softmax}_{j \le i}(s_{ij})")
 for hint in missing_real_models():
     st.info(f"A real pretrained model is not installed here: `{hint}` installs it (then reload the page).")
-encoders, decoders = cached.models_of("bert"), cached.models_of("gpt", "llama")
+encoders, decoders = ui.models_of("bert"), ui.models_of("gpt", "llama")
 with ui.folded("Models and sentence"):
     c1, c2 = st.columns(2)
     if encoders:
@@ -38,24 +39,27 @@ with ui.folded("Models and sentence"):
         st.caption("SmolLM2 is not installed: the decoder offered first is the bundled Shakespeare GPT, a small model whose heads are far less clear-cut.")
     source = st.radio("Sentence", [EXAMPLE, OWN], horizontal=True, **ui.choice("compare_source", [EXAMPLE, OWN], EXAMPLE))
 text, cut = ed.clip(ed.EXAMPLE if source == EXAMPLE else state.sentence)
-st.caption(f"«{ed.md(text)}»")
+st.caption(f"«{md(text)}»")
 if cut:
     st.warning(f"The text is long: this page compares its first {len(text)} characters (two models, every layer).")
 
 
-def trace_of(name: str):
+def trace_of(key: ui.TraceKey):
     """The text through one model; stops the page with a message when the text cannot be run."""
     try:
-        tr = ui.get_trace(name, text, state.temperature)
+        tr = ui.get_trace(key)
     except TraceInputError as err:
         st.info(f"{err} Type one in the sentence box, or choose the lecture's example.")
         st.stop()
     if tr.truncated:
-        st.warning(f"{ed.short_name(name)} reads at most {token_limit(ui.get_model(name).cfg)} tokens here: words after its first {len(tr.encoding)} are left out.")
+        limit, name = token_limit(ui.get_model(key.model).cfg), ed.short_name(key.model)
+        st.warning(f"{name} reads at most {limit} tokens here: words after its first {len(tr.encoding)} are left out.")
     return tr
 
 
-MODELS = {kind: (name, trace_of(name), kind == "decoder") for kind, name in (("encoder", enc_name), ("decoder", dec_name)) if name}  # kind → (model, trace, causal)
+CHOSEN = {"encoder": enc_name, "decoder": dec_name}
+KEYS = {kind: ui.TraceKey(name, text, state.key.iv) for kind, name in CHOSEN.items() if name}  # the text at the sidebar's τ
+MODELS = {kind: (key.model, trace_of(key), kind == "decoder") for kind, key in KEYS.items()}  # (model, trace, causal)
 found = ed.shared_words(text, [tr.encoding for _, tr, _ in MODELS.values()])
 if len(found) < 2:
     st.info("This page follows one word to another: type a sentence with at least two words (letters or digits).")
@@ -81,10 +85,10 @@ ui.explain(ed.tokens_text(word[1]))
 def part_rows() -> None:
     for col, (kind, (name, tr, causal)) in zip(ui.stacking("compare_rows_row", ui.SIDE_BY_SIDE_PX).columns(2), MODELS.items(), strict=False):
         cfg = ui.get_model(name).cfg
-        grid, _ = cached.compare_grid(name, text, state.temperature, word[0], target[0], tr)
+        grid, _ = cached.compare_grid(KEYS[kind], word[0], target[0])
         best = ed.best_head(grid)
         with col:
-            st.subheader(f"{kind.capitalize()}: {ed.md(ed.short_name(name))}")
+            st.subheader(f"{kind.capitalize()}: {md(ed.short_name(name))}")
             src, tgt = ed.pair_tokens(tr.encoding, text, word[0], target[0])
             ui.show_figure(fcmp.token_strip(tr.encoding.labels, src, tgt, f"{len(tr.encoding)} tokens"), key=f"compare_{kind}_tokens")
             layer = st.slider("Layer", 0, cfg.n_layer - 1, **ui.kept_within(f"compare_{kind}_layer", best[0], 0, cfg.n_layer - 1))
@@ -102,19 +106,22 @@ def part_rows() -> None:
 
 
 def part_best() -> None:
-    st.markdown(f"Every head of every layer: how much weight does “{ed.md(word[1])}” put on “{ed.md(target[1])}”? The red box marks the largest.")
-    for col, (kind, (name, tr, causal)) in zip(ui.stacking("compare_best_row", ui.SIDE_BY_SIDE_PX).columns(2), MODELS.items(), strict=False):
-        grid, fig = cached.compare_grid(name, text, state.temperature, word[0], target[0], tr)
+    pair = f"how much weight does “{md(word[1])}” put on “{md(target[1])}”?"
+    st.markdown(f"Every head of every layer: {pair} The red box marks the largest.")
+    columns = ui.stacking("compare_best_row", ui.SIDE_BY_SIDE_PX).columns(2)
+    for col, (kind, (name, _, causal)) in zip(columns, MODELS.items(), strict=False):
+        grid, fig = cached.compare_grid(KEYS[kind], word[0], target[0])
         layer, head, w = ed.best_head(grid)
         with col:
             ui.show_figure(fig, key=f"compare_{kind}_grid")
-            st.markdown(f"**{ed.md(ed.short_name(name))}**: layer {layer}, head {head} puts **{w:.2f}** of “{ed.md(word[1])}”'s attention on “{ed.md(target[1])}”.")
+            share = f"**{w:.2f}** of “{md(word[1])}”'s attention on “{md(target[1])}”"
+            st.markdown(f"**{md(ed.short_name(name))}**: layer {layer}, head {head} puts {share}.")
             if causal and target[0] > word[0]:
                 st.caption("The target comes after the word: a decoder cannot look at it, so every head gives it 0.")
 
 
 def part_sinks() -> None:
-    fig, sinks = cached.compare_sinks(tuple(name for name, _, _ in MODELS.values()), text, state.temperature, tuple(tr for _, tr, _ in MODELS.values()))
+    fig, sinks = cached.compare_sinks(tuple(KEYS.values()))
     if fig is None:
         st.info("The text is too short to measure: the decoder needs at least two tokens.")
         return

@@ -6,7 +6,7 @@ import ui
 from figures.embeddings import shown_chars
 from lessons import embedding_space as es
 from lessons.words import noun
-from ui import cached_model as cm
+from ui.caches import embeddings as cached
 
 state = ui.sidebar()
 lm = ui.get_model(state.model)
@@ -18,9 +18,9 @@ read = es.reading(tok, cfg.d_model, words)  # the page's words for this tokenize
 st.title("Tokens and embeddings")
 ui.explain(read.intro)
 
-tr = ui.trace_or_stop(state)
+tr = ui.trace_or_stop(state.key)
 enc, labels, T = tr.encoding, tr.encoding.labels, len(tr.encoding)
-chips_fig, embed_fig, cosine_fig = cm.sentence_figures(state.model, state.sentence, tr)
+chips_fig, embed_fig, cosine_fig = cached.sentence_figures(state.key)
 
 st.header("1. Text → tokens")
 ui.explain(read.chips)
@@ -48,7 +48,7 @@ if n_max > 50:  # a real vocabulary; a toy one is drawn whole
     help_n = "How many frequent vocabulary tokens to draw behind your sentence; the PCA is fitted on them."
     n_vocab = c1.slider("Vocabulary tokens in the map (N)", 50, min(3000, n_max), min(500, n_max), step=50, bind="query-params", key="tokens_n_vocab", help=help_n)
 k_dims = 3 if c2.toggle("3-D", bind="query-params", key="tokens_pca_3d", help="Show three principal components instead of two (drag to rotate).") else 2
-map_fig, shown_share = cm.map_figure(state.model, state.sentence, n_vocab, k_dims, tr)
+map_fig, shown_share = cached.map_figure(state.key, n_vocab, k_dims)
 ui.show_figure(map_fig, key="tokens_pca")
 st.caption(f"These {k_dims} directions hold {100 * shown_share:.1f}% of the spread of the {n_vocab} vocabulary vectors; the rest is hidden, so points that look close may be far apart.")
 
@@ -68,7 +68,8 @@ query = c1.selectbox(
     help="A position in your sentence; its token's neighbours are listed.",
 )  # a word rather than punctuation, by default
 k = c2.slider("Neighbours (k)", 3, 30, 10, bind="query-params", key="tokens_k", help="How many nearest tokens to list.")
-ui.show_figure(cm.neighbours_figure(state.model, enc.ids[query], k, labels[query]), key="tokens_neighbours")
+neighbours = cached.neighbours_figure(state.model, enc.ids[query], k, labels[query])
+ui.show_figure(neighbours, key="tokens_neighbours")
 
 st.header("6. Directions: a − b + c")
 if st.session_state.setdefault("tokens_analogy_model", state.model) != state.model:  # another model: its own default words
@@ -93,8 +94,9 @@ for name, pieces in bad.items():
 if bad:
     st.info("Fix the boxes above to see the nearest tokens.")
 else:
-    ui.show_figure(cm.analogy_figure(state.model, ids["a"], ids["b"], ids["c"], k_analogy), key="tokens_analogy")
-answer = cm.analogy_answer(state.model, words) if lm.name != "shakespeare-gpt" else None  # the small model: no answer worth quoting
+    ui.show_figure(cached.analogy_figure(state.model, ids["a"], ids["b"], ids["c"], k_analogy), key="tokens_analogy")
+small = lm.name == "shakespeare-gpt"  # the small model: no answer worth quoting
+answer = None if small else cached.analogy_answer(state.model, words)
 st.caption(es.analogy_note(lm.name, words, answer))
 
 st.header('7. One vector per word: the "bank" problem')

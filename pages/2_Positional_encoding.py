@@ -5,7 +5,7 @@ import streamlit as st
 import ui
 from lessons.embedding_space import mean_length, sinusoid_difference, wavelengths
 from transformer.trace import token_limit
-from ui import cached_model as cm
+from ui.caches import embeddings as cached
 
 state = ui.sidebar()
 lm = ui.get_model(state.model)
@@ -30,21 +30,23 @@ c1, c2 = st.columns(2)
 d_default = cfg.d_model if cfg.d_model % 2 == 0 and cfg.d_model <= 256 else 128
 d = c1.slider("d (dimensions)", 2, 256, d_default, step=2, bind="query-params", key="positions_d", help="Width of the encoding, d_model. Starts at this model's width (128 when it is wider than 256).")
 n_pos = c2.slider("Length (positions)", 2, 256, 64, bind="query-params", key="positions_length", help="How many positions to encode, starting at 0.")
-pe_fig, counter_fig, pe_rows_fig, sim_fig = cm.sinusoid_figures(d, n_pos)
+pe_fig, counter_fig, pe_rows_fig, sim_fig = cached.sinusoid_figures(d, n_pos)
 ui.show_figure(pe_fig, key="positions_pe")
 
 dims = st.multiselect("Dimensions to draw", range(d), **ui.kept_subset("positions_dims", sorted({0, 1, 6, d // 2}), d), help="Columns of the table above, drawn as curves over the positions.")
 if dims:
-    ui.show_figure(cm.waves_figure(d, n_pos, tuple(dims)), key="positions_waves")
+    ui.show_figure(cached.waves_figure(d, n_pos, tuple(dims)), key="positions_waves")
     st.caption("Wavelengths (positions per full wave): " + ", ".join(f"dim {i}: {w:,.1f}" for i, w in zip(dims, wavelengths(dims, d), strict=True)))
 else:
     st.info("Pick at least one dimension to draw.")
 
 st.header("2. Like a binary counter")
 ui.explain(
-    f"Write the positions 0 … {min(n_pos, cm.COUNTER_ROWS) - 1} in binary: the lowest bit flips every step, the next every 2 steps, the next every 4, and so on — each "
-    "bit is a slower clock, and together they give every position a unique code. The sinusoids do the same thing smoothly: the first columns swing fast, later "
-    "columns ever more slowly, and every row is different. Unlike bits, they are continuous, so a small shift in position is a small change in the vector."
+    f"Write the positions 0 … {min(n_pos, cached.COUNTER_ROWS) - 1} in binary: the lowest bit flips every step, "
+    "the next every 2 steps, the next every 4, and so on — each bit is a slower clock, and together they give every "
+    "position a unique code. The sinusoids do the same thing smoothly: the first columns swing fast, later columns ever "
+    "more slowly, and every row is different. Unlike bits, they are continuous, so a small shift in position is a small "
+    "change in the vector."
 )
 ui.side_by_side({"positions_bits": counter_fig, "positions_pe_rows": pe_rows_fig}, below_px=1600)  # the counter needs ~250 px beside the code
 
@@ -65,7 +67,7 @@ if cfg.pos_encoding == "rotary":
         "**minilm-l6** (learned positions) in the sidebar to see position vectors added here."
     )
     st.stop()
-tr = ui.trace_or_stop(state)
+tr = ui.trace_or_stop(state.key)
 T = len(tr.encoding)
 if cfg.pos_encoding == "sinusoidal":
     diff = sinusoid_difference(lm.model.W_pos.detach().numpy())
@@ -85,7 +87,7 @@ ui.explain(
     f"Your sentence has {T} tokens, so it takes rows 0 … {T - 1} of W_pos. The input to the first block is the sum, token by token and dimension by dimension: "
     "the same token at two positions now gets two different input vectors."
 )
-figs = cm.input_figures(state.model, state.sentence, tr)
+figs = cached.input_figures(state.key)
 keys = ("positions_sum_embed", "positions_sum_pos", "positions_sum_type", "positions_sum_input") if bert else ("positions_sum_embed", "positions_sum_pos", "positions_sum_input")
 per_row = 2 if bert else 3  # four panels in two rows: a quarter of the page is too narrow for a heatmap
 with ui.stacking("positions_panels", below_px=1600):  # one panel per row unless the screen is very wide

@@ -18,7 +18,7 @@ ui.explain(
     "Each matrix has one row per token; a token that appears twice keeps both of its rows."
 )
 
-tr = ui.trace_or_stop(state)  # the model as trained (a decoder: causal mask on)
+tr = ui.trace_or_stop(state.key)  # the model as trained (a decoder: causal mask on)
 cfg, labels = tr.cfg, tr.encoding.labels
 c1, c2 = st.columns(2)
 help_scale = "Off: skip the division by √d_k and recompute softmax and weights·V from the raw scores Q·Kᵀ (τ still applies)."
@@ -27,7 +27,7 @@ mask_help = "Off: run the whole model again without the causal mask, so every to
 mask_on = c2.toggle("Causal mask", value=cfg.causal, disabled=not cfg.causal, bind="query-params", key="onehead_mask" if cfg.causal else "onehead_no_mask", help=mask_help)
 if not cfg.causal:
     c2.caption(f"{state.model} is an encoder: it has no causal mask, so this switch can do nothing. Every token always sees the whole sentence.")
-run = tr if mask_on or not cfg.causal else ui.get_trace(state.model, state.sentence, state.temperature, causal=False)
+run = tr if mask_on or not cfg.causal else ui.get_trace(state.key.but(causal=False))
 s = one_head.head_steps(run, L, H, scale=scale_on)  # what this page shows
 r = one_head.reading(cfg, L, H, mask_on)
 T, hs = len(labels), s.q.shape[1]

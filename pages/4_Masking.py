@@ -6,7 +6,7 @@ import ui
 from figures import attention as fa
 from lessons import one_head, padding
 from transformer import TraceInputError, visible_mask
-from ui import cached_attention as cached
+from ui.caches import masking as cached
 
 state = ui.sidebar()
 L, H = state.layer, state.head
@@ -18,7 +18,7 @@ st.title("🎭 Masking")
 ui.explain(read.intro)
 st.latex(r"\alpha = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}\,\tau} + M\right),\qquad M_{ij} = \begin{cases} 0 & \text{may look} \\ -\infty & \text{may not} \end{cases}")
 
-tr = ui.trace_or_stop(state)
+tr = ui.trace_or_stop(state.key)
 s, labels = one_head.head_steps(tr, L, H), tr.encoding.labels
 T = len(labels)
 
@@ -55,9 +55,9 @@ def future() -> None:
         ui.show_figure(fa.pattern_heatmap(tr, L, H, f"Weights of layer {L}, head {H}: the upper triangle is the future"), key="masking_open")
         return
     ui.explain(read.unmasked)
-    open_tr = ui.get_trace(state.model, state.sentence, state.temperature, causal=False)
+    open_tr = ui.get_trace(state.key.but(causal=False))
     n_rows = min(T, st.slider("Positions in the table", 1, 32, **ui.kept("masking_rows", 8), help="How many of the first positions to compare (at most the sentence's length)."))
-    table, (top1, rose, n) = cached.future_comparison(state.model, state.sentence, state.temperature, n_rows)
+    table, (top1, rose, n) = cached.future_comparison(state.key, n_rows)
     st.dataframe(table, hide_index=True, key="masking_table", column_order=one_head.FUTURE_ORDER, column_config=one_head.FUTURE_COLUMNS)
     st.markdown("**The three most likely next tokens** at each position, with and without the mask:")
     st.dataframe(one_head.top_rows(table), hide_index=True, key="masking_top", column_config=one_head.FUTURE_COLUMNS)
@@ -78,7 +78,7 @@ def padded() -> None:
     causal_on = decoder and not no_causal
     use_pad = c2.toggle("Use the padding mask", **ui.kept("masking_padmask", True), help="Off: the padding tokens are visible keys like any other.")
     try:  # an encoder ignores the causal flag: its sentence alone is the page's own trace
-        chk = cached.padding_check(state.model, (state.sentence, other), state.temperature, causal_on or not decoder, use_pad)
+        chk = cached.padding_check(state.key.but(causal=causal_on or not decoder), other, use_pad)
     except TraceInputError as err:
         st.info(f"Second sentence: {err}")
         return

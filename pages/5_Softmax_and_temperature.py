@@ -8,7 +8,7 @@ import ui
 from figures.common import grouped_bars
 from figures.softmax import dk_lines, temperature_curves
 from lessons import softmax_lab as lab
-from ui import cached_attention as cached
+from ui.caches import softmax as cached
 
 state = ui.sidebar()
 TAUS = np.geomspace(0.05, 5.0, 120)  # the temperature grid of the entropy curve
@@ -102,12 +102,13 @@ def real_row_section() -> None:
     """The page's τ applied to one query row of the sidebar's layer and head."""
     st.subheader("3. The same temperature on one of the model's rows")
     st.markdown(lab.real_row_text(ui.get_model(state.model).cfg, state.layer, state.head))
-    tr1 = ui.trace_or_stop(state, temperature=1.0)
+    key1 = state.key.but(temperature=1.0)  # the model as trained
+    tr1 = ui.trace_or_stop(key1)
     labels = tr1.encoding.labels
     q = st.selectbox(
         "Query token", range(len(labels)), format_func=ui.token_names(labels), **ui.choice("softmax_query", range(len(labels)), len(labels) - 1), help="Whose row of scores to use."
     )
-    r = lab.real_row(tr1, cached.tempered_pattern(state.model, state.sentence, state.layer, state.head, tau), state.layer, state.head, q, tau)
+    r = lab.real_row(tr1, cached.tempered_pattern(key1, state.layer, state.head, tau), state.layer, state.head, q, tau)
     key_labels = [labels[j] for j in r.keys]
     st.latex(rf"\alpha_{{{q},j}} = \operatorname{{softmax}}_j\!\left(\frac{{q_{{{q}}}\cdot k_j}}{{\sqrt{{d_k}}\;\tau}}\right), \quad \tau = {tau:g}")
     weights = {f"softmax at this page's τ = {tau:g}": r.weights, f"the model with τ = {tau:g} on this head only": r.model}

@@ -7,7 +7,7 @@ import streamlit as st
 
 import ui
 from lessons import lecture
-from ui import cached_attention as cached
+from ui.caches import lecture as cached
 
 ui.sidebar()  # shared state; this page does not use the sentence
 DIMS = [f"dim {i + 1}" for i in range(lecture.LECTURE_X.shape[1])]

@@ -6,7 +6,7 @@ import ui
 from figures import multihead as fm
 from lessons import head_roles, heads
 from lessons.words import noun
-from ui import cached_model as cm
+from ui.caches import heads as cached
 
 state = ui.sidebar()
 L, H = state.layer, state.head
@@ -18,7 +18,7 @@ st.title("🐙 Multi-head attention")
 ui.explain(read.intro)
 st.latex(read.formula)
 
-tr = ui.trace_or_stop(state)
+tr = ui.trace_or_stop(state.key)
 labels, T = tr.encoding.labels, len(tr.encoding)
 sinks = heads.sink_columns(tr.encoding, cfg)
 hide = sinks if st.checkbox(read.sink_label, bind="query-params", key="multihead_sink", help=read.sink_help) else ()
@@ -32,11 +32,11 @@ if st.session_state.get("multihead_side", side) != side or st.session_state.get(
     st.session_state["multihead_open"] = side  # the sidebar moved (or the model changed): open the sidebar's head
 st.session_state["multihead_side"] = side
 st.session_state["multihead_ablate"] = [n for n in st.session_state.get("multihead_ablate", []) if n in every_head]  # another model may have fewer heads
-key = (state.model, state.sentence, state.temperature)  # fixes the trace
+key = state.key  # the trace's key: the cached figures read the trace by it
 
 
 def layer_heads() -> None:
-    fig, zmax = cm.heads_figure(*key, L, hide, ui.panels_per_row("multihead_heads", nh), tr)
+    fig, zmax = cached.heads_figure(key, L, hide, ui.panels_per_row("multihead_heads", nh))
     scale = f"All {nh} maps use the same colour scale, from 0 to {zmax:.3f} (the largest weight shown), so a darker cell means more weight in any of them."
     ui.explain(f"Each map is one head: row i = the token looking (query), column j = the token looked at (key). {scale}")
     ui.show_figure(fig, key="multihead_heads")
@@ -47,13 +47,15 @@ def layer_heads() -> None:
 def averages() -> None:
     ui.explain("Averaging the maps gives a rough summary of where the model looks. **These are averages, not heads**: the model never uses them, and averaging blurs heads that look apart.")
     st.latex(r"\bar\alpha^{(\ell)} = \frac{1}{h}\sum_{h'} \alpha^{(\ell, h')}, \qquad \bar\alpha = \frac{1}{L\,h}\sum_{\ell, h'} \alpha^{(\ell, h')}")
-    ui.show_figure(cm.averages_figure(*key, L, hide, ui.panels_per_row("multihead_means", 2), tr), key="multihead_means")
+    means = cached.averages_figure(key, L, hide, ui.panels_per_row("multihead_means", 2))
+    ui.show_figure(means, key="multihead_means")
 
 
 def every_head_part() -> None:
     help_open = "Which head to show large, with its line view (red box below)."
     OL, OH = heads.parse_head(st.selectbox("Open layer L, head H", every_head, format_func=heads.head_title, **ui.choice("multihead_open", every_head, side), help=help_open))
-    fig, block, n = cm.overview_figure(*key, (OL, OH), hide, tr, head_roles.badges(cm.head_scores(state.model)))
+    badges = head_roles.badges(cached.head_scores(state.model))
+    fig, block, n = cached.overview_figure(key, (OL, OH), hide, badges)
     st.markdown(heads.overview_note(block, n, T, causal))
     ui.show_figure(fig, key="multihead_overview")
     ui.head_role(state.model, OL, OH)
@@ -63,7 +65,7 @@ def every_head_part() -> None:
     token = c2.selectbox(
         "Lines of token", [-1, *range(T)], format_func=ui.token_names(labels, every="every token"), **ui.choice("multihead_line_token", range(-1, T), -1), help=help_token
     )
-    big, lines, n_lines = cm.opened_figures(*key, (OL, OH), hide, read.sink, threshold, token, tr)
+    big, lines, n_lines = cached.opened_figures(key, (OL, OH), hide, read.sink, threshold, token)
     with c1:
         ui.show_figure(big, key="multihead_open_map")
     with c2:
@@ -76,7 +78,7 @@ def every_head_part() -> None:
         "Click a head in the legend to see it alone; click it again to see every head."
     )
     ui.explain(f"**Every head of layer {OL} at once**, a colour each, with the same threshold and token. {clicks}")
-    layer_lines = cm.layer_lines_figure(*key, OL, hide, threshold, token, tr)
+    layer_lines = cached.layer_lines_figure(key, OL, hide, threshold, token)
     ui.show_figure(layer_lines, key="multihead_layer_lines", on_click=ui.token_clicks("multihead_layer_lines", "multihead_line_token"))
 
 
@@ -84,7 +86,7 @@ def concat_wo() -> None:
     st.markdown(heads.concat_note(cfg, L, T))
     st.latex(rf"\mathrm{{out}}_i = [z_{{i,0}}\,;\dots;\,z_{{i,h-1}}]\,W_O{read.b_O} = \sum_{{h'}} z_{{i,h'}}\,W_O^{{(h')}}{read.b_O}")
     t = st.selectbox("Token", range(T), format_func=ui.token_names(labels), **ui.choice("multihead_token", range(T), T - 1), help="Whose vectors to follow through the concatenation and W_O.")
-    concat_fig, wo_fig, out_fig, error = cm.concat_figures(*key, L, t, tr)
+    concat_fig, wo_fig, out_fig, error = cached.concat_figures(key, L, t)
     ui.show_figure(concat_fig, key="multihead_concat")
     ui.side_by_side({"multihead_wo": wo_fig, "multihead_out": out_fig})
     st.caption(f"Recomputed here: concat·W_O{read.b_O} differs from the model's attention output for token {t} by at most {error:.1e} (float32 rounding).")
@@ -100,7 +102,7 @@ def switch_off() -> None:
     chosen = c1.multiselect("Heads to switch off (layer.head)", every_head, bind="query-params", key="multihead_ablate", help=help_heads)
     k = c2.slider("Top tokens", 3, 20, **ui.kept("multihead_topk", 8), help="How many of the most likely next tokens to list (before, and after switching off).") if cfg.has_lm_head else 0
     ablate = tuple(sorted(heads.parse_head(n) for n in chosen))
-    fig, table, moved = cm.ablation(*key, ablate, k, tr, ui.trace_or_stop(state, ablate=ablate) if ablate else tr)
+    fig, table, moved = cached.ablation(key, ablate, k)
     ui.show_figure(fig, key="multihead_ablation")
     kind, message = heads.ablation_verdict(cfg, chosen, moved, T)  # a result: shown in presenter view too
     getattr(st, kind)(message)

@@ -8,7 +8,7 @@ import ui
 from figures.prediction import probability_bars
 from lessons import sampling
 from transformer.trace import MAX_CHARS, token_limit
-from ui import cached_model as cm
+from ui.caches import next_token as cached
 
 state = ui.sidebar()
 lm = ui.get_model(state.model)
@@ -24,9 +24,9 @@ if not cfg.has_lm_head:
 ui.explain(read.intro)
 st.latex(r"z = \mathrm{N}_{\mathrm{final}}(h_t)\, W_U \in \mathbb{R}^{V}, \qquad p_i = \operatorname{softmax}(z / T)_i = \frac{e^{z_i / T}}{\sum_{j=1}^{V} e^{z_j / T}}")
 
-tr = ui.trace_or_stop(state)
+tr = ui.trace_or_stop(state.key)
 labels, T = tr.encoding.labels, len(tr.encoding)
-key = (state.model, state.sentence, state.temperature)  # fixes the trace
+key = state.key  # the trace's key: the cached figures read the trace by it
 
 last_T = st.session_state.get("next_position_T", T)
 if last_T != T and st.session_state.get("next_position") == last_T - 1:  # a new sentence, and it was on the last token: keep it there
@@ -117,13 +117,15 @@ def generate() -> None:
 def lens() -> None:
     ui.explain(read.lens)
     st.latex(r"z^{(\ell)} = \mathrm{N}_{\mathrm{final}}\big(x^{(\ell)}_t\big)\, W_U, \qquad p^{(\ell)} = \operatorname{softmax}\big(z^{(\ell)}\big), \qquad \ell = \text{embedding}, 0, \dots, L-1")
-    lens_fig, window = cm.lens_figure(*key, pos, tr)
+    lens_fig, window = cached.lens_figure(key, pos)
     ui.show_figure(lens_fig, key="next_lens")
     if len(window) < T:
         st.caption(f"The text has {T} tokens; to stay fast the lens shows {len(window)}, positions {window.start}–{window.stop - 1}, ending at the chosen position (pick another to move it).")
     st.markdown(f"**Position {pos}, every stage:** the most probable next tokens and their probabilities.")
     n_lens = st.slider("Tokens per stage", 1, 10, 5, bind="query-params", key="next_lens_k", help="How many of the most probable tokens to list for each stage.")
-    st.dataframe(pd.DataFrame.from_dict(cm.lens_table(*key, pos, n_lens, tr), orient="index", columns=[f"#{r + 1}" for r in range(n_lens)]), key="next_lens_table")
+    ranks = [f"#{r + 1}" for r in range(n_lens)]
+    table = pd.DataFrame.from_dict(cached.lens_table(key, pos, n_lens), orient="index", columns=ranks)
+    st.dataframe(table, key="next_lens_table")
 
 
 PARTS = {"1 · From logits to probabilities": probabilities, "2 · Generate text": generate, "3 · The logit lens": lens}

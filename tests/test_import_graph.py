@@ -22,6 +22,9 @@ NEVER_INSIDE = {
     # a model knows nothing of how it is decoded, trained or loaded; the vocabulary reads text, never a model
     "transformer/families": {"transformer.decoding", "transformer.train_translator", "transformer.loading"},
     "transformer/vocabulary.py": {"torch", "transformer.families", "transformer.decoding"},
+    # the pages' caches: one module per page group, none reaching into another's; the registry never reads them
+    "ui/caches": {"ui.caches"},
+    "ui/models.py": {"ui.caches"},
 }
 
 
@@ -95,6 +98,22 @@ def definitions(prefix: str) -> list[str]:
 def test_one_softmax_and_one_entropy():
     assert [d for d in definitions("softmax") if d.endswith(":softmax")] == ["lessons/probability.py:softmax"]
     assert definitions("entropy") == ["lessons/probability.py:entropy_bits"]
+
+
+def test_one_escaper_per_format():
+    """User text is escaped in one place per format: for markdown in lessons/words.py (md, and quote built on it), for
+    plotly labels, which read HTML, in figures/common.py (figures cannot import lessons)."""
+    assert definitions("md") == ["lessons/words.py:md"]
+    assert definitions("quote") == ["lessons/words.py:quote"]
+    assert definitions("esc") == ["figures/common.py:esc"]
+
+
+def test_the_pages_caches_live_in_ui_caches():
+    """No page file defines a cached function (it would be made anew on every run): they live in ui/caches/, one
+    module per page group, and no catch-all ui/cached*.py is left."""
+    pages = [*python_files("pages"), ROOT / "home.py", ROOT / "app.py"]
+    assert len(pages) > 10 and not [p.name for p in pages if "st.cache_" in p.read_text()]
+    assert sorted((ROOT / "ui" / "caches").glob("*.py")) and not sorted((ROOT / "ui").glob("cached*.py"))
 
 
 def test_the_check_sees_a_forbidden_import(tmp_path):

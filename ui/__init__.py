@@ -1,7 +1,7 @@
 """Streamlit glue shared by the pages: sidebar state, cached models and traces, messages."""
 
 from . import serving
-from .models import get_model, get_trace, get_traces
+from .models import BatchKey, TraceKey, get_model, get_trace, get_traces, models_of
 from .page import SIDE_BY_SIDE_PX, choice, explain, folded, head_role, kept, kept_subset, kept_within, lazy_tabs, note, show_figure, side_by_side, stacking, token_clicks, token_names, trace_or_stop
 from .state import PRESETS, State, sidebar
 from .widths import panels_per_row
@@ -9,8 +9,10 @@ from .widths import panels_per_row
 serving.install()  # one script run at a time per process (ui/serving.py)
 
 __all__ = [
+    "BatchKey",
     "PRESETS",
     "State",
+    "TraceKey",
     "get_model",
     "get_trace",
     "get_traces",
@@ -22,6 +24,7 @@ __all__ = [
     "kept_subset",
     "kept_within",
     "lazy_tabs",
+    "models_of",
     "note",
     "panels_per_row",
     "show_figure",

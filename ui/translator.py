@@ -11,7 +11,7 @@ from transformer.errors import SourceInputError
 from transformer.loading import LoadedModel
 from transformer.vocabulary import MAX_SOURCE_CHARS, SourceText
 
-from . import cached
+from .caches import translator as cached
 
 N_EXAMPLES = 100  # held-out phrases the "new phrase" button cycles through
 

@@ -20,7 +20,7 @@ from streamlit.runtime.scriptrunner.script_cache import ScriptCache
 
 import ui
 from tests.apptest_utils import ROOT, array, assert_ok, chart, charts, page_path, run_page
-from transformer import loading, run_trace
+from transformer import Interventions, loading, run_trace
 
 MODEL = "shakespeare-gpt"
 
@@ -106,14 +106,17 @@ def test_pages_render_after_clear_cache(loads, traces):
     assert loads == []
 
 
-def test_one_trace_however_get_trace_is_called(traces):
-    """Streamlit keys a cache by the arguments as passed; defaults written out or left out must share one forward pass."""
+def test_one_trace_however_its_key_is_written(traces):
+    """A trace key with its defaults written out or left out, or its heads switched off listed in another order, is one
+    key: one forward pass."""
     text = "A sentence no other test runs, for one cache entry."
-    first = ui.get_trace(MODEL, text, 0.7)
-    assert ui.get_trace(MODEL, text, 0.7, causal=True) is first
-    assert ui.get_trace(MODEL, text, 0.7, True, ()) is first
-    assert ui.page.get_trace(MODEL, text, 0.7, True, (), ()) is first
+    first = ui.get_trace(ui.TraceKey(MODEL, text, Interventions(temperature=0.7)))
+    assert ui.get_trace(ui.TraceKey(MODEL, text, Interventions(0.7, (), True, frozenset()))) is first
+    assert ui.page.get_trace(ui.TraceKey(MODEL, text).but(temperature=0.7)) is first
     assert traces == [text]
+    ablated = ui.get_trace(ui.TraceKey(MODEL, text).but(ablate=[(1, 0), (0, 2)]))
+    assert ui.get_trace(ui.TraceKey(MODEL, text).but(ablate=((0, 2), (1, 0)))) is ablated is not first
+    assert traces == [text, text]
 
 
 def test_trace_cache_keeps_the_most_recent_traces_within_its_byte_budget():

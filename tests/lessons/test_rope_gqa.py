@@ -300,11 +300,6 @@ def test_clip_cuts_long_text_at_a_space():
     assert ed.clip("abcdef", 3) == ("abc", True)  # no space: cut inside the word
 
 
-def test_markdown_is_escaped():
-    assert ed.md("*a* _b_ [c](d) `e` #f <g> $h$ 1.") == r"\*a\* \_b\_ \[c\]\(d\) \`e\` \#f \<g\> \$h\$ 1\."
-    assert ed.md("plain words") == "plain words"
-
-
 def test_shared_words_pair_tokens_and_default_decoder(llama, bert):
     encodings = [lm.tokenizer.encode(SENTENCE) for lm in (llama, bert)]
     ws = ed.words(SENTENCE)
