@@ -10,10 +10,9 @@ from figures import compare as fcmp
 from lessons import encoder_decoder as ed
 from lessons.words import md
 from transformer import TraceInputError
-from transformer.loading import missing_real_models
+from transformer.loading import DEFAULT_MODEL_ENV, missing_real_models
 from transformer.trace import token_limit
 from ui.caches import compare as cached
-from ui.state import DEFAULT_MODEL_ENV
 
 state = ui.sidebar()
 EXAMPLE, OWN = "The lecture's example", "The sentence in the sidebar"

@@ -8,13 +8,12 @@ Widgets use their own keys ("w_…") and copy into the plain keys when they chan
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 
 import streamlit as st
 
 from transformer import Interventions, ModelLoadError
-from transformer.loading import REAL_MODELS
+from transformer.loading import REAL_MODELS, default_model
 from transformer.trace import MAX_CHARS, token_limit
 
 from . import export, navigation, page_script, presenter, widths
@@ -52,17 +51,7 @@ class State:
         return TraceKey(self.model, self.sentence, Interventions(temperature=float(self.temperature)))
 
 
-DEFAULT_MODEL_ENV = "ATLAS_DEFAULT_MODEL"  # the model a new session opens (default: the real decoder when installed)
 BUNDLED_MODEL = "shakespeare-gpt"
-DEFAULT_MODELS = ("smollm2-135m", BUNDLED_MODEL)  # the first one installed is the default
-
-
-def _default_model() -> str:
-    names = model_choices()
-    for name in (os.environ.get(DEFAULT_MODEL_ENV), *DEFAULT_MODELS):
-        if name in names:
-            return name
-    return names[0]
 
 
 def _loadable(name: str) -> str:
@@ -77,7 +66,7 @@ def _loadable(name: str) -> str:
 
 def _clean(raw: dict) -> dict:
     """Validated values; anything missing or invalid falls back to its default."""
-    out = {"model": _default_model(), "sentence": DEFAULT_SENTENCE, "layer": 0, "head": 0, "temperature": 1.0}
+    out = {"model": default_model(model_choices()), "sentence": DEFAULT_SENTENCE, "layer": 0, "head": 0, "temperature": 1.0}
     if raw.get("model") in model_choices():
         out["model"] = raw["model"]
     out["model"] = _loadable(out["model"])

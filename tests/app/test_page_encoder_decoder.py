@@ -9,8 +9,7 @@ import pytest
 import ui.models
 from lessons import encoder_decoder as ed
 from transformer import loading, run_trace
-from transformer.loading import MODEL_DIRS_ENV, load_model
-from ui.state import DEFAULT_MODEL_ENV
+from transformer.loading import DEFAULT_MODEL_ENV, MODEL_DIRS_ENV, load_model
 
 from ..apptest_utils import TIMEOUT, array, assert_ok, chart, charts_by_key, open_tab, page_path, texts
 from ..lessons.test_rope_gqa import SENTENCE, write_bert, write_llama
