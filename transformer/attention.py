@@ -49,7 +49,8 @@ NO_INTERVENTIONS = Interventions()
 
 def wants(rec: Record, name: str) -> bool:
     """Will `rec` keep what is written under `name`? A plain dict keeps everything; a record with a `keep` test
-    (trace.Recorder) only the names it accepts. A layer asks before computing an intermediate that only a record needs."""
+    (trace.Recorder) only the names it accepts. A layer asks before computing an
+    intermediate that only a record needs."""
     keep = getattr(rec, "keep", None)
     return rec is not None and (keep is None or keep(name))
 

@@ -26,16 +26,44 @@ from .train import TrainConfig, bigram_baseline, evaluate, progress, split_corpu
 
 def cmd_train(a: argparse.Namespace) -> None:
     cfg = ModelConfig(
-        vocab_size=a.vocab_size, n_ctx=a.n_ctx, d_model=a.d_model, n_layer=a.n_layer, n_head=a.n_head, d_mlp=a.d_mlp or 4 * a.d_model,
-        pos_encoding=a.pos_encoding, dropout=a.dropout, tie_embeddings=not a.untied,
+        vocab_size=a.vocab_size,
+        n_ctx=a.n_ctx,
+        d_model=a.d_model,
+        n_layer=a.n_layer,
+        n_head=a.n_head,
+        d_mlp=a.d_mlp or 4 * a.d_model,
+        pos_encoding=a.pos_encoding,
+        dropout=a.dropout,
+        tie_embeddings=not a.untied,
     )
-    tc = TrainConfig(steps=a.steps, batch_size=a.batch_size, lr=a.lr, eval_every=a.eval_every, max_chars=a.max_chars, seed=a.seed, threads=a.threads)
+    tc = TrainConfig(
+        steps=a.steps,
+        batch_size=a.batch_size,
+        lr=a.lr,
+        eval_every=a.eval_every,
+        max_chars=a.max_chars,
+        seed=a.seed,
+        threads=a.threads,
+    )
     if a.short:  # a quick smoke run for tests
         cfg = ModelConfig(vocab_size=300, n_ctx=32, d_model=32, n_layer=2, n_head=4, d_mlp=64)
-        tc = TrainConfig(steps=30, batch_size=8, lr=3e-3, warmup=5, eval_every=10, eval_batches=2, max_chars=60_000, seed=a.seed, threads=1)
+        tc = TrainConfig(
+            steps=30,
+            batch_size=8,
+            lr=3e-3,
+            warmup=5,
+            eval_every=10,
+            eval_batches=2,
+            max_chars=60_000,
+            seed=a.seed,
+            threads=1,
+        )
     command = "python -m transformer " + " ".join(shlex.quote(x) for x in sys.argv[1:])
     n = train(Path(a.corpus), Path(a.out), cfg, tc, command)
-    print(f"val loss {n['val_loss']:.4f}  bigram {n['bigram_val_loss']:.4f}  params {n['params']:,}  {n['minutes']:.1f} min → {a.out}")
+    print(
+        f"val loss {n['val_loss']:.4f}  bigram {n['bigram_val_loss']:.4f}  "
+        f"params {n['params']:,}  {n['minutes']:.1f} min → {a.out}"
+    )
 
 
 def layer_head(spec: str) -> tuple[int, int]:
@@ -95,7 +123,12 @@ def cmd_heads(a: argparse.Namespace) -> None:
     torch.set_num_threads(a.threads)
     half = min(a.half, lm.cfg.n_ctx // 2)
     scores = head_scores.probe_scores(lm.model, lm.tokenizer, half, a.batch, a.seed)
-    probe = {"what": "random tokens (no special tokens, no repeats), then the same tokens again", "tokens_per_copy": half, "sequences": a.batch, "seed": a.seed}
+    probe = {
+        "what": "random tokens (no special tokens, no repeats), then the same tokens again",
+        "tokens_per_copy": half,
+        "sequences": a.batch,
+        "seed": a.seed,
+    }
     report = head_scores.scores_report(scores, lm.name, probe)
     Path(a.out).write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
     for label, found in report["labelled"].items():
@@ -114,11 +147,21 @@ def cmd_train_induction(a: argparse.Namespace) -> None:
             progress(step, ic.steps, f"loss {loss:.3f}", t0)
 
     replay, model = train_induction.train_induction(ic, on_step=step_done)
-    replay.command = f"python -m transformer train-induction --out {shlex.quote(a.out)} --steps {a.steps} --lr {a.lr:g} --seed {a.seed} --threads {a.threads}"
+    replay.command = (
+        f"python -m transformer train-induction --out {shlex.quote(a.out)} "
+        f"--steps {a.steps} --lr {a.lr:g} --seed {a.seed} --threads {a.threads}"
+    )
     train_induction.save_replay(a.out, replay, model)
     formed = train_induction.induction_step(replay)
-    when = "no induction head (layer 1, score ≥ 0.5)" if formed is None else f"induction head at step {formed.step} ({formed.seconds:.1f} s)"
-    print(f"\n{len(replay.snapshots)} snapshots, loss {replay.snapshots[0].loss:.3f} → {replay.snapshots[-1].loss:.3f}, {when} → {a.out}")
+    when = (
+        "no induction head (layer 1, score ≥ 0.5)"
+        if formed is None
+        else f"induction head at step {formed.step} ({formed.seconds:.1f} s)"
+    )
+    print(
+        f"\n{len(replay.snapshots)} snapshots, "
+        f"loss {replay.snapshots[0].loss:.3f} → {replay.snapshots[-1].loss:.3f}, {when} → {a.out}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -143,20 +186,28 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--d-mlp", type=int, default=0, help="default 4·d_model")
     t.add_argument("--pos-encoding", choices=["sinusoidal", "learned"], default="sinusoidal")
     t.add_argument("--dropout", type=float, default=0.0)
-    t.add_argument("--untied", action="store_true", help="give the unembedding W_U its own weights (default: W_U = W_Eᵀ)")
+    t.add_argument(
+        "--untied", action="store_true", help="give the unembedding W_U its own weights (default: W_U = W_Eᵀ)"
+    )
     t.add_argument("--max-chars", type=int, default=0, help="use only the corpus' first N characters")
     t.add_argument("--seed", type=int, default=1337)
     t.add_argument("--threads", type=int, default=2)
     t.add_argument("--short", action="store_true", help="a 30-step smoke run on a tiny model (for tests)")
     t.set_defaults(fn=cmd_train)
     r = sub.add_parser("trace", help="write every traced tensor of one text to an .npz file")
-    r.add_argument("--model", required=True, help="a model name (smollm2-135m, minilm-l6, a bundled one), a model directory or a .gguf file")
+    r.add_argument(
+        "--model",
+        required=True,
+        help="a model name (smollm2-135m, minilm-l6, a bundled one), a model directory or a .gguf file",
+    )
     r.add_argument("--text", required=True)
     r.add_argument("--text-pair", help="a second sentence, for an encoder: [CLS] text [SEP] pair [SEP]")
     r.add_argument("--out", required=True, help="output .npz path")
     r.add_argument("--temperature", type=float, default=1.0, help="attention temperature τ")
     r.add_argument("--no-mask", action="store_true", help="switch the causal mask off")
-    r.add_argument("--ablate", nargs="*", type=layer_head, default=[], metavar="L.H", help="heads to ablate, e.g. 0.1 2.3")
+    r.add_argument(
+        "--ablate", nargs="*", type=layer_head, default=[], metavar="L.H", help="heads to ablate, e.g. 0.1 2.3"
+    )
     r.set_defaults(fn=cmd_trace)
     rt = sub.add_parser("read-trace", help="list what a trace file (.npz from `trace` or the app) holds")
     rt.add_argument("file", help="a trace file (docs/trace_format.md)")
@@ -166,8 +217,12 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--corpus", required=True)
     e.add_argument("--threads", type=int, default=2)
     e.set_defaults(fn=cmd_eval)
-    ti = sub.add_parser("train-induction", help="train the tiny attention-only model on repeated runs; write its replay")
-    ti.add_argument("--out", required=True, help="replay directory to write (the bundled one: assets/replays/induction)")
+    ti = sub.add_parser(
+        "train-induction", help="train the tiny attention-only model on repeated runs; write its replay"
+    )
+    ti.add_argument(
+        "--out", required=True, help="replay directory to write (the bundled one: assets/replays/induction)"
+    )
     ti.add_argument("--steps", type=int, default=train_induction.InductionConfig.steps)
     ti.add_argument("--lr", type=float, default=train_induction.InductionConfig.lr)
     ti.add_argument("--seed", type=int, default=train_induction.InductionConfig.seed)

@@ -20,7 +20,14 @@ FAMILIES = ("gpt", "bert", "llama")
 POSITIONS = ("sinusoidal", "learned", "rotary")
 ACTIVATIONS = ("gelu_new", "gelu", "silu")
 # ModelConfig field → the key Hugging Face's BERT and Llama configs give it
-HF_SIZES = {"vocab_size": "vocab_size", "n_ctx": "max_position_embeddings", "d_model": "hidden_size", "n_layer": "num_hidden_layers", "n_head": "num_attention_heads", "d_mlp": "intermediate_size"}
+HF_SIZES = {
+    "vocab_size": "vocab_size",
+    "n_ctx": "max_position_embeddings",
+    "d_model": "hidden_size",
+    "n_layer": "num_hidden_layers",
+    "n_head": "num_attention_heads",
+    "d_mlp": "intermediate_size",
+}
 
 
 @dataclass(frozen=True)
@@ -45,7 +52,11 @@ class ModelConfig:
     attn_only: bool = False  # True: blocks have no MLP (nor its norm): x + Attn(LN1(x)) only; d_mlp is unused
 
     def __post_init__(self):
-        for name, value, allowed in (("family", self.family, FAMILIES), ("pos_encoding", self.pos_encoding, POSITIONS), ("activation", self.activation, ACTIVATIONS)):
+        for name, value, allowed in (
+            ("family", self.family, FAMILIES),
+            ("pos_encoding", self.pos_encoding, POSITIONS),
+            ("activation", self.activation, ACTIVATIONS),
+        ):
             if value not in allowed:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
         if not self.head_dim and self.d_model % self.n_head:

@@ -145,7 +145,9 @@ def score_patterns(pattern: np.ndarray, ids) -> HeadScores:
 def mean_scores(scores: list[HeadScores]) -> HeadScores:
     """The scores averaged over several probes (NaN where none defines a score)."""
     with np.errstate(invalid="ignore"):
-        return HeadScores(**{name: np.nanmean(np.stack([getattr(s, name) for s in scores]), axis=0) for name in SCORE_NAMES})
+        return HeadScores(
+            **{name: np.nanmean(np.stack([getattr(s, name) for s in scores]), axis=0) for name in SCORE_NAMES}
+        )
 
 
 def allowed_ids(tokenizer, vocab_size: int) -> np.ndarray:
@@ -154,7 +156,9 @@ def allowed_ids(tokenizer, vocab_size: int) -> np.ndarray:
     return np.array([i for i in range(vocab_size) if i not in special], dtype=np.int64)
 
 
-def probe_ids(allowed: np.ndarray, half: int = PROBE_HALF, batch: int = PROBE_BATCH, seed: int = PROBE_SEED) -> np.ndarray:
+def probe_ids(
+    allowed: np.ndarray, half: int = PROBE_HALF, batch: int = PROBE_BATCH, seed: int = PROBE_SEED
+) -> np.ndarray:
     """(batch, 2·half) ids: `half` distinct random tokens from `allowed`, then the same tokens again; seeded."""
     if half > len(allowed):
         raise ValueError(f"a probe of {half} distinct tokens needs a vocabulary of at least {half} tokens")
@@ -168,11 +172,18 @@ def patterns_of(model: torch.nn.Module, ids: np.ndarray) -> np.ndarray:
     rec = Recorder(lambda name: name.endswith("attn.hook_pattern"))
     with torch.inference_mode():
         model(torch.as_tensor(ids, dtype=torch.long), rec=rec)
-    return np.stack([rec[f"blocks.{layer}.attn.hook_pattern"].float().numpy() for layer in range(model.cfg.n_layer)], axis=1)
+    return np.stack(
+        [rec[f"blocks.{layer}.attn.hook_pattern"].float().numpy() for layer in range(model.cfg.n_layer)], axis=1
+    )
 
 
 def probe_scores(
-    model: torch.nn.Module, tokenizer=None, half: int = PROBE_HALF, batch: int = PROBE_BATCH, seed: int = PROBE_SEED, on_progress: Callable[[int, int], None] | None = None
+    model: torch.nn.Module,
+    tokenizer=None,
+    half: int = PROBE_HALF,
+    batch: int = PROBE_BATCH,
+    seed: int = PROBE_SEED,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> HeadScores:
     """Every head's scores, (n_layer, n_head) each, averaged over `batch` seeded repeated-random-token probes, run one
     probe at a time (on_progress(done, batch) before each: SmolLM2 takes ~1.2 s per probe on one core)."""
@@ -196,7 +207,10 @@ def heads_with(scores: HeadScores, label: str) -> list[tuple[int, int, float]]:
     """(layer, head, score) of every head with this label, highest score first."""
     name, threshold = LABELS[label]
     arr = getattr(scores, name)
-    found = [(int(layer), int(head), float(arr[layer, head])) for layer, head in zip(*np.nonzero(arr >= threshold), strict=True)]
+    found = [
+        (int(layer), int(head), float(arr[layer, head]))
+        for layer, head in zip(*np.nonzero(arr >= threshold), strict=True)
+    ]
     return sorted(found, key=lambda x: -x[2])
 
 
@@ -208,7 +222,12 @@ def scores_report(scores: HeadScores, model: str, probe: dict) -> dict:
     """What `python -m transformer heads` writes: thresholds, the probe, and every head's scores and labels."""
     n_layer, n_head = scores.previous_token.shape
     heads = [
-        {"layer": layer, "head": head, **{k: _json_number(v) for k, v in scores.of(layer, head).items()}, "labels": head_labels(scores, layer, head)}
+        {
+            "layer": layer,
+            "head": head,
+            **{k: _json_number(v) for k, v in scores.of(layer, head).items()},
+            "labels": head_labels(scores, layer, head),
+        }
         for layer in range(n_layer)
         for head in range(n_head)
     ]
@@ -217,5 +236,8 @@ def scores_report(scores: HeadScores, model: str, probe: dict) -> dict:
         "probe": probe,
         "thresholds": {label: {"score": name, "at_least": t} for label, (name, t) in LABELS.items()},
         "heads": heads,
-        "labelled": {label: [{"layer": a, "head": b, "score": round(s, 4)} for a, b, s in heads_with(scores, label)] for label in LABELS},
+        "labelled": {
+            label: [{"layer": a, "head": b, "score": round(s, 4)} for a, b, s in heads_with(scores, label)]
+            for label in LABELS
+        },
     }

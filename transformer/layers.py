@@ -142,7 +142,11 @@ class Attention(nn.Module):
         if self.bias:
             q, k, v = q + self.b_Q[:, None], k + self.b_K[:, None], v + self.b_V[:, None]
         if rec is not None:  # recorded token-major, (B, T, heads, hs), as TransformerLens does
-            rec[name + "hook_q"], rec[name + "hook_k"], rec[name + "hook_v"] = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+            rec[name + "hook_q"], rec[name + "hook_k"], rec[name + "hook_v"] = (
+                q.transpose(1, 2),
+                k.transpose(1, 2),
+                v.transpose(1, 2),
+            )
         if rope is not None:
             # RoPE: q_m and k_n turned by angles proportional to m and n, so q_m·k_n depends on m − n only
             cos, sin = rope  # (S, hs) each; the queries sit at the last T positions
@@ -163,7 +167,11 @@ class Attention(nn.Module):
             out = out + self.b_O
         if rec is not None:  # token-major, as TransformerLens records them
             z = z.transpose(1, 2)  # (B, T, nh, hs)
-            rec[name + "hook_z"], rec[name + "hook_concat"], rec[name + "hook_result"] = z, z.reshape(B, T, -1), result.transpose(1, 2)
+            rec[name + "hook_z"], rec[name + "hook_concat"], rec[name + "hook_result"] = (
+                z,
+                z.reshape(B, T, -1),
+                result.transpose(1, 2),
+            )
         return out
 
 
@@ -235,7 +243,9 @@ class Block(nn.Module):
             attn_out = self.drop(self.attn(h, mask, self.layer, iv, rec, n + "attn.", self.keys_input(h, past), rope))
             resid_mid = x + attn_out  # (B, T, d_model)
             # attention-only: no LN2 and no MLP, so nothing is recorded for them
-            mlp_out = None if self.attn_only else self.drop(self.mlp(self.ln2(resid_mid, rec, n + "ln2."), rec, n + "mlp."))
+            mlp_out = (
+                None if self.attn_only else self.drop(self.mlp(self.ln2(resid_mid, rec, n + "ln2."), rec, n + "mlp."))
+            )
             resid_post = out = resid_mid if mlp_out is None else resid_mid + mlp_out  # (B, T, d_model)
         if rec is not None:
             rec[n + "hook_resid_pre"], rec[n + "hook_attn_out"], rec[n + "hook_resid_mid"] = x, attn_out, resid_mid
@@ -251,13 +261,15 @@ class Block(nn.Module):
 
 
 def per_head(w: torch.Tensor, n_heads: int) -> torch.Tensor:
-    """A linear layer's (out = n_heads·hs, in = d) weight (nn.Linear layout) → per head (n_heads, d, hs), so that q_h = x·W[h]."""
+    """A linear layer's (out = n_heads·hs, in = d) weight (nn.Linear layout) → per head
+    (n_heads, d, hs), so that q_h = x·W[h]."""
     d = w.shape[1]
     return w.T.reshape(d, n_heads, -1).permute(1, 0, 2).contiguous()
 
 
 def init_normal(model: nn.Module, n_layer: int, residual_scale: float) -> None:
-    """N(0, 0.02) for every matrix; residual-stream outputs (W_O, W_out) scaled by 1/√(residual_scale·n_layer), as in GPT-2."""
+    """N(0, 0.02) for every matrix; residual-stream outputs (W_O, W_out) scaled by
+    1/√(residual_scale·n_layer), as in GPT-2."""
     for name, p in model.named_parameters():
         if p.dim() >= 2:
             std = 0.02 / math.sqrt(residual_scale * n_layer) if name.endswith(("W_O", "W_out")) else 0.02

@@ -47,7 +47,8 @@ MODEL_DIRS_ENV = "ATLAS_MODEL_DIRS"  # extra folders (os.pathsep-separated) whos
 TRANSLATOR_ENV = "ATLAS_TRANSLATOR"  # a translator directory to use instead of the bundled one
 BUNDLED_TRANSLATOR = ASSETS / "translator-en-fr"
 TRACEABLE = ("atlas-gpt", "gpt2", "bert", "llama")  # the model types the pages trace (the translator has its own page)
-CONVERTERS = {"gpt2": gpt2_to_atlas, "bert": bert_to_atlas, "llama": llama_to_atlas}  # Hugging Face config + weights → ours
+# Hugging Face config + weights → ours
+CONVERTERS = {"gpt2": gpt2_to_atlas, "bert": bert_to_atlas, "llama": llama_to_atlas}
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,11 @@ class RealModel:
 REAL_MODELS = {
     m.name: m
     for m in (
-        RealModel("smollm2-135m", SMOLLM2, "SmolLM2-135M-Instruct: a Llama-family decoder, 30 layers × 9 heads (3 key/value heads), RoPE"),
+        RealModel(
+            "smollm2-135m",
+            SMOLLM2,
+            "SmolLM2-135M-Instruct: a Llama-family decoder, 30 layers × 9 heads (3 key/value heads), RoPE",
+        ),
         RealModel("minilm-l6", MINILM, "all-MiniLM-L6-v2: a BERT encoder, 6 layers × 12 heads, reads both directions"),
     )
 }
@@ -105,7 +110,8 @@ DEFAULT_MODELS = ("smollm2-135m", "shakespeare-gpt")  # the first one installed 
 
 
 def default_model(names: list[str]) -> str:
-    """The model a new session opens, of the installed `names`: $ATLAS_DEFAULT_MODEL, else the first of DEFAULT_MODELS."""
+    """The model a new session opens, of the installed `names`: $ATLAS_DEFAULT_MODEL,
+    else the first of DEFAULT_MODELS."""
     for name in (os.environ.get(DEFAULT_MODEL_ENV), *DEFAULT_MODELS):
         if name in names:
             return name
@@ -133,7 +139,9 @@ def local_models() -> list[str]:
     found = []
     for root in allowed_roots()[1:]:
         if root.is_dir():
-            found += [str(p) for p in sorted(root.iterdir()) if is_traceable(p) or (p.suffix == ".gguf" and p.is_file())]
+            found += [
+                str(p) for p in sorted(root.iterdir()) if is_traceable(p) or (p.suffix == ".gguf" and p.is_file())
+            ]
     return found
 
 
@@ -144,23 +152,33 @@ def resolve(name_or_dir: str | Path, restrict: bool = False) -> Path:
         real = REAL_MODELS[str(name_or_dir)]
         path = find_package_file(*real.package)
         if path is None:
-            raise ModelLoadError(f"The model {real.name} is not installed. Install it with: {install_hint(real.package[0])}")
+            raise ModelLoadError(
+                f"The model {real.name} is not installed. Install it with: {install_hint(real.package[0])}"
+            )
         return path
     bundled = ASSETS / str(name_or_dir)
     path = bundled if bundled.is_dir() and str(name_or_dir) == bundled.name else Path(name_or_dir).expanduser()
     if restrict and not any(path.resolve().is_relative_to(r) for r in allowed_roots()):
-        raise ModelLoadError(f"{str(name_or_dir)!r} is outside the folders this app may open models from; put it under ./models or add its folder to {MODEL_DIRS_ENV}.")
+        raise ModelLoadError(
+            f"{str(name_or_dir)!r} is outside the folders this app may open models from; "
+            f"put it under ./models or add its folder to {MODEL_DIRS_ENV}."
+        )
     if path.suffix == ".gguf" and path.is_file():
         return path
     if not path.is_dir():
-        raise ModelLoadError(f"No model directory or .gguf file at {str(name_or_dir)!r} (names: {', '.join([*REAL_MODELS, *bundled_models()])}).")
+        raise ModelLoadError(
+            f"No model directory or .gguf file at {str(name_or_dir)!r} (names: "
+            f"{', '.join([*REAL_MODELS, *bundled_models()])})."
+        )
     missing = [f for f in FILES if not (path / f).is_file()]
     if missing:
         raise ModelLoadError(f"{path} is not a model directory: missing {', '.join(missing)}.")
     return path
 
 
-def save_model(out: str | Path, model: GPT | Seq2Seq, tokenizer: Tokenizer | Vocab, card: str = "", meta: dict | None = None) -> Path:
+def save_model(
+    out: str | Path, model: GPT | Seq2Seq, tokenizer: Tokenizer | Vocab, card: str = "", meta: dict | None = None
+) -> Path:
     """config.json (plus a "training" section when `meta` is given), model.safetensors, tokenizer.json, README.md."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -232,7 +250,9 @@ def load_model(name_or_dir: str | Path, restrict: bool = False) -> LoadedModel:
     except Exception as err:  # mismatched shapes (RuntimeError), bad values (ValueError), `tokenizers`' bare Exception
         raise ModelLoadError(f"{path}: the files do not make a model: {err}") from err
     if isinstance(tokenizer, Vocab) and len(tokenizer) != model.cfg.vocab_size:
-        raise ModelLoadError(f"{path}: tokenizer.json has {len(tokenizer)} words, the config says {model.cfg.vocab_size}.")
+        raise ModelLoadError(
+            f"{path}: tokenizer.json has {len(tokenizer)} words, the config says {model.cfg.vocab_size}."
+        )
     model.eval().requires_grad_(False)
     card = (path / "README.md").read_text() if path.is_dir() and (path / "README.md").is_file() else ""
     name = str(name_or_dir) if str(name_or_dir) in REAL_MODELS else path.name
@@ -278,5 +298,7 @@ def get_translator(path: str | Path | None = None) -> LoadedModel:
     """A translator directory (default: default_translator()) from the shared registry."""
     loaded = shared_model(path or default_translator())
     if not isinstance(loaded.model, Seq2Seq):
-        raise ModelLoadError(f"{loaded.path}: model_type {loaded.cfg.to_dict()['model_type']!r} is not a translator ({SEQ2SEQ}).")
+        raise ModelLoadError(
+            f"{loaded.path}: model_type {loaded.cfg.to_dict()['model_type']!r} is not a translator ({SEQ2SEQ})."
+        )
     return loaded

@@ -66,7 +66,14 @@ class Encoding:
     def cut(self, n: int) -> Encoding:
         """The first n tokens (the text up to the end of the last one kept)."""
         ends = [end for _, end in self.offsets[:n]]
-        return Encoding(self.text[: max(ends, default=0)], self.ids[:n], self.tokens[:n], self.offsets[:n], self.labels[:n], self.type_ids[:n])
+        return Encoding(
+            self.text[: max(ends, default=0)],
+            self.ids[:n],
+            self.tokens[:n],
+            self.offsets[:n],
+            self.labels[:n],
+            self.type_ids[:n],
+        )
 
     def __len__(self) -> int:
         return len(self.ids)

@@ -109,7 +109,11 @@ def train(corpus: Path, out: Path, model_cfg: ModelConfig, tc: TrainConfig, comm
     # weight decay on weight matrices, not on biases, LayerNorm gains or the (tied) embedding
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and n != "W_E"]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2 or n == "W_E"]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": tc.weight_decay}, {"params": no_decay, "weight_decay": 0.0}], lr=tc.lr, betas=(0.9, 0.95))
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": tc.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=tc.lr,
+        betas=(0.9, 0.95),
+    )
     gen = torch.Generator().manual_seed(tc.seed)
     T = model_cfg.n_ctx
     history = []
@@ -186,7 +190,8 @@ The byte-level BPE tokenizer ({cfg.vocab_size} tokens) was trained on the traini
 ## Training
     {command}
 
-{tc.steps} steps of {tc.batch_size} × {cfg.n_ctx} tokens, AdamW (peak lr {tc.lr}, weight decay {tc.weight_decay} on matrices except W_E),
+{tc.steps} steps of {tc.batch_size} × {cfg.n_ctx} tokens, AdamW (peak lr {tc.lr}, weight decay {tc.weight_decay} \
+on matrices except W_E),
 seed {tc.seed}, {tc.threads} CPU thread(s); {n['minutes']:.1f} minutes on a 2-core CPU (tokenizer included).
 
 | step | train loss | val loss (subset) |

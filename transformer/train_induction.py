@@ -46,7 +46,12 @@ from .loading import save_model
 from .tokenizer import Tokenizer
 from .train import learning_rate
 
-SYMBOLS = [chr(c) for c in range(ord("A"), ord("Z") + 1)] + [chr(c) for c in range(ord("a"), ord("z") + 1)] + [str(d) for d in range(10)] + ["+", "="]  # 64
+SYMBOLS = (
+    [chr(c) for c in range(ord("A"), ord("Z") + 1)]
+    + [chr(c) for c in range(ord("a"), ord("z") + 1)]
+    + [str(d) for d in range(10)]
+    + ["+", "="]
+)  # 64
 UNKNOWN = "?"  # the tokenizer's one special token: any other word (never in the training data)
 REPLAY_JSON, REPLAY_ARRAYS = "replay.json", "replay.safetensors"
 BUNDLED_REPLAY = Path(__file__).resolve().parent.parent / "assets" / "replays" / "induction"
@@ -74,8 +79,14 @@ class InductionConfig:
 
     def model_config(self) -> ModelConfig:
         return ModelConfig(
-            vocab_size=self.n_symbols + 1, n_ctx=self.n_ctx, d_model=self.d_model, n_layer=self.n_layer, n_head=self.n_head,
-            pos_encoding="rotary", tie_embeddings=False, attn_only=True,
+            vocab_size=self.n_symbols + 1,
+            n_ctx=self.n_ctx,
+            d_model=self.d_model,
+            n_layer=self.n_layer,
+            n_head=self.n_head,
+            pos_encoding="rotary",
+            tie_embeddings=False,
+            attn_only=True,
         )
 
 
@@ -88,7 +99,9 @@ def symbol_tokenizer(n_symbols: int = len(SYMBOLS)) -> Tokenizer:
     return Tokenizer(hf)
 
 
-def repeated_runs(rng: np.random.Generator, n: int, length: int, symbols: np.ndarray, min_run: int, max_run: int) -> tuple[np.ndarray, np.ndarray]:
+def repeated_runs(
+    rng: np.random.Generator, n: int, length: int, symbols: np.ndarray, min_run: int, max_run: int
+) -> tuple[np.ndarray, np.ndarray]:
     """n sequences of `length` random symbols in which a run of min_run … max_run symbols appears twice.
 
     Returns (seqs (n, length), predictable (n, length) bool): True where the symbol can be read off the earlier
@@ -164,7 +177,8 @@ class Replay:
 
 
 def snapshot_steps(steps: int, n: int, first: int = 10) -> list[int]:
-    """0 (the untrained model), then about n log-spaced steps from `first` to `steps` (nothing happens in the first few)."""
+    """0 (the untrained model), then about n log-spaced steps from `first` to `steps`
+    (nothing happens in the first few)."""
     return [0, *sorted({int(round(s)) for s in np.geomspace(min(first, steps), steps, n)})]
 
 
@@ -173,7 +187,9 @@ def optimizer(model: GPT, lr: float) -> torch.optim.Optimizer:
     return torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.0)
 
 
-def measure(model: GPT, step: int, seconds: float, evals: tuple[torch.Tensor, torch.Tensor, torch.Tensor], probe: np.ndarray) -> Snapshot:
+def measure(
+    model: GPT, step: int, seconds: float, evals: tuple[torch.Tensor, torch.Tensor, torch.Tensor], probe: np.ndarray
+) -> Snapshot:
     """Losses on the fixed evaluation sequences, and the heads on the probe."""
     x, y, predictable = evals
     model.eval()
@@ -181,7 +197,15 @@ def measure(model: GPT, step: int, seconds: float, evals: tuple[torch.Tensor, to
         nll = F.cross_entropy(model(x).flatten(0, 1), y.flatten(), reduction="none").view_as(y)  # (n, T)
     patterns = hs.patterns_of(model, probe[None])[0]  # (L, nh, T, T)
     model.train()
-    return Snapshot(step, seconds, nll.mean().item(), nll[predictable].mean().item(), nll[~predictable].mean().item(), patterns, hs.score_patterns(patterns, probe))
+    return Snapshot(
+        step,
+        seconds,
+        nll.mean().item(),
+        nll[predictable].mean().item(),
+        nll[~predictable].mean().item(),
+        patterns,
+        hs.score_patterns(patterns, probe),
+    )
 
 
 def train_induction(
@@ -204,7 +228,9 @@ def train_induction(
         torch.manual_seed(ic.seed)
         model = GPT(cfg).train()
     opt = optimizer(model, ic.lr)
-    seqs, predictable = repeated_runs(np.random.default_rng(ic.seed + 1), ic.eval_size, ic.n_ctx + 1, symbols, ic.min_run, ic.max_run)
+    seqs, predictable = repeated_runs(
+        np.random.default_rng(ic.seed + 1), ic.eval_size, ic.n_ctx + 1, symbols, ic.min_run, ic.max_run
+    )
     evals = (torch.from_numpy(seqs[:, :-1]), torch.from_numpy(seqs[:, 1:]), torch.from_numpy(predictable[:, 1:]))
     probe = probe_for(ic)  # (T,)
     replay = Replay(ic, probe)
@@ -280,7 +306,11 @@ def save_replay(out: str | Path, replay: Replay, model: GPT) -> Path:
     out = Path(out)
     ic = replay.config
     formed = induction_step(replay)
-    meta = {"data": "random symbols in which a run repeats", "config": dataclasses.asdict(ic), "command": replay.command}
+    meta = {
+        "data": "random symbols in which a run repeats",
+        "config": dataclasses.asdict(ic),
+        "command": replay.command,
+    }
     save_model(out, model, symbol_tokenizer(ic.n_symbols), model_card(replay), meta=meta)
     doc = {
         "config": dataclasses.asdict(ic),
@@ -288,7 +318,10 @@ def save_replay(out: str | Path, replay: Replay, model: GPT) -> Path:
         "command": replay.command,
         "probe": replay.probe.tolist(),
         "steps": replay.steps.tolist(),
-        **{name: [round(float(v), 5) for v in replay.series(name)] for name in ("loss", "loss_repeated", "loss_random", "seconds")},
+        **{
+            name: [round(float(v), 5) for v in replay.series(name)]
+            for name in ("loss", "loss_repeated", "loss_random", "seconds")
+        },
         "train_loss": [round(v, 5) for v in replay.train_loss],
         "induction_formed": None if formed is None else {"step": formed.step, "seconds": round(formed.seconds, 2)},
     }
@@ -296,7 +329,8 @@ def save_replay(out: str | Path, replay: Replay, model: GPT) -> Path:
     arrays = {"patterns": replay.patterns().astype(np.float16)}  # (S, L, nh, T, T)
     arrays |= {f"scores.{name}": replay.score(name).astype(np.float32) for name in hs.SCORE_NAMES}  # (S, L, nh) each
     save_file(arrays, str(out / REPLAY_ARRAYS), metadata={"format": "atlas-induction-replay"})
-    for name in ("model.safetensors", REPLAY_ARRAYS):  # safetensors writes 0600: a server running as another user must read them
+    # safetensors writes 0600: a server running as another user must read them
+    for name in ("model.safetensors", REPLAY_ARRAYS):
         (out / name).chmod(0o644)
     return out
 
@@ -307,7 +341,12 @@ def load_replay(path: str | Path = BUNDLED_REPLAY) -> Replay:
     doc = json.loads((path / REPLAY_JSON).read_text())
     arrays = load_file(str(path / REPLAY_ARRAYS))
     names = {f.name for f in dataclasses.fields(InductionConfig)}
-    replay = Replay(InductionConfig(**{k: v for k, v in doc["config"].items() if k in names}), np.array(doc["probe"]), train_loss=doc["train_loss"], command=doc["command"])
+    replay = Replay(
+        InductionConfig(**{k: v for k, v in doc["config"].items() if k in names}),
+        np.array(doc["probe"]),
+        train_loss=doc["train_loss"],
+        command=doc["command"],
+    )
     for i, step in enumerate(doc["steps"]):
         scores = hs.HeadScores(**{name: arrays[f"scores.{name}"][i] for name in hs.SCORE_NAMES})
         losses = (doc[name][i] for name in ("seconds", "loss", "loss_repeated", "loss_random"))
@@ -321,12 +360,15 @@ def model_card(replay: Replay) -> str:
     when = "did not form" if formed is None else f"formed at step {formed.step} ({formed.seconds:.1f} s)"
     return f"""# induction (attention-only, {ic.n_layer} layers × {ic.n_head} heads)
 
-A tiny attention-only transformer trained by Attention Atlas on random symbols in which a run of {ic.min_run}–{ic.max_run}
+A tiny attention-only transformer trained by Attention Atlas on random symbols in which a \
+run of {ic.min_run}–{ic.max_run}
 symbols repeats, to show induction heads forming. Not a language model: its tokens are {ic.n_symbols} meaningless
 symbols ({' '.join(SYMBOLS[:8])} …), written with spaces between them.
 
-d_model {ic.d_model}, rotary positions, no MLP, untied unembedding; {ic.steps} steps of {ic.batch_size} × {ic.n_ctx} tokens,
-AdamW (peak lr {ic.lr}, warm-up {ic.warmup}), seed {ic.seed}, {ic.threads} thread(s). Induction head (layer 1, score ≥ 0.5) {when}.
+d_model {ic.d_model}, rotary positions, no MLP, untied unembedding; \
+{ic.steps} steps of {ic.batch_size} × {ic.n_ctx} tokens,
+AdamW (peak lr {ic.lr}, warm-up {ic.warmup}), seed {ic.seed}, {ic.threads} thread(s). \
+Induction head (layer 1, score ≥ 0.5) {when}.
 
     {replay.command}
 

@@ -64,7 +64,9 @@ def tensors(pairs: list[td.Pair], vocab: Vocab) -> tuple[torch.Tensor, torch.Ten
     return src, tgt_in, tgt_out
 
 
-def exact_match(model: Seq2Seq, vocab: Vocab, pairs: list[td.Pair], batch_size: int = 250) -> tuple[float, list[tuple[td.Pair, tuple[str, ...]]]]:
+def exact_match(
+    model: Seq2Seq, vocab: Vocab, pairs: list[td.Pair], batch_size: int = 250
+) -> tuple[float, list[tuple[td.Pair, tuple[str, ...]]]]:
     """Fraction of pairs whose greedy translation equals the reference; and the misses (pair, output)."""
     model.eval()
     misses = []
@@ -100,7 +102,8 @@ def alignment_agreement(pattern: np.ndarray, gold, n_rows: int) -> np.ndarray:
 
 @torch.inference_mode()
 def head_agreement(model: Seq2Seq, vocab: Vocab, pairs: list[td.Pair]) -> np.ndarray:
-    """Mean alignment agreement of every cross-attention head with the gold alignment, (n_layer, nh), reading the reference."""
+    """Mean alignment agreement of every cross-attention head with the gold alignment,
+    (n_layer, nh), reading the reference."""
     model.eval()
     total = np.zeros((model.cfg.n_layer, model.cfg.n_head))
     for p in pairs:
@@ -113,7 +116,8 @@ def head_agreement(model: Seq2Seq, vocab: Vocab, pairs: list[td.Pair]) -> np.nda
 
 
 def train(out: Path, cfg: Seq2SeqConfig, tc: TranslatorTrainConfig, command: str = "") -> dict:
-    """Train on train_pairs, evaluate on test_pairs, write the model directory with its card. Returns the card's numbers."""
+    """Train on train_pairs, evaluate on test_pairs, write the model directory with its
+    card. Returns the card's numbers."""
     t_start = time.time()
     torch.set_num_threads(tc.threads)
     torch.manual_seed(tc.seed + 2)
@@ -125,7 +129,11 @@ def train(out: Path, cfg: Seq2SeqConfig, tc: TranslatorTrainConfig, command: str
     model = Seq2Seq(cfg)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": tc.weight_decay}, {"params": no_decay, "weight_decay": 0.0}], lr=tc.lr, betas=(0.9, 0.98))
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": tc.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=tc.lr,
+        betas=(0.9, 0.98),
+    )
     gen = torch.Generator().manual_seed(tc.seed)
     history = []
     t0 = time.time()
@@ -144,8 +152,18 @@ def train(out: Path, cfg: Seq2SeqConfig, tc: TranslatorTrainConfig, command: str
         opt.step()
         if step % tc.eval_every == 0 or step == tc.steps:
             acc, _ = exact_match(model, vocab, test_set[:300])
-            history.append({"step": step, "loss": round(loss.item(), 4), "exact_match": round(acc, 4), "minutes": round((time.time() - t0) / 60, 1)})
-            sys.stderr.write(f"step {step}: loss {loss.item():.4f}, held-out exact match {acc:.1%} (300 pairs), {time.time() - t0:.0f} s\n")
+            history.append(
+                {
+                    "step": step,
+                    "loss": round(loss.item(), 4),
+                    "exact_match": round(acc, 4),
+                    "minutes": round((time.time() - t0) / 60, 1),
+                }
+            )
+            sys.stderr.write(
+                f"step {step}: loss {loss.item():.4f}, "
+                f"held-out exact match {acc:.1%} (300 pairs), {time.time() - t0:.0f} s\n"
+            )
     train_minutes = (time.time() - t_start) / 60
     model.eval()
     acc, misses = exact_match(model, vocab, test_set)
@@ -158,7 +176,13 @@ def train(out: Path, cfg: Seq2SeqConfig, tc: TranslatorTrainConfig, command: str
         "history": history,
         "agreement": agreement.round(3).tolist(),
     }
-    meta = {"data_seed": tc.seed, "n_train": tc.n_train, "n_test": tc.n_test, "exact_match": round(acc, 4), "command": command}
+    meta = {
+        "data_seed": tc.seed,
+        "n_train": tc.n_train,
+        "n_test": tc.n_test,
+        "exact_match": round(acc, 4),
+        "command": command,
+    }
     save_model(out, model, vocab, model_card(out.name, cfg, tc, numbers, vocab, command), meta)
     return numbers
 
@@ -168,7 +192,8 @@ def accuracy_text(acc: float, n: int) -> str:
 
 
 def evaluate_dir(path: Path, n: int | None = None) -> tuple[float, int]:
-    """Held-out exact match of a saved translator, on the first n held-out pairs of its data seed (default: as many as its card)."""
+    """Held-out exact match of a saved translator, on the first n held-out pairs of its data
+    seed (default: as many as its card)."""
     lt = get_translator(path)
     n = n or lt.meta.get("n_test", 2000)
     acc, _ = exact_match(lt.model, lt.tokenizer, td.test_pairs(n, lt.meta.get("data_seed", 0)))
@@ -176,9 +201,13 @@ def evaluate_dir(path: Path, n: int | None = None) -> tuple[float, int]:
 
 
 def model_card(name: str, cfg: Seq2SeqConfig, tc: TranslatorTrainConfig, n: dict, vocab: Vocab, command: str) -> str:
-    rows = "\n".join(f"| {h['step']} | {h['loss']:.4f} | {h['exact_match']:.1%} | {h['minutes']} |" for h in n["history"])
+    rows = "\n".join(
+        f"| {h['step']} | {h['loss']:.4f} | {h['exact_match']:.1%} | {h['minutes']} |" for h in n["history"]
+    )
     cfg_rows = "\n".join(f"| {k} | {v} |" for k, v in asdict(cfg).items())
-    heads = "\n".join(f"| {layer} | " + " | ".join(f"{a:.0%}" for a in row) + " |" for layer, row in enumerate(n["agreement"]))
+    heads = "\n".join(
+        f"| {layer} | " + " | ".join(f"{a:.0%}" for a in row) + " |" for layer, row in enumerate(n["agreement"])
+    )
     misses = "\n".join(f"| {s} | {ref} | {out} |" for s, ref, out in n["misses"]) or "| (none) | | |"
     return f"""# {name}
 
@@ -252,7 +281,11 @@ def add_field_flags(p: argparse.ArgumentParser, defaults: object, names: tuple[s
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m transformer train-translator", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m transformer train-translator",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--out", type=Path, help="model directory to write")
     p.add_argument("--eval", type=Path, metavar="DIR", help="measure a saved translator on its held-out pairs")
     p.add_argument("--n", type=int, default=0, help="with --eval: held-out pairs to use (default: as in its card)")
@@ -268,7 +301,12 @@ def main(argv: list[str] | None = None) -> int:
         p.error("give --out DIR to train, or --eval DIR to measure")
     cfg = Seq2SeqConfig(**{k: getattr(a, k) for k in MODEL_FLAGS}, dropout=a.dropout)
     tc = TranslatorTrainConfig(**{k: getattr(a, k) for k in TRAIN_FLAGS})
-    command = "python -m transformer train-translator " + " ".join(shlex.quote(x) for x in (sys.argv[1:] if argv is None else argv))
+    command = "python -m transformer train-translator " + " ".join(
+        shlex.quote(x) for x in (sys.argv[1:] if argv is None else argv)
+    )
     n = train(a.out, cfg, tc, command)
-    print(f"held-out exact match {accuracy_text(n['exact_match'], tc.n_test)}  params {n['params']:,}  {n['minutes']:.1f} min → {a.out}")
+    print(
+        f"held-out exact match {accuracy_text(n['exact_match'], tc.n_test)}  "
+        f"params {n['params']:,}  {n['minutes']:.1f} min → {a.out}"
+    )
     return 0

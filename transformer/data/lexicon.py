@@ -127,13 +127,18 @@ ADJECTIVES_TEXT = """
 good opinion pre bon bonne;bad opinion pre mauvais mauvaise;pretty opinion pre joli;nice opinion pre gentil gentille
 beautiful opinion pre beau belle beaux belles +bel;big size pre grand;small size pre petit
 fat size pre gros grosse gros grosses;high size pre haut;long size pre long longue
-young age pre jeune;old age pre vieux vieille vieux vieilles +vieil;new age pre nouveau nouvelle nouveaux nouvelles +nouvel
+young age pre jeune;old age pre vieux vieille vieux vieilles +vieil
+new age pre nouveau nouvelle nouveaux nouvelles +nouvel
 happy opinion heureux heureuse heureux heureuses;sad opinion triste;strange opinion étrange
-delicious opinion délicieux délicieuse délicieux délicieuses;dangerous opinion dangereux dangereuse dangereux dangereuses
-famous opinion célèbre;brave opinion courageux courageuse courageux courageuses;lazy opinion paresseux paresseuse paresseux paresseuses
-curious opinion curieux curieuse curieux curieuses;intelligent opinion intelligent;polite opinion poli;funny opinion drôle
+delicious opinion délicieux délicieuse délicieux délicieuses
+dangerous opinion dangereux dangereuse dangereux dangereuses
+famous opinion célèbre;brave opinion courageux courageuse courageux courageuses
+lazy opinion paresseux paresseuse paresseux paresseuses
+curious opinion curieux curieuse curieux curieuses;intelligent opinion intelligent;polite opinion poli
+funny opinion drôle
 calm opinion calme;noisy opinion bruyant;tired opinion fatigué;rich opinion riche;honest opinion honnête
-elegant opinion élégant;important opinion important;expensive opinion cher chère chers chères;difficult opinion difficile
+elegant opinion élégant;important opinion important;expensive opinion cher chère chers chères
+difficult opinion difficile
 easy opinion facile;useful opinion utile;popular opinion populaire
 round shape rond;square shape carré;flat shape plat;narrow shape étroit;wide shape large;heavy shape lourd
 light shape léger légère légers légères;empty shape vide;full shape plein;hot shape chaud;cold shape froid
@@ -142,17 +147,21 @@ fast shape rapide;slow shape lent;clean shape propre;dirty shape sale;closed sha
 quiet shape silencieux silencieuse silencieux silencieuses;sweet shape sucré
 red colour rouge;blue colour bleu;green colour vert;yellow colour jaune;black colour noir
 white colour blanc blanche blancs blanches;grey colour gris grise gris grises;brown colour marron marron marron marron
-pink colour rose;purple colour violet violette violets violettes;orange colour orange orange orange orange;golden colour doré
+pink colour rose;purple colour violet violette violets violettes;orange colour orange orange orange orange
+golden colour doré
 european origin européen européenne;french origin français française;italian origin italien italienne
 german origin allemand;spanish origin espagnol;english origin anglais;american origin américain
 african origin africain;asian origin asiatique;chinese origin chinois;japanese origin japonais;russian origin russe
-british origin britannique;nordic origin nordique;arctic origin arctique;mediterranean origin méditerranéen méditerranéenne
+british origin britannique;nordic origin nordique;arctic origin arctique
+mediterranean origin méditerranéen méditerranéenne
 canadian origin canadien canadienne;mexican origin mexicain;greek origin grec grecque grecs grecques;swiss origin suisse
 economic purpose économique;political purpose politique;social purpose social sociale sociaux sociales
-cultural purpose culturel culturelle;military purpose militaire;commercial purpose commercial commerciale commerciaux commerciales
+cultural purpose culturel culturelle;military purpose militaire
+commercial purpose commercial commerciale commerciaux commerciales
 industrial purpose industriel industrielle;agricultural purpose agricole;financial purpose financier financière
 monetary purpose monétaire;nuclear purpose nucléaire;public purpose public publique publics publiques
-national purpose national nationale nationaux nationales;international purpose international internationale internationaux internationales
+national purpose national nationale nationaux nationales
+international purpose international internationale internationaux internationales
 central purpose central centrale centraux centrales;regional purpose régional régionale régionaux régionales
 scientific purpose scientifique;medical purpose médical médicale médicaux médicales;digital purpose numérique
 """
@@ -190,8 +199,10 @@ NUMBERS = {
 
 # English (3rd person singular, plural) → French (singular, plural), present tense: "sees see voit voient".
 VERBS_TEXT = """
-sees see voit voient;likes like aime aiment;eats eat mange mangent;finds find trouve trouvent;follows follow suit suivent
-wants want veut veulent;takes take prend prennent;watches watch regarde regardent;buys buy achète achètent;sells sell vend vendent
+sees see voit voient;likes like aime aiment;eats eat mange mangent;finds find trouve trouvent
+follows follow suit suivent
+wants want veut veulent;takes take prend prennent;watches watch regarde regardent;buys buy achète achètent
+sells sell vend vendent
 paints paint peint peignent;draws draw dessine dessinent;visits visit visite visitent
 """
 
@@ -211,7 +222,10 @@ PREPOSITIONS = {
 }
 
 # The French words that elide like a vowel although they start with "h" (h muet).
-H_MUET = {"homme", "hommes", "hôtel", "hôtels", "hôpital", "hôpitaux", "heure", "heures", "hiver", "hivers", "histoire", "histoires", "herbe", "herbes", "honnête", "honnêtes"}
+H_MUET = {
+    "homme", "hommes", "hôtel", "hôtels", "hôpital", "hôpitaux", "heure", "heures",
+    "hiver", "hivers", "histoire", "histoires", "herbe", "herbes", "honnête", "honnêtes",
+}
 # English words after which "a" stays "a" although they start with a vowel letter (a "you" sound), and the reverse.
 EN_CONSONANT_SOUND = ("european", "university", "union", "useful")
 EN_VOWEL_SOUND = ("hour", "honest")

@@ -189,7 +189,9 @@ def random_phrase(rng: random.Random) -> Phrase:
         return Phrase(institution_np(rng))
     subject = random_np(rng, ANIMATE)
     if kind < 0.65:
-        return Phrase(random_np(rng, ALL_NOUNS), prep=rng.choice(_PREPOSITIONS), prep_obj=random_np(rng, NOUNS, max_adjectives=1))
+        return Phrase(
+            random_np(rng, ALL_NOUNS), prep=rng.choice(_PREPOSITIONS), prep_obj=random_np(rng, NOUNS, max_adjectives=1)
+        )
     if kind < 0.9:
         obj = random_np(rng, ALL_NOUNS) if rng.random() < 0.9 else institution_np(rng)
         return Phrase(subject, rng.choice(_VERBS), obj)
@@ -235,7 +237,13 @@ def test_pairs(n: int, seed: int = 0) -> list[Pair]:
 _NOUN_FORMS = {n.en: (n, False) for n in ALL_NOUNS} | {n.en_pl: (n, True) for n in ALL_NOUNS}
 _ADJECTIVES = {a.en: a for a in ADJECTIVES}
 # English determiner word → (key, number it needs: True plural, False singular, None either)
-_DETERMINERS = {"the": ("the", None), "a": ("a", False), AN: ("a", False), "this": ("this", False), "these": ("this", True)}
+_DETERMINERS = {
+    "the": ("the", None),
+    "a": ("a", False),
+    AN: ("a", False),
+    "this": ("this", False),
+    "these": ("this", True),
+}
 _DETERMINERS |= {k: (k, None) for k in DETERMINERS if k not in _DETERMINERS}
 _VERB_FORMS = {v: (v, False) for v in VERBS} | {pl: (v, True) for v, (pl, _, _) in VERBS.items()}
 

@@ -50,7 +50,14 @@ class BERT(nn.Module):
         """Post-norm blocks end normalized: the last block's output is the encoder's output."""
         return x
 
-    def forward(self, idx, attention_mask=None, interventions: Interventions = NO_INTERVENTIONS, rec: Record = None, token_type_ids=None):
+    def forward(
+        self,
+        idx,
+        attention_mask=None,
+        interventions: Interventions = NO_INTERVENTIONS,
+        rec: Record = None,
+        token_type_ids=None,
+    ):
         """idx, token_type_ids: (B, T) ids; attention_mask: (B, T), 1 = real token.
         Returns the last block's output (B, T, d_model): one vector per token, no logits."""
         x = self.embed(idx, rec, token_type_ids)  # (B, T, d_model)
@@ -67,9 +74,18 @@ def bert_to_atlas(hf: dict, state: dict[str, torch.Tensor]) -> tuple[ModelConfig
     if hf.get("hidden_act", "gelu") != "gelu":
         raise ModelLoadError(f"BERT activation {hf['hidden_act']!r} is not supported (gelu).")
     if hf.get("position_embedding_type", "absolute") != "absolute":
-        raise ModelLoadError(f"BERT position embeddings {hf['position_embedding_type']!r} are not supported (absolute).")
+        raise ModelLoadError(
+            f"BERT position embeddings {hf['position_embedding_type']!r} are not supported (absolute)."
+        )
     cfg = ModelConfig.from_hugging_face(
-        hf, pos_encoding="learned", activation="gelu", ln_eps=hf.get("layer_norm_eps", 1e-12), tie_embeddings=False, family="bert", n_token_types=hf.get("type_vocab_size", 2), has_lm_head=False
+        hf,
+        pos_encoding="learned",
+        activation="gelu",
+        ln_eps=hf.get("layer_norm_eps", 1e-12),
+        tie_embeddings=False,
+        family="bert",
+        n_token_types=hf.get("type_vocab_size", 2),
+        has_lm_head=False,
     )
     d, nh, hs = cfg.d_model, cfg.n_head, cfg.d_head
     sd = {k.removeprefix("bert."): v for k, v in state.items()}
@@ -88,8 +104,14 @@ def bert_to_atlas(hf: dict, state: dict[str, torch.Tensor]) -> tuple[ModelConfig
             out[f"{b}attn.b_{name}"] = sd[f"{h}attention.self.{hf_name}.bias"].reshape(nh, hs)
         out[b + "attn.W_O"] = sd[h + "attention.output.dense.weight"].T.reshape(nh, hs, d).contiguous()  # (nh, hs, d)
         out[b + "attn.b_O"] = sd[h + "attention.output.dense.bias"]
-        out[b + "mlp.W_in"], out[b + "mlp.b_in"] = sd[h + "intermediate.dense.weight"].T.contiguous(), sd[h + "intermediate.dense.bias"]
-        out[b + "mlp.W_out"], out[b + "mlp.b_out"] = sd[h + "output.dense.weight"].T.contiguous(), sd[h + "output.dense.bias"]
+        out[b + "mlp.W_in"], out[b + "mlp.b_in"] = (
+            sd[h + "intermediate.dense.weight"].T.contiguous(),
+            sd[h + "intermediate.dense.bias"],
+        )
+        out[b + "mlp.W_out"], out[b + "mlp.b_out"] = (
+            sd[h + "output.dense.weight"].T.contiguous(),
+            sd[h + "output.dense.bias"],
+        )
         for ln, hf_ln in (("ln1", "attention.output.LayerNorm"), ("ln2", "output.LayerNorm")):
             out[f"{b}{ln}.w"], out[f"{b}{ln}.b"] = sd[f"{h}{hf_ln}.weight"], sd[f"{h}{hf_ln}.bias"]
     return cfg, out

@@ -50,7 +50,11 @@ class GPT(nn.Module):
         """What every block's attention reads besides its input: the visible mask (1 or B, 1, T, T) and,
         for rotary positions, the cos and sin of the RoPE angles (rotation: (T, d_head) each; else None)."""
         mask = visible_mask(T, interventions.causal, attention_mask)
-        rope = rotation(rotary_angles(torch.arange(T), self.cfg.d_head, self.cfg.rope_theta)) if self.cfg.pos_encoding == "rotary" else None
+        rope = (
+            rotation(rotary_angles(torch.arange(T), self.cfg.d_head, self.cfg.rope_theta))
+            if self.cfg.pos_encoding == "rotary"
+            else None
+        )
         return mask, rope
 
     def embed(self, idx, rec: Record = None, token_type_ids=None):
@@ -73,9 +77,16 @@ class GPT(nn.Module):
         """The last block's output (B, T, d_model) → LN(x), what the unembedding reads."""
         return self.ln_final(x, rec, "ln_final.")
 
-    def forward(self, idx, attention_mask=None, interventions: Interventions = NO_INTERVENTIONS, rec: Record = None, token_type_ids=None):
-        """idx: (B, T) token ids; attention_mask: (B, T), 1 = real token, 0 = padding. Returns logits (B, T, vocab), or None
-        when `rec` is a record that drops them (the unembedding is a fifth of SmolLM2's forward)."""
+    def forward(
+        self,
+        idx,
+        attention_mask=None,
+        interventions: Interventions = NO_INTERVENTIONS,
+        rec: Record = None,
+        token_type_ids=None,
+    ):
+        """idx: (B, T) token ids; attention_mask: (B, T), 1 = real token, 0 = padding. Returns logits (B, T, vocab), or
+        None when `rec` is a record that drops them (the unembedding is a fifth of SmolLM2's forward)."""
         x = self.embed(idx, rec)  # (B, T, d_model)
         mask, rope = self.attention_context(idx.shape[1], interventions, attention_mask)
         for block in self.blocks:
@@ -96,7 +107,11 @@ def gpt2_to_atlas(hf: dict, state: dict[str, torch.Tensor]) -> tuple[ModelConfig
     GPT-2's Conv1D stores weights as (in, out) and computes x·W + b, so no transpose is needed;
     c_attn packs Q, K, V side by side: (d, 3d) → three (d, d) → per head (nh, d, hs).
     """
-    for flag, ok in (("scale_attn_by_inverse_layer_idx", False), ("reorder_and_upcast_attn", False), ("scale_attn_weights", True)):
+    for flag, ok in (
+        ("scale_attn_by_inverse_layer_idx", False),
+        ("reorder_and_upcast_attn", False),
+        ("scale_attn_weights", True),
+    ):
         if hf.get(flag, ok) != ok:
             raise ModelLoadError(f"GPT-2 option {flag}={hf[flag]} is not supported.")
     if hf.get("activation_function", "gelu_new") not in ("gelu_new", "gelu"):
@@ -116,8 +131,16 @@ def gpt2_to_atlas(hf: dict, state: dict[str, torch.Tensor]) -> tuple[ModelConfig
     hs = cfg.d_head
     sd = {k.removeprefix("transformer."): v for k, v in state.items()}
     if sd["wte.weight"].shape[1] != d:
-        raise ModelLoadError(f"config.json says n_embd = {d}, but the token embedding in the weights is {sd['wte.weight'].shape[1]} wide.")
-    out = {"W_E": sd["wte.weight"], "W_pos": sd["wpe.weight"], "ln_final.w": sd["ln_f.weight"], "ln_final.b": sd["ln_f.bias"]}
+        raise ModelLoadError(
+            f"config.json says n_embd = {d}, "
+            f"but the token embedding in the weights is {sd['wte.weight'].shape[1]} wide."
+        )
+    out = {
+        "W_E": sd["wte.weight"],
+        "W_pos": sd["wpe.weight"],
+        "ln_final.w": sd["ln_f.weight"],
+        "ln_final.b": sd["ln_f.bias"],
+    }
     for i in range(cfg.n_layer):
         h, b = f"h.{i}.", f"blocks.{i}."
         W_Q, W_K, W_V = sd[h + "attn.c_attn.weight"].split(d, dim=1)  # 3 × (d, nh·hs)

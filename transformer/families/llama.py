@@ -19,9 +19,12 @@ def llama_to_atlas(hf: dict, state: dict[str, torch.Tensor]) -> tuple[ModelConfi
     """Map a Hugging Face Llama config and state dict onto ModelConfig and our parameter names."""
     if hf.get("hidden_act", "silu") != "silu":
         raise ModelLoadError(f"Llama activation {hf['hidden_act']!r} is not supported (silu).")
-    rope = {"rope_theta": hf.get("rope_theta", 10000.0), **(hf.get("rope_parameters") or {})}  # transformers ≥ 5 nests it
+    # transformers ≥ 5 nests it
+    rope = {"rope_theta": hf.get("rope_theta", 10000.0), **(hf.get("rope_parameters") or {})}
     if hf.get("rope_scaling") or rope.get("rope_type", "default") != "default":
-        raise ModelLoadError(f"Llama RoPE scaling {hf.get('rope_scaling') or rope!r} is not supported (plain RoPE only).")
+        raise ModelLoadError(
+            f"Llama RoPE scaling {hf.get('rope_scaling') or rope!r} is not supported (plain RoPE only)."
+        )
     tied = "lm_head.weight" not in state or hf.get("tie_word_embeddings", False)
     cfg = ModelConfig.from_hugging_face(
         hf,

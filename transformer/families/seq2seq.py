@@ -176,7 +176,9 @@ class DecoderBlock(nn.Module):
 
     def forward(self, x, memory, self_mask, cross_mask, iv: Seq2SeqInterventions, rec=None):
         n, L = f"blocks.{self.layer}.", self.layer
-        attn_out = self.drop(self.attn(self.ln1(x, rec, n + "ln1."), self_mask, L, iv.part("decoder"), rec, n + "attn."))
+        attn_out = self.drop(
+            self.attn(self.ln1(x, rec, n + "ln1."), self_mask, L, iv.part("decoder"), rec, n + "attn.")
+        )
         resid_mid = x + attn_out  # (B, T, d)
         # cross-attention: Q from the decoder, K and V from the encoder's output (memory)
         q_in = self.ln_cross(resid_mid, rec, n + "ln_cross.")  # (B, T, d)
@@ -231,7 +233,15 @@ class Seq2Seq(nn.Module):
             x = block(x, src_keys, iv.part("encoder"), erec)  # every word sees every (real) word
         return self.encoder.ln_final(x, erec, "ln_final.")
 
-    def decode(self, tgt, memory, src_keys, tgt_keys=None, iv: Seq2SeqInterventions = NO_SEQ2SEQ_INTERVENTIONS, rec: Record = None):
+    def decode(
+        self,
+        tgt,
+        memory,
+        src_keys,
+        tgt_keys=None,
+        iv: Seq2SeqInterventions = NO_SEQ2SEQ_INTERVENTIONS,
+        rec: Record = None,
+    ):
         """tgt: (B, T) decoder input ids, starting with [BOS]. Returns logits (B, T, V)."""
         drec = prefixed(rec, "decoder.")
         T = tgt.size(1)
@@ -247,8 +257,17 @@ class Seq2Seq(nn.Module):
             rec["logits"] = logits
         return logits
 
-    def forward(self, src, tgt, src_pad=None, tgt_pad=None, interventions: Seq2SeqInterventions = NO_SEQ2SEQ_INTERVENTIONS, rec: Record = None):
-        """src (B, S), tgt (B, T) ids; *_pad: (B, ·) bool, True = real word (None: all real). Returns logits (B, T, V)."""
+    def forward(
+        self,
+        src,
+        tgt,
+        src_pad=None,
+        tgt_pad=None,
+        interventions: Seq2SeqInterventions = NO_SEQ2SEQ_INTERVENTIONS,
+        rec: Record = None,
+    ):
+        """src (B, S), tgt (B, T) ids; *_pad: (B, ·) bool,
+        True = real word (None: all real). Returns logits (B, T, V)."""
         src_keys = source_mask(src if src_pad is None else src_pad)  # (B, 1, 1, S)
         tgt_keys = None if tgt_pad is None else real_words(tgt_pad)
         memory = self.encode(src, src_keys, interventions, rec)

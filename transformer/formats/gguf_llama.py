@@ -121,7 +121,17 @@ def _expected_shapes(config: dict) -> dict[str, tuple[int, ...]]:
     """GGUF tensor name -> HF shape (out, in) of every tensor a llama of this config must have."""
     d, d_ff, hd = config["hidden_size"], config["intermediate_size"], config["head_dim"]
     q, kv = config["num_attention_heads"] * hd, config["num_key_value_heads"] * hd
-    layer = {"attn_norm": (d,), "attn_q": (q, d), "attn_k": (kv, d), "attn_v": (kv, d), "attn_output": (d, q), "ffn_norm": (d,), "ffn_gate": (d_ff, d), "ffn_up": (d_ff, d), "ffn_down": (d, d_ff)}
+    layer = {
+        "attn_norm": (d,),
+        "attn_q": (q, d),
+        "attn_k": (kv, d),
+        "attn_v": (kv, d),
+        "attn_output": (d, q),
+        "ffn_norm": (d,),
+        "ffn_gate": (d_ff, d),
+        "ffn_up": (d_ff, d),
+        "ffn_down": (d, d_ff),
+    }
     shapes = {"token_embd.weight": (config["vocab_size"], d), "output_norm.weight": (d,)}
     for i in range(config["num_hidden_layers"]):
         shapes.update({f"blk.{i}.{name}.weight": shape for name, shape in layer.items()})
@@ -131,7 +141,8 @@ def _expected_shapes(config: dict) -> dict[str, tuple[int, ...]]:
 
 
 def _hf_name(name: str) -> str:
-    """The HF name of a GGUF tensor: blk.3.attn_q.weight -> model.layers.3.self_attn.q_proj.weight, output.weight -> lm_head.weight."""
+    """The HF name of a GGUF tensor: blk.3.attn_q.weight -> model.layers.3.self_attn.q_proj.weight,
+    output.weight -> lm_head.weight."""
     stem, suffix = name.rsplit(".", 1)
     if stem.startswith("blk."):
         _, i, kind = stem.split(".")
@@ -152,11 +163,16 @@ def _state(tensors: dict, config: dict, path: str | Path) -> dict[str, torch.Ten
     for name, shape in shapes.items():
         t = tensors[name]
         if tuple(reversed(t.shape.tolist())) != shape:  # GGUF lists dimensions innermost first
-            raise FormatError(f"{path}: tensor {name} has shape {tuple(reversed(t.shape.tolist()))}, expected {shape} from the metadata.")
+            raise FormatError(
+                f"{path}: tensor {name} has shape {tuple(reversed(t.shape.tolist()))}, "
+                f"expected {shape} from the metadata."
+            )
         try:
             w = dequantize(t.data, t.tensor_type)  # (out, in) float32; a read-only view of the file when stored as F32
         except NotImplementedError as err:
-            raise FormatError(f"{path}: tensor {name} is stored as {t.tensor_type.name}, which gguf cannot dequantize.") from err
+            raise FormatError(
+                f"{path}: tensor {name} is stored as {t.tensor_type.name}, which gguf cannot dequantize."
+            ) from err
         kind = name.split(".")[-2]
         if kind in heads:
             w = _unpermute(w, heads[kind])
@@ -182,7 +198,9 @@ def _tokenizer(meta: dict, path: str | Path) -> Tokenizer:
     if model != "gpt2":
         raise FormatError(f"{path} has tokenizer {model!r}; only byte-level BPE ('gpt2') is supported.")
     if split not in GPT2_SPLIT:
-        raise FormatError(f"{path} splits text the {split!r} way; only {sorted(GPT2_SPLIT)} (GPT-2's split) are supported.")
+        raise FormatError(
+            f"{path} splits text the {split!r} way; only {sorted(GPT2_SPLIT)} (GPT-2's split) are supported."
+        )
     for key in ("tokenizer.ggml.tokens", "tokenizer.ggml.merges"):
         if key not in meta:
             raise FormatError(f"{path} has no {key}: its tokenizer cannot be built.")
@@ -197,5 +215,7 @@ def _tokenizer(meta: dict, path: str | Path) -> Tokenizer:
     if meta.get("tokenizer.ggml.add_bos_token", False):  # as Hugging Face's tokenizer does when the file asks
         bos_id = meta["tokenizer.ggml.bos_token_id"]
         bos = tokens[bos_id]
-        tokenizer.post_processor = processors.TemplateProcessing(single=f"{bos}:0 $A:0", pair=f"{bos}:0 $A:0 {bos}:1 $B:1", special_tokens=[(bos, bos_id)])
+        tokenizer.post_processor = processors.TemplateProcessing(
+            single=f"{bos}:0 $A:0", pair=f"{bos}:0 $A:0 {bos}:1 $B:1", special_tokens=[(bos, bos_id)]
+        )
     return tokenizer

@@ -58,7 +58,11 @@ def _read_bert(blobs: dict[str, bytes], where: str) -> BertFiles:
     missing = [name for name in FILES if name not in blobs]
     if missing:
         raise FormatError(f"{where} has no {', '.join(missing)} (a BERT checkpoint needs {', '.join(FILES)}).")
-    return BertFiles(_config(blobs["config.json"], where), _state(blobs["model.safetensors"], where), _tokenizer(blobs["tokenizer.json"], where))
+    return BertFiles(
+        _config(blobs["config.json"], where),
+        _state(blobs["model.safetensors"], where),
+        _tokenizer(blobs["tokenizer.json"], where),
+    )
 
 
 def _config(blob: bytes, where: str) -> dict:
