@@ -151,8 +151,13 @@ class Adds:
 def adds(tr: Trace, layer: int) -> Adds:
     b = f"blocks.{layer}."
     mid = tr[b + ("ln1.hook_normalized" if tr.cfg.post_norm else "hook_resid_mid")]  # (T, d)
-    lengths = [np.linalg.norm(np.asarray(tr[b + n], dtype=np.float64), axis=-1).mean() for n in ("hook_attn_out", "hook_resid_pre", "hook_mlp_out")]
-    return Adds(*(float(v) for v in lengths[:3]), float(np.linalg.norm(np.asarray(mid, dtype=np.float64), axis=-1).mean()))
+    lengths = [
+        np.linalg.norm(np.asarray(tr[b + n], dtype=np.float64), axis=-1).mean()
+        for n in ("hook_attn_out", "hook_resid_pre", "hook_mlp_out")
+    ]
+    return Adds(
+        *(float(v) for v in lengths[:3]), float(np.linalg.norm(np.asarray(mid, dtype=np.float64), axis=-1).mean())
+    )
 
 
 def top_neurons(post: np.ndarray, n: int, by_size: bool = False) -> np.ndarray:
@@ -241,51 +246,88 @@ def reading(cfg: ModelConfig, layer: int) -> Reading:
     """The Inside a block page's texts for this model and block `layer`."""
     post, rms = cfg.post_norm, cfg.norm == "rmsnorm"
     norm, N = norm_name(cfg), (r"\mathrm{RMSNorm}" if rms else r"\mathrm{LN}")
-    where = f"Before each step a{'n **RMSNorm** (a simpler LayerNorm)' if rms else ' **LayerNorm**'} rescales the vector."
+    where = (
+        f"Before each step a{'n **RMSNorm** (a simpler LayerNorm)' if rms else ' **LayerNorm**'} rescales the vector."
+    )
     if post:
-        where = "In BERT the **LayerNorms** come *after* each step (post-norm): the sum x + sublayer is normalized, and the normalized vector flows on."
+        where = (
+            "In BERT the **LayerNorms** come *after* each step (post-norm): "
+            "the sum x + sublayer is normalized, and the normalized vector flows on."
+        )
     intro = (
-        "Attention is only half of a transformer block. Each token's vector travels along the **residual stream**: every block *reads* it, computes something, and *adds* "
-        "the result back instead of replacing it. A block has two such steps: attention (tokens exchange information) and a small feed-forward network, the **MLP** (each "
-        f"token thinks on its own). {where} This model stacks {cfg.n_layer} blocks; the sidebar's layer picks block **{layer}** for sections 2–4."
+        "Attention is only half of a transformer block. Each token's vector travels along the **residual stream**: "
+        "every block *reads* it, computes something, and *adds* the result back instead of replacing it. "
+        "A block has two such steps: attention (tokens exchange information) and a small feed-forward network, "
+        f"the **MLP** (each token thinks on its own). {where} This model stacks {cfg.n_layer} blocks; "
+        f"the sidebar's layer picks block **{layer}** for sections 2–4."
     )
-    block_latex = rf"x_{{\mathrm{{mid}}}} = x + \mathrm{{Attn}}\big({N}_1(x)\big), \qquad x_{{\mathrm{{out}}}} = x_{{\mathrm{{mid}}}} + \mathrm{{MLP}}\big({N}_2(x_{{\mathrm{{mid}}}})\big)"
+    block_latex = (
+        rf"x_{{\mathrm{{mid}}}} = x + \mathrm{{Attn}}\big({N}_1(x)\big), \qquad "
+        rf"x_{{\mathrm{{out}}}} = x_{{\mathrm{{mid}}}} + \mathrm{{MLP}}\big({N}_2(x_{{\mathrm{{mid}}}})\big)"
+    )
     if post:
-        block_latex = r"x_{\mathrm{mid}} = x + \mathrm{Attn}(x), \quad h = \mathrm{LN}_1(x_{\mathrm{mid}}), \quad x_{\mathrm{out}} = \mathrm{LN}_2\big(h + \mathrm{MLP}(h)\big)"
-    stages = "then after each block's attention, its LN1, its MLP and its LN2 (whose output is the next block's input)" if post else "then after each block's attention and after its MLP"
-    stream = (
-        f"Row by row, the stream of every token: at the start ({input_label(cfg)}), {stages}. The colour is the vector's length ‖x‖. Since every step *adds* to the stream, "
-        "nothing is thrown away: a later block can still read what an earlier one wrote" + (" (BERT's norms rescale the whole sum, so the length is reset after every step)." if post else ".")
+        block_latex = (
+            r"x_{\mathrm{mid}} = x + \mathrm{Attn}(x), \quad h = \mathrm{LN}_1(x_{\mathrm{mid}}), "
+            r"\quad x_{\mathrm{out}} = \mathrm{LN}_2\big(h + \mathrm{MLP}(h)\big)"
+        )
+    stages = (
+        "then after each block's attention, its LN1, its MLP and its LN2 (whose output is the next block's input)"
+        if post
+        else "then after each block's attention and after its MLP"
     )
+    stream = (
+        f"Row by row, the stream of every token: at the start ({input_label(cfg)}), {stages}. "
+        "The colour is the vector's length ‖x‖. Since every step *adds* to the stream, "
+        "nothing is thrown away: a later block can still read what an earlier one wrote"
+    ) + (" (BERT's norms rescale the whole sum, so the length is reset after every step)." if post else ".")
     ln_names = {"ln1": f"{norm} 1 (before attention, reads x)", "ln2": f"{norm} 2 (before the MLP, reads x_mid)"}
     if post:
-        ln_names = {"ln1": "LayerNorm 1 (after attention, reads x + attn)", "ln2": "LayerNorm 2 (after the MLP, reads h + mlp: the block's output)"}
+        ln_names = {
+            "ln1": "LayerNorm 1 (after attention, reads x + attn)",
+            "ln2": "LayerNorm 2 (after the MLP, reads h + mlp: the block's output)",
+        }
     adds_text = (
-        "Each sublayer's output is added to the stream. Its length ‖·‖ says how strongly it changes the token's vector, compared with the length of the stream it is added to. "
-        f"Left: every block, averaged over the tokens (the average of the per-token lengths). Right: block {layer}, token by token."
+        "Each sublayer's output is added to the stream. Its length ‖·‖ says how strongly it "
+        "changes the token's vector, compared with the length of the stream it is added to. Left: every block, "
+        f"averaged over the tokens (the average of the per-token lengths). Right: block {layer}, token by token."
     )
-    adds_latex = rf"\lVert \mathrm{{Attn}}({N}_1(x_t)) \rVert_2 \quad \text{{vs}} \quad \lVert \mathrm{{MLP}}({N}_2(x_{{\mathrm{{mid}},t}})) \rVert_2 \quad \text{{vs}} \quad \lVert x_t \rVert_2"
+    adds_latex = (
+        rf"\lVert \mathrm{{Attn}}({N}_1(x_t)) \rVert_2 \quad \text{{vs}} \quad "
+        rf"\lVert \mathrm{{MLP}}({N}_2(x_{{\mathrm{{mid}},t}})) \rVert_2 \quad \text{{vs}} \quad \lVert x_t \rVert_2"
+    )
     if post:
-        adds_latex = r"\lVert \mathrm{Attn}(x_t) \rVert_2 \ \text{vs} \ \lVert x_t \rVert_2, \qquad \lVert \mathrm{MLP}(h_t) \rVert_2 \ \text{vs} \ \lVert h_t \rVert_2"
-    return Reading(intro, block_latex, stream, norm, *_norm_words(cfg), ln_names, *_mlp_words(cfg), adds_text, adds_latex)
+        adds_latex = (
+            r"\lVert \mathrm{Attn}(x_t) \rVert_2 \ \text{vs} \ \lVert x_t \rVert_2, "
+            r"\qquad \lVert \mathrm{MLP}(h_t) \rVert_2 \ \text{vs} \ \lVert h_t \rVert_2"
+        )
+    return Reading(
+        intro, block_latex, stream, norm, *_norm_words(cfg), ln_names, *_mlp_words(cfg), adds_text, adds_latex
+    )
 
 
 def _norm_words(cfg: ModelConfig) -> tuple[str, str]:
     """What the block's norm does, in words and as a formula: RMSNorm, or LayerNorm (pre- or post-norm)."""
     if cfg.norm == "rmsnorm":
         text = (
-            "RMSNorm works on one token at a time. It divides the token's numbers by their root mean square, so every token arrives with root mean square 1 whatever its length "
-            "in the stream. Unlike LayerNorm it does **not** subtract the mean (the mean is only rescaled) and has no bias; a learned gain w (one per dimension) then rescales it. "
-            "In the charts: *input x* is the stream, *normalized x̂* = x/√(mean(x²) + ε) before the gain, and *output* = x̂ ⊙ w, the vector the next sublayer reads. "
-            f"ε is a tiny number (here {cfg.ln_eps:.0e}) that keeps the division safe when a token's numbers are all near 0."
+            "RMSNorm works on one token at a time. It divides the token's numbers by their root mean square, "
+            "so every token arrives with root mean square 1 whatever its length in the stream. Unlike LayerNorm it "
+            "does **not** subtract the mean (the mean is only rescaled) and has no bias; a learned gain w (one per "
+            "dimension) then rescales it. In the charts: *input x* is the stream, *normalized x̂* = x/√(mean(x²) "
+            "+ ε) before the gain, and *output* = x̂ ⊙ w, the vector the next sublayer reads. ε is a tiny "
+            f"number (here {cfg.ln_eps:.0e}) that keeps the division safe when a token's numbers are all near 0."
         )
         return text, r"\mathrm{RMSNorm}(x) = \frac{x}{\sqrt{\frac{1}{d}\sum_{i=1}^{d} x_i^2 + \varepsilon}} \odot w"
     text = (
-        "LayerNorm works on one token at a time. It subtracts the mean of the token's numbers and divides by their spread, so every token arrives with mean 0 and standard "
-        "deviation 1 whatever its length in the stream. Then a learned gain w and bias b (one per dimension) rescale it, so the mean and spread move away from 0 and 1 again. "
-        "In the charts: *input x* is the stream, *normalized x̂* = (x − μ)/√(σ² + ε) before the gain and bias, and *output* = x̂ ⊙ w + b, the vector the next step reads. "
-        f"ε is a tiny number (here {cfg.ln_eps:g}) that keeps the division safe when a token's numbers are all alike."
-        + (" In BERT, LN1 reads x + attention and LN2 reads h + MLP; LN2's output is the block's output." if cfg.post_norm else "")
+        "LayerNorm works on one token at a time. It subtracts the mean of the token's numbers and divides by "
+        "their spread, so every token arrives with mean 0 and standard deviation 1 whatever its length in the "
+        "stream. Then a learned gain w and bias b (one per dimension) rescale it, so the mean and spread move "
+        "away from 0 and 1 again. In the charts: *input x* is the stream, *normalized x̂* = (x − μ)/√(σ² + ε) "
+        "before the gain and bias, and *output* = x̂ ⊙ w + b, the vector the next step reads. ε is a "
+        f"tiny number (here {cfg.ln_eps:g}) that keeps the division safe when a token's numbers are all alike."
+    ) + (
+        " In BERT, LN1 reads x + attention and LN2 reads h + MLP; LN2's output is the block's output."
+        if cfg.post_norm
+        else ""
     )
     moments = r"\mu = \frac{1}{d}\sum_{i=1}^{d} x_i, \quad \sigma^2 = \frac{1}{d}\sum_{i=1}^{d} (x_i - \mu)^2"
     return text, r"\mathrm{LN}(x) = \frac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}} \odot w + b, \qquad " + moments
@@ -296,32 +338,52 @@ def _mlp_words(cfg: ModelConfig) -> tuple[str, tuple[str, ...]]:
     size = f"{cfg.d_model} \\times {cfg.d_mlp}"
     if gated(cfg):
         text = (
-            f"The feed-forward network works on each token separately. This model's is a **SwiGLU**: it widens the vector from {cfg.d_model} to {cfg.d_mlp} numbers twice, a *gate* "
-            "x·W_gate and a *linear branch* x·W_in. The gate goes through SiLU (about x for large positive x, about 0 for negative x, with a small dip below 0) and multiplies the "
-            f"linear branch neuron by neuron; the product, one number per **neuron**, is projected back to {cfg.d_model}. A neuron speaks when its gate is open and its linear "
-            "branch is large, in either sign. Left: each neuron's gate on the SiLU curve; right: the token's strongest neurons, their two factors and the product."
+            "The feed-forward network works on each token separately. This model's is a **SwiGLU**: "
+            f"it widens the vector from {cfg.d_model} to {cfg.d_mlp} numbers twice, a *gate* x·W_gate and a *linear "
+            "branch* x·W_in. The gate goes through SiLU (about x for large positive x, about 0 for negative x, "
+            "with a small dip below 0) and multiplies the linear branch neuron by neuron; the product, "
+            f"one number per **neuron**, is projected back to {cfg.d_model}. A neuron speaks when its gate "
+            "is open and its linear branch is large, in either sign. Left: each neuron's gate on the SiLU curve; "
+            "right: the token's strongest neurons, their two factors and the product."
         )
-        mlp = r"\mathrm{MLP}(x) = \big(\mathrm{SiLU}(x\,W_{\mathrm{gate}}) \odot x\,W_{\mathrm{in}}\big)\,W_{\mathrm{out}}, \quad W_{\mathrm{gate}}, W_{\mathrm{in}} \in \mathbb{R}^{" + size + "}"
+        mlp = (
+            r"\mathrm{MLP}(x) = \big(\mathrm{SiLU}(x\,W_{\mathrm{gate}}) \odot x\,W_{\mathrm{in}}\big)"
+            r"\,W_{\mathrm{out}}, \quad W_{\mathrm{gate}}, W_{\mathrm{in}} \in \mathbb{R}^{" + size + "}"
+        )
         return text, (mlp, r"\mathrm{SiLU}(g) = \frac{g}{1 + e^{-g}}")
     text = (
-        f"The feed-forward network works on each token separately (no token looks at another here). It widens the vector from {cfg.d_model} to {cfg.d_mlp} numbers, the "
-        f"**neurons**, passes each through the GELU function, and projects back to {cfg.d_model}. GELU lets positive inputs through almost unchanged and squashes negative "
-        "ones to about 0 (with a small dip just below 0): a neuron is *on* when its input is large and positive, *off* otherwise. Neurons often fire for recognisable patterns of the text."
+        "The feed-forward network works on each token separately (no token looks at another here). "
+        f"It widens the vector from {cfg.d_model} to {cfg.d_mlp} numbers, the **neurons**, passes each through the "
+        f"GELU function, and projects back to {cfg.d_model}. GELU lets positive inputs through almost unchanged "
+        "and squashes negative ones to about 0 (with a small dip just below 0): a neuron is *on* when its "
+        "input is large and positive, *off* otherwise. Neurons often fire for recognisable patterns of the text."
     )
-    mlp = r"\mathrm{MLP}(x) = \mathrm{GELU}(x\,W_{\mathrm{in}} + b_{\mathrm{in}})\,W_{\mathrm{out}} + b_{\mathrm{out}}, \qquad W_{\mathrm{in}} \in \mathbb{R}^{" + size + "}"
-    gelu_form = r"\begin{gathered}\mathrm{GELU}(x) = x\,\Phi(x), \quad \Phi = \text{the standard normal CDF} \\ \text{(the exact form this model uses)}\end{gathered}"
+    mlp = (
+        r"\mathrm{MLP}(x) = \mathrm{GELU}(x\,W_{\mathrm{in}} + b_{\mathrm{in}})\,W_{\mathrm{out}} "
+        r"+ b_{\mathrm{out}}, \qquad W_{\mathrm{in}} \in \mathbb{R}^{" + size + "}"
+    )
+    gelu_form = (
+        r"\begin{gathered}\mathrm{GELU}(x) = x\,\Phi(x), \quad "
+        r"\Phi = \text{the standard normal CDF} \\ \text{(the exact form this model uses)}\end{gathered}"
+    )
     if cfg.activation == "gelu_new":
         tanh = r"\tfrac{1}{2}\,x\left(1 + \tanh\!\left[\sqrt{2/\pi}\,\big(x + 0.044715\,x^3\big)\right]\right)"
-        gelu_form = r"\begin{gathered}\mathrm{GELU}(x) = x\,\Phi(x) \approx " + tanh + r" \\ \text{(the tanh form this model uses)}\end{gathered}"
+        gelu_form = (
+            r"\begin{gathered}\mathrm{GELU}(x) = x\,\Phi(x) \approx "
+            + tanh
+            + r" \\ \text{(the tanh form this model uses)}\end{gathered}"
+        )
     return text, (mlp, gelu_form)
 
 
 def stand_out_note(out: tuple[int, float, float], label: str) -> str:
-    """The caption under the stream's lengths when one token's stream is far longer than the others' (see `stand_out`)."""
+    """The caption under the stream's lengths when one token's stream is far longer
+    than the others' (see `stand_out`)."""
     p, peak, others = out
     return (
-        f"Token {p} ({label}) grows to {peak:,.0f}, far longer than any other (at most {others:,.0f}), so the colours stop at {others:,.0f} (hover for the real "
-        "lengths). Large models often build such a huge vector on one token, usually the first: the same token most heads use as an attention sink."
+        f"Token {p} ({label}) grows to {peak:,.0f}, far longer than any other (at most {others:,.0f}), "
+        f"so the colours stop at {others:,.0f} (hover for the real lengths). Large models often build such "
+        "a huge vector on one token, usually the first: the same token most heads use as an attention sink."
     )
 
 
@@ -333,14 +395,23 @@ def norm_note(steps: NormSteps, norm: str, eps: float) -> str:
     spread = f"between {hat_spread.min():.6f} and {hat_spread.max():.6f} ({hair})"
     centre = f"mean lies within ±{np.abs(hat_mean).max():.1e} of 0 and its standard deviation {spread}"
     if norm == "rmsnorm":
-        centre = f"root mean square lies {spread}; its mean is not moved to 0: {hat_mean.min():.3g} … {hat_mean.max():.3g}"
-    return f"After normalizing, every token's {centre}. The input's spread ranged from {x_spread.min():.3g} to {x_spread.max():.3g}."
+        centre = (
+            f"root mean square lies {spread}; its mean is not moved to 0: {hat_mean.min():.3g} … {hat_mean.max():.3g}"
+        )
+    return (
+        f"After normalizing, every token's {centre}. "
+        f"The input's spread ranged from {x_spread.min():.3g} to {x_spread.max():.3g}."
+    )
 
 
 def active_note(post: np.ndarray, tok: int, by_size: bool) -> str:
-    """How many of token `tok`'s neurons are active (output, or by_size |output|, above 0.1), and the share over all tokens; post (T, d_mlp)."""
+    """How many of token `tok`'s neurons are active (output, or by_size |output|, above 0.1), and the share
+    over all tokens; post (T, d_mlp)."""
     mine, share = active_counts(post, tok, by_size=by_size)
-    return f"For this token {mine} of {post.shape[1]} neurons have {'|output|' if by_size else 'an output'} above 0.1; over all tokens, {share:.1%} do."
+    return (
+        f"For this token {mine} of {post.shape[1]} neurons have {'|output|' if by_size else 'an output'} above 0.1; "
+        f"over all tokens, {share:.1%} do."
+    )
 
 
 def adds_note(tr: Trace, layer: int) -> str:
@@ -348,6 +419,7 @@ def adds_note(tr: Trace, layer: int) -> str:
     a = adds(tr, layer)
     to = "h = LN1(x + attn), of average length " if tr.cfg.post_norm else ""
     return (
-        f"In block {layer}, attention adds vectors of average length {a.attn:.3g} to a stream of average length {a.x:.3g} ({a.attn / a.x:.1%} of it); "
+        f"In block {layer}, attention adds vectors of average length {a.attn:.3g} "
+        f"to a stream of average length {a.x:.3g} ({a.attn / a.x:.1%} of it); "
         f"the MLP adds {a.mlp:.3g} to {to}{a.x_mid:.3g} ({a.mlp / a.x_mid:.1%})."
     )

@@ -61,8 +61,11 @@ def stage_labels(n_layer: int) -> list[str]:
 
 
 def word_vectors(tr: Trace, position: int) -> np.ndarray:
-    """The token at `position`: W_E[id] (= hook_embed), then every block's output (block_stats.block_output). Shape (n_layer + 1, d)."""
-    return np.stack([tr["hook_embed"][position], *(block_output(tr, layer)[position] for layer in range(tr.cfg.n_layer))])
+    """The token at `position`: W_E[id] (= hook_embed), then every block's output
+    (block_stats.block_output). Shape (n_layer + 1, d)."""
+    return np.stack(
+        [tr["hook_embed"][position], *(block_output(tr, layer)[position] for layer in range(tr.cfg.n_layer))]
+    )
 
 
 def cosine_by_layer(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -71,7 +74,8 @@ def cosine_by_layer(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def pair_cosines(vectors: np.ndarray) -> tuple[list[tuple[int, int]], np.ndarray]:
-    """Every pair (a, b) of sentences, and cos of their vectors at every layer, (n_pairs, n_layer + 1); vectors (n, n_layer + 1, d)."""
+    """Every pair (a, b) of sentences, and cos of their vectors at every layer,
+    (n_pairs, n_layer + 1); vectors (n, n_layer + 1, d)."""
     pairs = list(combinations(range(len(vectors)), 2))
     return pairs, np.stack([cosine_by_layer(vectors[a], vectors[b]) for a, b in pairs])
 
@@ -91,11 +95,28 @@ def trajectories(vectors: np.ndarray, unit: bool) -> tuple[np.ndarray, np.ndarra
 
 
 def match_row(number: int, text: str, enc: Encoding, m: WordMatch | None) -> dict:
-    """One table row: the sentence, the word as written, its tokens, the token followed, its position and id (— when absent)."""
+    """One table row: the sentence, the word as written, its tokens, the token followed, its
+    position and id (— when absent)."""
     if m is None:
-        return {"sentence": number, "text": text[:200], "word": "—", "tokens": "—", "followed token": "—", "position": None, "id": None}
+        return {
+            "sentence": number,
+            "text": text[:200],
+            "word": "—",
+            "tokens": "—",
+            "followed token": "—",
+            "position": None,
+            "id": None,
+        }
     tokens = " + ".join(enc.labels[p] for p in m.tokens)
-    return {"sentence": number, "text": text[:200], "word": enc.text[m.start : m.end], "tokens": tokens, "followed token": enc.labels[m.position], "position": m.position, "id": enc.ids[m.position]}
+    return {
+        "sentence": number,
+        "text": text[:200],
+        "word": enc.text[m.start : m.end],
+        "tokens": tokens,
+        "followed token": enc.labels[m.position],
+        "position": m.position,
+        "id": enc.ids[m.position],
+    }
 
 
 # --- The Context page's words for one model ---
@@ -114,12 +135,26 @@ class Reading:
 
 def reading(cfg: ModelConfig, byte_level: bool) -> Reading:
     """The Context page's texts for this model (GPT, Llama or BERT) and its tokenizer (byte-level BPE or WordPiece)."""
-    first = {"gpt": r"\mathrm{Block}_0\big(x^{(0)} + PE_t\big)", "llama": r"\mathrm{Block}_0\big(x^{(0)}\big)", "bert": r"\mathrm{Block}_0\big(\mathrm{LN}(x^{(0)} + PE_t + T_{A})\big)"}[cfg.family]
-    stream = rf"x^{{(0)}} = W_E[\mathrm{{id}}], \quad x^{{(1)}} = {first}, \quad x^{{(l+1)}} = \mathrm{{Block}}_l\big(x^{{(l)}}\big)"
-    latex = r"\begin{gathered}" + stream + r", \\ \cos(a, b) = \frac{a \cdot b}{\lVert a\rVert\,\lVert b\rVert}\end{gathered}"  # two lines: one is wider than a 1024 px page
+    first = {
+        "gpt": r"\mathrm{Block}_0\big(x^{(0)} + PE_t\big)",
+        "llama": r"\mathrm{Block}_0\big(x^{(0)}\big)",
+        "bert": r"\mathrm{Block}_0\big(\mathrm{LN}(x^{(0)} + PE_t + T_{A})\big)",
+    }[cfg.family]
+    stream = (
+        rf"x^{{(0)}} = W_E[\mathrm{{id}}], \quad x^{{(1)}} = {first}, "
+        r"\quad x^{(l+1)} = \mathrm{Block}_l\big(x^{(l)}\big)"
+    )
+    latex = (
+        r"\begin{gathered}"
+        + stream
+        + r", \\ \cos(a, b) = \frac{a \cdot b}{\lVert a\rVert\,\lVert b\rVert}\end{gathered}"
+    )  # two lines: one is wider than a 1024 px page
     why = "with the causal mask that is the first position that has read the whole word."
     if not cfg.causal:
-        why = "this model is an encoder (no causal mask), so every token of the word has read the whole sentence, both sides, from the first block on: the last is as good as any."
+        why = (
+            "this model is an encoder (no causal mask), so every token of the word has read the whole sentence, "
+            "both sides, from the first block on: the last is as good as any."
+        )
     split = "*Bears* → B + ears" if byte_level else "*didn't* → didn + ' + t"
     followed = f"A word may be split into several tokens ({split}). The page follows its **last** token: {why}"
     before = {
@@ -128,26 +163,46 @@ def reading(cfg: ModelConfig, byte_level: bool) -> Reading:
         "bert": ", before the position and token-type vectors and the embedding LayerNorm",
     }[cfg.family]
     similarity = (
-        f"For every pair of sentences, the cosine similarity of the word's vectors: 1 = same direction, 0 = unrelated. The first point is the token's embedding row W_E[id]{before}: "
-        f"it has no context at all. Every later point is what a block hands on{', after its LayerNorm' if cfg.post_norm else ''}, where position and context have been mixed in."
+        "For every pair of sentences, the cosine similarity of the word's vectors: 1 = same direction, "
+        f"0 = unrelated. The first point is the token's embedding row W_E[id]{before}: it has no context at all. "
+        f"Every later point is what a block hands on{', after its LayerNorm' if cfg.post_norm else ''}, "
+        "where position and context have been mixed in."
     )
-    sides = "which tokens it gathers information from" + ("" if cfg.causal else ", on both sides: an encoder's tokens see the whole sentence")
-    looks = f"The attention weights of the word's token in each sentence, from the sidebar's layer and head: {sides}. Different neighbours, different vector."
+    sides = "which tokens it gathers information from" + (
+        "" if cfg.causal else ", on both sides: an encoder's tokens see the whole sentence"
+    )
+    looks = (
+        "The attention weights of the word's token in each sentence, "
+        f"from the sidebar's layer and head: {sides}. Different neighbours, different vector."
+    )
     return Reading(latex, followed, similarity, looks)
 
 
 def tokens_note(ids: set[int]) -> str:
-    """Whether the sentences spell the word with the same token (then the embeddings start identical) or with different ones."""
+    """Whether the sentences spell the word with the same token
+    (then the embeddings start identical) or with different ones."""
     if len(ids) == 1:
-        return f"Every sentence uses the **same token** (id {next(iter(ids))}), so the embeddings are identical: cos = 1 at the start. Watch it fall as context flows in."
-    return f"The sentences use **different tokens** here (ids {', '.join(map(str, sorted(ids)))}; see the table), so even the embeddings differ and cos < 1 from the start."
+        return (
+            f"Every sentence uses the **same token** (id {next(iter(ids))}), "
+            "so the embeddings are identical: cos = 1 at the start. Watch it fall as context flows in."
+        )
+    return (
+        f"The sentences use **different tokens** here (ids {', '.join(map(str, sorted(ids)))}; "
+        "see the table), so even the embeddings differ and cos < 1 from the start."
+    )
 
 
 def cosine_note(cos: np.ndarray) -> str:
     """The cosines (n_pairs, n_layer + 1) averaged over the pairs, at the embedding and after the last block."""
-    return f"Averaged over the pairs: cos = {cos[:, 0].mean():.3f} at the embedding, {cos[:, -1].mean():.3f} after the last block."
+    return (
+        f"Averaged over the pairs: cos = {cos[:, 0].mean():.3f} at the embedding, "
+        f"{cos[:, -1].mean():.3f} after the last block."
+    )
 
 
 def spread_note(explained: np.ndarray, n_vectors: int) -> str:
     """How much of the spread of n_vectors vectors the two principal components drawn hold; explained (2,)."""
-    return f"These two directions hold {100 * explained.sum():.1f}% of the spread of the {n_vectors} vectors; points that look close may still differ in the hidden directions."
+    return (
+        f"These two directions hold {100 * explained.sum():.1f}% of the spread of the {n_vectors} vectors; "
+        "points that look close may still differ in the hidden directions."
+    )

@@ -86,8 +86,11 @@ def cosine_matrix(a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
     return ua @ ub.T
 
 
-def nearest(unit: np.ndarray | Directions, v: np.ndarray, k: int, exclude: Iterable[int] = ()) -> tuple[np.ndarray, np.ndarray]:
-    """The k rows of `unit` (unit-length rows, e.g. unit_rows(W_E), or a Directions) with the highest cosine to v, skipping `exclude`.
+def nearest(
+    unit: np.ndarray | Directions, v: np.ndarray, k: int, exclude: Iterable[int] = ()
+) -> tuple[np.ndarray, np.ndarray]:
+    """The k rows of `unit` (unit-length rows, e.g. unit_rows(W_E), or a Directions) with the
+    highest cosine to v, skipping `exclude`.
 
     Returns (ids, cosines), best first.
     """
@@ -101,7 +104,8 @@ def nearest(unit: np.ndarray | Directions, v: np.ndarray, k: int, exclude: Itera
 
 
 def analogy(unit: np.ndarray | Directions, a: int, b: int, c: int, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Tokens nearest to ŵ_a − ŵ_b + ŵ_c (unit vectors, as word2vec does), excluding a, b and c. Returns (ids, cosines)."""
+    """Tokens nearest to ŵ_a − ŵ_b + ŵ_c (unit vectors, as word2vec does), excluding a, b and c.
+    Returns (ids, cosines)."""
     row = unit.unit if isinstance(unit, Directions) else unit.__getitem__
     # v = ŵ_a − ŵ_b + ŵ_c
     v = row(a) - row(b) + row(c)  # (d,)
@@ -168,7 +172,9 @@ def mean_length(x: np.ndarray) -> float:
     return float(np.linalg.norm(np.asarray(x, dtype=np.float64), axis=-1).mean())
 
 
-def read_words(tokenizer: Tokenizer, texts: dict[str, str], space: bool) -> tuple[dict[str, int], dict[str, tuple[str, ...]]]:
+def read_words(
+    tokenizer: Tokenizer, texts: dict[str, str], space: bool
+) -> tuple[dict[str, int], dict[str, tuple[str, ...]]]:
     """Each named text as one token id (with a leading space when `space`); and the texts that are not one token,
     with the pieces they split into (none for an empty text)."""
     ids, bad = {}, {}
@@ -187,7 +193,8 @@ def read_words(tokenizer: Tokenizer, texts: dict[str, str], space: bool) -> tupl
 
 @dataclass(frozen=True)
 class Reading:
-    """What the Tokens & embeddings page says about one tokenizer: byte-level BPE (GPT-2, SmolLM2) or WordPiece (BERT)."""
+    """What the Tokens & embeddings page says about one tokenizer:
+    byte-level BPE (GPT-2, SmolLM2) or WordPiece (BERT)."""
 
     intro: str  # the page's opening paragraph: what a tokenizer and an embedding are
     chips: str  # section 1: how to read the token chips, and this tokenizer's own habits
@@ -197,56 +204,104 @@ class Reading:
 
 
 def reading(tokenizer: Tokenizer, d_model: int, words: tuple[str, str, str]) -> Reading:
-    """The Tokens & embeddings page's texts for this tokenizer, a model of width d_model, and its default analogy words."""
+    """The Tokens & embeddings page's texts for this tokenizer, a model of width
+    d_model, and its default analogy words."""
     bpe = tokenizer.byte_level
-    how = 'byte-pair encoding, BPE): common words are one piece, rare words are split into several ("prejudice" may become "pre" + "judice")'
-    kind = "A token like `<F0>` holds one byte of a character that needs several (an emoji, an Arabic letter): byte-level BPE can write *any* text, even characters it never saw."
-    frequent = "the first tokens BPE learned beyond the single bytes: BPE merges the most common pair first, so a low id is a good sign of a frequent token"
-    if not bpe:
-        how = 'WordPiece, BERT\'s tokenizer): common words are one piece, rare words are split into several, and a piece that continues a word starts with "##"'
-        kind = (
-            "This WordPiece vocabulary lowercases the text and strips accents; a piece that continues a word starts with ## (no ␣: a new word is simply a new piece). "
-            "It adds **[CLS]** at the start and **[SEP]** at the end of every sentence, and a character it does not know becomes **[UNK]** (🐻 → [UNK])."
-        )
-        frequent = "the first words of the WordPiece vocabulary after its single characters: BERT's vocabulary lists them roughly from most to least frequent"
-    intro = (
-        f"A transformer never sees letters. A **tokenizer** first cuts the text into **tokens**: pieces from a fixed vocabulary learned from the training text ({how}). "
-        "Each token has a number, its **id**. Then an **embedding matrix** $W_E$ turns every id into a vector of numbers — one row of $W_E$ per vocabulary token, learned during training."
+    how = (
+        "byte-pair encoding, BPE): common words are one piece, "
+        'rare words are split into several ("prejudice" may become "pre" + "judice")'
     )
-    chips = f"Each chip is one token: its text on top (␣ marks a space, ↵ a new line) and its id below. Hover a chip to see which characters of your text it covers. {kind}"
+    kind = (
+        "A token like `<F0>` holds one byte of a character that needs several (an emoji, "
+        "an Arabic letter): byte-level BPE can write *any* text, even characters it never saw."
+    )
+    frequent = (
+        "the first tokens BPE learned beyond the single bytes: "
+        "BPE merges the most common pair first, so a low id is a good sign of a frequent token"
+    )
+    if not bpe:
+        how = (
+            "WordPiece, BERT's tokenizer): common words are one piece, "
+            'rare words are split into several, and a piece that continues a word starts with "##"'
+        )
+        kind = (
+            "This WordPiece vocabulary lowercases the text and strips accents; a piece that continues a word "
+            "starts with ## (no ␣: a new word is simply a new piece). It adds **[CLS]** at the start and **[SEP]** "
+            "at the end of every sentence, and a character it does not know becomes **[UNK]** (🐻 → [UNK])."
+        )
+        frequent = (
+            "the first words of the WordPiece vocabulary after its single characters: "
+            "BERT's vocabulary lists them roughly from most to least frequent"
+        )
+    intro = (
+        "A transformer never sees letters. A **tokenizer** first cuts the text into **tokens**: "
+        f"pieces from a fixed vocabulary learned from the training text ({how}). "
+        "Each token has a number, its **id**. Then an **embedding matrix** $W_E$ turns every id "
+        "into a vector of numbers — one row of $W_E$ per vocabulary token, learned during training."
+    )
+    chips = (
+        "Each chip is one token: its text on top (␣ marks a space, ↵ a new line) "
+        f"and its id below. Hover a chip to see which characters of your text it covers. {kind}"
+    )
     map_text = (
-        f"Each token is a point in {d_model} dimensions. **PCA** finds the few directions along which the vectors spread the most, and we draw the points along those. "
-        "The grey cloud is the vocabulary's frequent tokens; red are your sentence's. In a trained model, tokens used alike tend to land near each other (the word2vec idea). "
+        f"Each token is a point in {d_model} dimensions. **PCA** finds the few "
+        "directions along which the vectors spread the most, and we draw the points along those. "
+        "The grey cloud is the vocabulary's frequent tokens; red are your sentence's. "
+        "In a trained model, tokens used alike tend to land near each other (the word2vec idea). "
         f'"Frequent" here means {frequent} (a proxy; we do not recount the training text).'
     )
-    defaults = "*king − man + woman*" if words[1] == "man" else "*king − he + she*, because *woman* is two tokens in this small vocabulary"
+    defaults = (
+        "*king − man + woman*"
+        if words[1] == "man"
+        else "*king − he + she*, because *woman* is two tokens in this small vocabulary"
+    )
     analogy = (
-        f"In word2vec, differences between vectors can carry meaning: *king − man + woman* lands near *queen*. Here the defaults are {defaults}. Type three words, each one "
-        "token of this vocabulary; we add and subtract their (unit-length) vectors and list the nearest tokens, leaving out a, b and c themselves."
+        "In word2vec, differences between vectors can carry meaning: *king − man + woman* lands near *queen*. "
+        f"Here the defaults are {defaults}. Type three words, each one token of this vocabulary; we add and "
+        "subtract their (unit-length) vectors and list the nearest tokens, leaving out a, b and c themselves."
     )
     return Reading(intro, chips, map_text, analogy, _bank_words(tokenizer))
 
 
 def _bank_words(tokenizer: Tokenizer) -> str:
     """Why one row of W_E cannot hold every sense of "bank", with the tokens this vocabulary spells it with."""
-    bank, presets = word_pieces(tokenizer, " bank" if tokenizer.byte_level else "bank")[1], 'identical in the presets "River bank" and "Money bank"'
-    in_vocab = f"In this vocabulary {bank[0]} is a single token, so every sense shares one row of $W_E$: its row is {presets}."
+    bank, presets = (
+        word_pieces(tokenizer, " bank" if tokenizer.byte_level else "bank")[1],
+        'identical in the presets "River bank" and "Money bank"',
+    )
+    in_vocab = (
+        f"In this vocabulary {bank[0]} is a single token, so every sense shares one row of $W_E$: its row is {presets}."
+    )
     if len(bank) > 1:
-        in_vocab = f"This small vocabulary splits ␣bank into {' + '.join(bank)}, but the point stands: each piece has one row, {presets}."
+        in_vocab = (
+            f"This small vocabulary splits ␣bank into {' + '.join(bank)}, "
+            f"but the point stands: each piece has one row, {presets}."
+        )
     return (
-        "The lookup gives every token **one** vector, whatever the sentence. But words have many senses: the *bank* of a river, a *bank* that lends money, *banking* a shot "
-        f"in basketball. {in_vocab} A static embedding has to average the senses. Telling them apart is the job of **attention**, which mixes in the surrounding tokens; "
-        "see the page *Context changes meaning*."
+        "The lookup gives every token **one** vector, whatever the sentence. But words have many senses: "
+        "the *bank* of a river, a *bank* that lends money, *banking* a shot in basketball. "
+        f"{in_vocab} A static embedding has to average the senses. Telling them apart is the job of **attention**, "
+        "which mixes in the surrounding tokens; see the page *Context changes meaning*."
     )
 
 
 def analogy_note(model_name: str, words: tuple[str, str, str], answer: str | None) -> str:
     """The honest note under the analogy: what a small model's embeddings can hold, or what a large one gave for the
-    default words (answer: the nearest token to a − b + c; None for the small model, or when a word is not one token)."""
+    default words (answer: the nearest token to a − b + c; None for the small model,
+    or when a word is not one token)."""
     if answer is None:
-        note = "this is a small model trained on about a million characters of Shakespeare. Its embedding space holds only rough relations (spelling, word class, a few frequent pairs); "
-        note += "the famous analogies need large models trained on billions of words, and even there they work less often than the examples suggest."
+        note = (
+            "this is a small model trained on about a million characters of Shakespeare. "
+            "Its embedding space holds only rough relations (spelling, word class, a few frequent pairs); "
+        )
+        note += (
+            "the famous analogies need large models trained on billions of words, "
+            "and even there they work less often than the examples suggest."
+        )
     else:
-        note = f"{model_name} learned its embeddings from billions of words, so classic analogies often work when every word is one token ({words[0]} − {words[1]} + {words[2]} gives "
+        note = (
+            f"{model_name} learned its embeddings from billions of words, so classic analogies "
+            f"often work when every word is one token ({words[0]} − {words[1]} + {words[2]} gives "
+        )
         note += f"{answer} here). They still work less often than the examples suggest: try a few of your own."
     return f"An honest note: {note}"

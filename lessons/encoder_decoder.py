@@ -66,7 +66,8 @@ def shared_words(text: str, encodings: list[Encoding]) -> list[tuple[int, str]]:
 
 
 def family(name: str) -> str | None:
-    """The family of a model the app can open ("bert": an encoder; "gpt", "llama": decoders), without loading it; None if unknown."""
+    """The family of a model the app can open ("bert": an encoder; "gpt", "llama": decoders),
+    without loading it; None if unknown."""
     try:
         path = resolve(name)
     except ModelLoadError:  # not installed, or not a model directory
@@ -83,7 +84,8 @@ def short_name(name: str) -> str:
 
 
 def default_decoder(decoders: list[str], preferred: str | None) -> str:
-    """The decoder offered first: `preferred` (the app's default model), else SmolLM2, else the bundled GPT, else the first."""
+    """The decoder offered first: `preferred` (the app's default model), else SmolLM2, else
+    the bundled GPT, else the first."""
     return next((d for d in (preferred, DECODER, FALLBACK_DECODER) if d in decoders), decoders[0])
 
 
@@ -95,7 +97,9 @@ def row(tr: Trace, layer: int, head: int, position: int) -> np.ndarray:
 def weight_grid(tr: Trace, n_layer: int, source: list[int], target: list[int]) -> np.ndarray:
     """grid[l, h] = Σ_{j ∈ target} α_ij of head h in layer l, i = the source word's last token: (n_layer, n_head)."""
     i = source[-1]
-    return np.stack([tr[f"blocks.{layer}.attn.hook_pattern"][:, i, target].sum(axis=-1) for layer in range(n_layer)]).astype(np.float32)
+    return np.stack(
+        [tr[f"blocks.{layer}.attn.hook_pattern"][:, i, target].sum(axis=-1) for layer in range(n_layer)]
+    ).astype(np.float32)
 
 
 def best_head(grid: np.ndarray) -> tuple[int, int, float]:
@@ -130,9 +134,17 @@ def sinks(tr: Trace, n_layer: int, causal: bool) -> Sinks | None:
         rows = [i for i in range(T) if i not in positions]
     if not rows or not positions:
         return None
-    share = np.array([tr[f"blocks.{layer}.attn.hook_pattern"][:, rows][:, :, positions].sum(axis=-1).mean() for layer in range(n_layer)], dtype=np.float32)
+    share = np.array(
+        [
+            tr[f"blocks.{layer}.attn.hook_pattern"][:, rows][:, :, positions].sum(axis=-1).mean()
+            for layer in range(n_layer)
+        ],
+        dtype=np.float32,
+    )
     seen = [(i + 1) if causal else T for i in rows]  # tokens row i may look at
-    even = float(np.mean([len([p for p in positions if not causal or p <= i]) / n for i, n in zip(rows, seen, strict=True)]))
+    even = float(
+        np.mean([len([p for p in positions if not causal or p <= i]) / n for i, n in zip(rows, seen, strict=True)])
+    )
     return Sinks(positions, rows, share, even)
 
 
@@ -142,23 +154,35 @@ def sinks(tr: Trace, n_layer: int, causal: bool) -> Sinks | None:
 def tokens_text(word: str) -> str:
     """How a word is found in two models' different tokens, and followed."""
     return (
-        f"The two models cut the text into different tokens (WordPiece vs byte-level pieces). The word “{md(word)}” is found in each through the "
-        "characters every token covers; a word split into several tokens is followed through its **last** token, and the weight it gives the target is the "
-        "sum over all the target's tokens. Temperature τ from the sidebar applies to both models."
+        "The two models cut the text into different tokens (WordPiece vs byte-level pieces). "
+        f"The word “{md(word)}” is found in each through the characters every token covers; "
+        "a word split into several tokens is followed through its **last** token, and the weight it gives the "
+        "target is the sum over all the target's tokens. Temperature τ from the sidebar applies to both models."
     )
 
 
 def row_text(row: np.ndarray, position: int, target: list[int], target_word: str, causal: bool) -> str:
     """The weight that the word's token (at `position`) puts on the target's tokens, and on the tokens after it."""
     later = float(row[position + 1 :].sum())
-    return f"On “{md(target_word)}”: {row[target].sum():.3f}. On tokens after the word: {later:.3f}" + (" (a decoder cannot look ahead)." if causal else ".")
+    return f"On “{md(target_word)}”: {row[target].sum():.3f}. On tokens after the word: {later:.3f}" + (
+        " (a decoder cannot look ahead)." if causal else "."
+    )
 
 
 def sinks_text(models: list[tuple[str, bool]], sinks: list[Sinks]) -> str:
     """Each model's share of attention on its sink tokens; models: (name, causal) each."""
-    says = {False: "the text's tokens put on average {:.0%} of their attention on [CLS] and [SEP]", True: "the later tokens put on average {:.0%} on the first token"}
+    says = {
+        False: "the text's tokens put on average {:.0%} of their attention on [CLS] and [SEP]",
+        True: "the later tokens put on average {:.0%} on the first token",
+    }
     lines = [
-        f"In {md(short_name(name))} {says[causal].format(s.share.mean())} (most in layer {int(s.share.argmax())}: {s.share.max():.0%}); spread evenly it would be {s.even:.0%}."
+        (
+            f"In {md(short_name(name))} {says[causal].format(s.share.mean())} (most in layer "
+            f"{int(s.share.argmax())}: {s.share.max():.0%}); spread evenly it would be {s.even:.0%}."
+        )
         for (name, causal), s in zip(models, sinks, strict=True)
     ]
-    return "Many heads have nothing useful to look at and park their weight on a token that carries little: an **attention sink**. " + " ".join(lines)
+    return (
+        "Many heads have nothing useful to look at and park their "
+        "weight on a token that carries little: an **attention sink**. "
+    ) + " ".join(lines)

@@ -79,7 +79,9 @@ def group(tr: Trace, cfg: ModelConfig, layer: int, g: int) -> Group:
     """Key/value head g of `layer`: its keys, values and the patterns of its query heads."""
     heads = group_heads(cfg, g)
     pattern = tr[f"blocks.{layer}.attn.hook_pattern"]  # (nh, T, T)
-    return Group(layer, g, heads, keys_used(tr, cfg, layer)[:, g], tr[f"blocks.{layer}.attn.hook_v"][:, g], pattern[heads])
+    return Group(
+        layer, g, heads, keys_used(tr, cfg, layer)[:, g], tr[f"blocks.{layer}.attn.hook_v"][:, g], pattern[heads]
+    )
 
 
 # --- the page's texts ---
@@ -89,14 +91,17 @@ def sharing_text(cfg: ModelConfig) -> str:
     """What sharing key/value heads means in this model (several query heads per key/value head)."""
     G = group_size(cfg)
     return (
-        rf"Each key/value head serves {G} query heads: their scores $Q_h K_g^\top$ use the **same** keys $K_g$, and they mix the same values $V_g$. "
-        f"This model keeps {cfg.n_kv_heads} keys and values per token and layer instead of {cfg.n_head}: {G}× less memory while it writes."
+        rf"Each key/value head serves {G} query heads: "
+        r"their scores $Q_h K_g^\top$ use the **same** keys $K_g$, and they mix the same values $V_g$. "
+        f"This model keeps {cfg.n_kv_heads} keys and values per token and "
+        f"layer instead of {cfg.n_head}: {G}× less memory while it writes."
     )
 
 
 def differences_text(grp: Group) -> str:
     """How different the patterns of a group's query heads are."""
     return (
-        f"Same keys, different questions: two heads of this group differ by {grp.mean_difference():.2f} on average (half the summed gap between their weights, "
+        "Same keys, different questions: two heads of this group "
+        f"differ by {grp.mean_difference():.2f} on average (half the summed gap between their weights, "
         "averaged over the rows: 0 = identical, 1 = no key in common). Each query head has its own W_Q."
     )

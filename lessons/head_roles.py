@@ -10,7 +10,13 @@ from dataclasses import dataclass
 
 from transformer import head_scores as hs
 
-BADGES = {"previous-token": "prev", "induction": "ind", "duplicate-token": "dup", "first-token (sink)": "sink", "self": "self"}  # label → badge
+BADGES = {
+    "previous-token": "prev",
+    "induction": "ind",
+    "duplicate-token": "dup",
+    "first-token (sink)": "sink",
+    "self": "self",
+}  # label → badge
 
 
 @dataclass(frozen=True)
@@ -24,14 +30,19 @@ SCORES = {
     "induction": ScoreInfo(
         "Induction",
         r"I = \operatorname{mean}_i \sum_{j<i:\ x_{j-1} = x_i} \alpha_{ij}",
-        "Weight on the token that came right AFTER an earlier copy of the current token. If “K f” appeared before and the "
-        "current token is K again, an induction head looks at f, and so the model can guess that f comes next.",
+        (
+            "Weight on the token that came right AFTER an earlier copy of the current token. "
+            "If “K f” appeared before and the current token is K again, "
+            "an induction head looks at f, and so the model can guess that f comes next."
+        ),
     ),
     "previous_token": ScoreInfo(
         "Previous token",
         r"P = \operatorname{mean}_i\ \alpha_{i,\,i-1}",
-        "Weight on the token just before. A previous-token head writes “the token before me was K” into every position: "
-        "exactly what an induction head in the next layer searches for.",
+        (
+            "Weight on the token just before. A previous-token head writes “the token before me was "
+            "K” into every position: exactly what an induction head in the next layer searches for."
+        ),
     ),
     "duplicate_token": ScoreInfo(
         "Duplicate token",
@@ -47,12 +58,18 @@ SCORES = {
     "distance": ScoreInfo(
         "Mean distance",
         r"d = \operatorname{mean}_i \sum_j \alpha_{ij}\,\lvert i-j \rvert",
-        "How far back a head looks, in tokens: 1 for a previous-token head, about the distance to the earlier copy for an induction head.",
+        (
+            "How far back a head looks, in tokens: 1 for a previous-token head, "
+            "about the distance to the earlier copy for an induction head."
+        ),
     ),
     "spread": ScoreInfo(
         "Spread (entropy)",
         r"H = \operatorname{mean}_i \Big(-\sum_j \alpha_{ij} \log_2 \alpha_{ij}\Big)",
-        "How spread out each row of weights is, in bits: 0 when one key gets all the weight, log₂ n when n keys share it evenly.",
+        (
+            "How spread out each row of weights is, in bits: "
+            "0 when one key gets all the weight, log₂ n when n keys share it evenly."
+        ),
     ),
 }
 assert set(SCORES) == set(hs.SCORE_NAMES)
@@ -75,19 +92,26 @@ def label_of(name: str) -> str | None:
 def badges(scores: hs.HeadScores) -> dict[tuple[int, int], str]:
     """(layer, head) → its badges joined by "·" (e.g. "prev·sink"), for every head that has a label."""
     n_layer, n_head = scores.previous_token.shape
-    found = {(layer, head): "·".join(BADGES[label] for label in hs.head_labels(scores, layer, head)) for layer in range(n_layer) for head in range(n_head)}
+    found = {
+        (layer, head): "·".join(BADGES[label] for label in hs.head_labels(scores, layer, head))
+        for layer in range(n_layer)
+        for head in range(n_head)
+    }
     return {k: v for k, v in found.items() if v}
 
 
 def legend() -> str:
     """One line that reads the badges: each badge, its score and the threshold that gives it."""
-    return "; ".join(f"**{BADGES[label]}** = {label} score ≥ {threshold}" for label, (_, threshold) in hs.LABELS.items())
+    return "; ".join(
+        f"**{BADGES[label]}** = {label} score ≥ {threshold}" for label, (_, threshold) in hs.LABELS.items()
+    )
 
 
 def summary(scores: hs.HeadScores, layer: int, head: int) -> str:
     """One head in a sentence of markdown: its labels (or none) and every score."""
     labels = hs.head_labels(scores, layer, head)
     values = scores.of(layer, head)
-    shown = " · ".join(f"{SCORES[k].title.lower()} {v:.2f}" for k, v in values.items() if v == v)  # v == v: NaN scores (no target) are left out
+    # v == v: NaN scores (no target) are left out
+    shown = " · ".join(f"{SCORES[k].title.lower()} {v:.2f}" for k, v in values.items() if v == v)
     what = f"**{', '.join(labels)}** head" if labels else "no label (no score reaches its threshold)"
     return f"Layer {layer}, head {head}: {what}. Scores: {shown}."

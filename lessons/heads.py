@@ -67,7 +67,8 @@ def sink_share(weights: np.ndarray, columns: tuple[int, ...], causal: bool) -> n
 
 
 def mean_pattern(tr: Trace, layer: int | None) -> np.ndarray:
-    """The attention weights averaged over the heads of `layer`, or over every layer and head when None. Shape (T, T)."""
+    """The attention weights averaged over the heads of `layer`, or over every layer
+    and head when None. Shape (T, T)."""
     layers = range(tr.cfg.n_layer) if layer is None else [layer]
     stacked = np.stack([tr[f"blocks.{lay}.attn.hook_pattern"] for lay in layers])  # (n_layers, nh, T, T)
     return stacked.mean(axis=(0, 1))  # (T, T)
@@ -106,15 +107,19 @@ def pool(weights: np.ndarray, size: int) -> tuple[np.ndarray, int]:
 def overview(tr: Trace, hide: tuple[int, ...], size: int) -> tuple[np.ndarray, int, float]:
     """Every head's pattern as a map of at most size × size cells (b × b blocks averaged, future and hidden columns
     left out): (thumbnails (n_layer, nh, n, n), b, the largest cell, 1 when there is none)."""
-    every_w = np.stack([tr[f"blocks.{layer}.attn.hook_pattern"] for layer in range(tr.cfg.n_layer)])  # (n_layer, nh, T, T)
+    # (n_layer, nh, T, T)
+    every_w = np.stack([tr[f"blocks.{layer}.attn.hook_pattern"] for layer in range(tr.cfg.n_layer)])
     shown = key_mask(tr).copy()  # (T, T)
     shown[:, list(hide)] = False
     thumbs, block = pool(np.where(shown, every_w, np.nan), size)  # (n_layer, nh, n, n)
     return thumbs, block, float(np.nanmax(thumbs, initial=0.0)) or 1.0
 
 
-def line_pairs(weights: np.ndarray, visible: np.ndarray, threshold: float, token: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The (query i, key j, weight) pairs with α_ij ≥ threshold; with `token`, only pairs where it is the query or the key."""
+def line_pairs(
+    weights: np.ndarray, visible: np.ndarray, threshold: float, token: int | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The (query i, key j, weight) pairs with α_ij ≥ threshold; with `token`, only pairs
+    where it is the query or the key."""
     keep = visible & (weights >= threshold)  # (T, T)
     if token is not None:
         touches = np.zeros_like(keep)
@@ -124,7 +129,9 @@ def line_pairs(weights: np.ndarray, visible: np.ndarray, threshold: float, token
     return i, j, weights[i, j]
 
 
-def strongest_keys(weights: np.ndarray, visible: np.ndarray, top_k: int, min_weight: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def strongest_keys(
+    weights: np.ndarray, visible: np.ndarray, top_k: int, min_weight: float = 0.0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For every query i, its top_k keys by weight (among keys it may see, weight ≥ min_weight), as (i, j, weight)."""
     w = np.where(visible, weights, -np.inf)  # (T, T)
     order = np.argsort(-w, axis=1, kind="stable")[:, :top_k]  # (T, top_k) keys by falling weight
@@ -181,7 +188,9 @@ def output_change(before: Trace, after: Trace) -> OutputChange:
     b = np.asarray(block_output(after, L - 1), dtype=np.float64)  # (T, d)
     na, nb = np.linalg.norm(a, axis=-1), np.linalg.norm(b, axis=-1)  # (T,) each
     cos = (a * b).sum(-1) / np.where(na * nb > 0, na * nb, 1.0)
-    return OutputChange(cos.astype(np.float32), (np.linalg.norm(b - a, axis=-1) / np.where(na > 0, na, 1.0)).astype(np.float32))
+    return OutputChange(
+        cos.astype(np.float32), (np.linalg.norm(b - a, axis=-1) / np.where(na > 0, na, 1.0)).astype(np.float32)
+    )
 
 
 def hidden_weight(row: np.ndarray, columns: tuple[int, ...]) -> tuple[float, float]:
@@ -192,7 +201,12 @@ def hidden_weight(row: np.ndarray, columns: tuple[int, ...]) -> tuple[float, flo
 
 def change_table(change: NextTokenChange, labels: list[str]) -> dict[str, list | np.ndarray]:
     """The compared next tokens as table columns: token, p before, p after, and the change."""
-    return {"next token": [labels[i] for i in change.ids], "p, all heads on": change.before, "p, switched off": change.after, "change": change.after - change.before}
+    return {
+        "next token": [labels[i] for i in change.ids],
+        "p, all heads on": change.before,
+        "p, switched off": change.after,
+        "change": change.after - change.before,
+    }
 
 
 @dataclass(frozen=True)
@@ -207,9 +221,14 @@ class Shares:
 def output_shares(tr: Trace, model: Model, layer: int, t: int) -> Shares:
     W_O, b_O = out_projection(model, layer)  # (nh·hs, d), (d,) or None
     a = f"blocks.{layer}."
-    result, out, concat = tr[a + "attn.hook_result"][t], tr[a + "hook_attn_out"][t], tr[a + "attn.hook_concat"][t]  # (nh, d), (d,), (nh·hs,)
+    # (nh, d), (d,), (nh·hs,)
+    result, out, concat = tr[a + "attn.hook_result"][t], tr[a + "hook_attn_out"][t], tr[a + "attn.hook_concat"][t]
     bias = [] if b_O is None else [b_O[None]]
-    names = [*(f"head {h}: z·W_O[{h}]" for h in range(len(result))), *(["b_O"] if bias else []), "sum = attention output"]
+    names = [
+        *(f"head {h}: z·W_O[{h}]" for h in range(len(result))),
+        *(["b_O"] if bias else []),
+        "sum = attention output",
+    ]
     recomputed = concat.astype(np.float64) @ W_O + (0 if b_O is None else b_O)  # (d,)
     return Shares(np.vstack([result, *bias, out[None]]), names, float(np.abs(recomputed - out).max()))
 
@@ -238,65 +257,137 @@ class Reading:
 
 
 def out_bias(cfg: ModelConfig) -> str:
-    """ " + b_O" in the formulas of a model whose attention output has a bias; "" for Llama, whose attention has no biases."""
+    """ " + b_O" in the formulas of a model whose attention output has a bias;
+    "" for Llama, whose attention has no biases."""
     return " + b_O" if cfg.family != "llama" else ""
 
 
 def reading(cfg: ModelConfig, layer: int) -> Reading:
-    """The Multi-head page's texts for this model (decoder or encoder, own or shared key/value heads, with or without b_O)."""
+    """The Multi-head page's texts for this model (decoder or encoder, own or shared
+    key/value heads, with or without b_O)."""
     nh, d, causal, b_O = cfg.n_head, cfg.d_model, cfg.causal, out_bias(cfg)
     shared = f"its own W_Q, W_K, W_V (d_head = d_model / h = {d} / {nh} = {cfg.d_head})"
     if cfg.n_kv_heads < nh:
-        shared = f"its own W_Q, while groups of {nh // cfg.n_kv_heads} share one W_K and W_V ({cfg.n_kv_heads} key/value heads: grouped-query attention, see *RoPE and shared heads*)"
+        shared = (
+            f"its own W_Q, while groups of {nh // cfg.n_kv_heads} share one W_K and W_V "
+            f"({cfg.n_kv_heads} key/value heads: grouped-query attention, see *RoPE and shared heads*)"
+        )
     intro = (
-        f"One head can follow one kind of relation at a time. So every layer runs **{nh} heads** side by side, each with {shared}. Each head looks at the sentence its own way; "
-        f"their outputs are put side by side (concatenated) and one matrix **W_O** mixes them back into a {d}-dimensional vector per token. The tabs below show the heads of "
-        f"**layer {layer}** (sidebar), the whole model at a glance, the W_O step with its real numbers, and what happens when heads are switched off."
-        + ("" if causal else " This model is an encoder: no causal mask (M = 0), every token sees the whole sentence.")
-    )
+        f"One head can follow one kind of relation at a time. So every layer runs **{nh} heads** side by side, "
+        f"each with {shared}. Each head looks at the sentence its own way; their outputs are put side by "
+        f"side (concatenated) and one matrix **W_O** mixes them back into a {d}-dimensional vector per token. "
+        f"The tabs below show the heads of **layer {layer}** (sidebar), the whole model at a glance, "
+        "the W_O step with its real numbers, and what happens when heads are switched off."
+    ) + ("" if causal else " This model is an encoder: no causal mask (M = 0), every token sees the whole sentence.")
     head = r"\mathrm{head}_h = \mathrm{softmax}\!\left(\frac{Q_h K_h^\top}{\sqrt{d_k}\,\tau} + M\right) V_h"
-    formula = rf"\begin{{gathered}}\mathrm{{MultiHead}}(X) = \mathrm{{Concat}}(\mathrm{{head}}_0,\dots,\mathrm{{head}}_{{h-1}})\,W_O{b_O}, \\ " + head + r"\end{gathered}"
-    sink, sink_to, columns = ("first-token", "the first token", "first-token column") if causal else ("[CLS]/[SEP]", "[CLS] and [SEP]", "[CLS] and [SEP] columns")
-    where = "the very first token, whatever it is" if causal else "[CLS] and [SEP], the tokens the tokenizer adds at the start and the end"
+    formula = (
+        r"\begin{gathered}\mathrm{MultiHead}(X) = "
+        rf"\mathrm{{Concat}}(\mathrm{{head}}_0,\dots,\mathrm{{head}}_{{h-1}})\,W_O{b_O}, \\ " + head + r"\end{gathered}"
+    )
+    sink, sink_to, columns = (
+        ("first-token", "the first token", "first-token column")
+        if causal
+        else ("[CLS]/[SEP]", "[CLS] and [SEP]", "[CLS] and [SEP] columns")
+    )
+    where = (
+        "the very first token, whatever it is"
+        if causal
+        else "[CLS] and [SEP], the tokens the tokenizer adds at the start and the end"
+    )
     sink_note = (
-        "**Attention sink.** Every row of weights must add up to 1, even when a head finds nothing useful to look at. Many trained heads then park most of their weight on "
-        f"{where}: it acts like a “nothing here” slot whose value adds little. That column can hide everything else, so you can hide it. Hiding is only a display choice: "
-        "the other weights keep their real values (a row then adds up to less than 1; nothing is renormalised), and the colour scale is stretched to the largest weight still shown."
+        "**Attention sink.** Every row of weights must add up to 1, even when a head finds nothing useful to "
+        f"look at. Many trained heads then park most of their weight on {where}: it acts like a “nothing here” "
+        "slot whose value adds little. That column can hide everything else, so you can hide it. Hiding is "
+        "only a display choice: the other weights keep their real values (a row then adds up to less than 1; "
+        "nothing is renormalised), and the colour scale is stretched to the largest weight still shown."
     )
-    sink_help = f"Leaves the {columns} blank in every map and line view on this page, and stretches the colour scale over the remaining weights. The weights are not renormalised."
-    what = "the prediction of the next token (after the last token) may change" if cfg.has_lm_head else "the final vector of every token may change"
+    sink_help = (
+        f"Leaves the {columns} blank in every map and line view on this page, "
+        "and stretches the colour scale over the remaining weights. The weights are not renormalised."
+    )
+    what = (
+        "the prediction of the next token (after the last token) may change"
+        if cfg.has_lm_head
+        else "the final vector of every token may change"
+    )
     ablation = (
-        f"Ablation: set a head's output z to zero and run the whole model again. Later layers now get a different input, and {what}. If it hardly moves, the model did not need those heads here."
+        "Ablation: set a head's output z to zero and run the whole model again. Later layers now get "
+        f"a different input, and {what}. If it hardly moves, the model did not need those heads here."
     )
-    ablation_latex = r"z_{i,h} \leftarrow 0 \;\text{ for every switched-off head } h, \qquad p = \mathrm{softmax}(\mathrm{logits}_{T-1})"
+    ablation_latex = (
+        r"z_{i,h} \leftarrow 0 \;\text{ for every switched-off head } h, "
+        r"\qquad p = \mathrm{softmax}(\mathrm{logits}_{T-1})"
+    )
     encoder_note = ""
     if not cfg.has_lm_head:
-        encoder_note = "An encoder has no next-token prediction to compare: it turns every token into a vector that depends on the whole sentence. So we compare those final vectors, token by token."
-        change = r"\cos(x_t, x'_t), \quad \lVert x'_t - x_t \rVert / \lVert x_t \rVert \quad (x = \text{last block's output})"
+        encoder_note = (
+            "An encoder has no next-token prediction to compare: it turns every token into a vector "
+            "that depends on the whole sentence. So we compare those final vectors, token by token."
+        )
+        change = (
+            r"\cos(x_t, x'_t), \quad \lVert x'_t - x_t \rVert / \lVert x_t \rVert \quad "
+            r"(x = \text{last block's output})"
+        )
         ablation_latex = r"z_{i,h} \leftarrow 0 \text{ for every switched-off head } h, \qquad " + change
     output = "prediction" if cfg.has_lm_head else "output"
-    caveat = f"A caveat: attention weights show where information flows, not why the model does what it does. Switching a head off tests whether the {output} needs it, for this one text."
+    caveat = (
+        "A caveat: attention weights show where information flows, not why the model does what it does. "
+        f"Switching a head off tests whether the {output} needs it, for this one text."
+    )
     sink_label = f"Hide the {columns} (attention sink{'' if causal else 's'})"
-    return Reading(intro, formula, b_O, sink, sink_to, columns, sink_label, sink_help, sink_note, ablation, ablation_latex, encoder_note, caveat)
+    return Reading(
+        intro,
+        formula,
+        b_O,
+        sink,
+        sink_to,
+        columns,
+        sink_label,
+        sink_help,
+        sink_note,
+        ablation,
+        ablation_latex,
+        encoder_note,
+        caveat,
+    )
 
 
 def hidden_note(read: Reading, row: np.ndarray, columns: tuple[int, ...], layer: int, head: int) -> str:
     """What hiding the sink columns leaves of one row of weights (T,): the weight still shown, and the weight hidden."""
     kept, hidden = hidden_weight(row, columns)
-    rows = f"in layer {layer}, head {head}, the last row's weights still shown add up to {kept:.3f}, not 1 (the hidden {hidden:.3f} went to {read.sink_to})"
-    return f"{read.columns[0].upper()}{read.columns[1:]} hidden, weights not renormalised: {rows}."  # not str.capitalize: "[CLS]" stays upper case
+    rows = (
+        f"in layer {layer}, head {head}, the last row's weights still shown add up to {kept:.3f}, "
+        f"not 1 (the hidden {hidden:.3f} went to {read.sink_to})"
+    )
+    # not str.capitalize: "[CLS]" stays upper case
+    return f"{read.columns[0].upper()}{read.columns[1:]} hidden, weights not renormalised: {rows}."
 
 
 def sink_share_note(read: Reading, weights: np.ndarray, columns: tuple[int, ...], causal: bool) -> str:
     """Each head's mean weight on the sink columns, in words; weights (nh, T, T)."""
     share = sink_share(weights, columns, causal)  # (nh,)
-    return f"Weight on {read.sink_to}, averaged over {'rows 1…T−1' if causal else 'every row'}: " + ", ".join(f"head {h} {s:.1%}" for h, s in enumerate(share)) + "."
+    return (
+        f"Weight on {read.sink_to}, averaged over {'rows 1…T−1' if causal else 'every row'}: "
+        + ", ".join(f"head {h} {s:.1%}" for h, s in enumerate(share))
+        + "."
+    )
 
 
 def overview_note(block: int, n: int, T: int, causal: bool) -> str:
-    """How to read the overview of every head, whose thumbnails average b × b blocks of weights (block = b) into n × n cells."""
-    pooled = f"each cell is the mean of a {block} × {block} block of weights{', future cells left out' * causal}, so {T} tokens fit in {n} cells" if block > 1 else "every weight is shown"
-    return f"Rows are layers, columns heads: one small map per head ({pooled}); a badge says what the head does. The head chosen above (red box) is opened large below."
+    """How to read the overview of every head, whose thumbnails average b × b blocks of
+    weights (block = b) into n × n cells."""
+    pooled = (
+        (
+            f"each cell is the mean of a {block} × {block} block of weights{', future cells left out' * causal}, "
+            f"so {T} tokens fit in {n} cells"
+        )
+        if block > 1
+        else "every weight is shown"
+    )
+    return (
+        f"Rows are layers, columns heads: one small map per head ({pooled}); "
+        "a badge says what the head does. The head chosen above (red box) is opened large below."
+    )
 
 
 def concat_note(cfg: ModelConfig, layer: int, T: int) -> str:
@@ -305,8 +396,10 @@ def concat_note(cfg: ModelConfig, layer: int, T: int) -> str:
     bias = f" plus b_O (one vector of {d} numbers)" if out_bias(cfg) else " (this model has no bias b_O)"
     steps = f"concatenated **({T}, {nh * hs})** → times W_O **({nh * hs}, {d})**" + bias
     return (
-        f"Layer {layer}: the heads' outputs Z **({T}, {nh}, {hs})**, one {hs}-vector per token and head → side by side, {steps} → the attention output **({T}, {d})**, which is added to the residual "
-        "stream. Row by row, W_O's first block of rows reads head 0, the next head 1, and so on: so the output is also the sum of each head's share z_h·W_O[h]."
+        f"Layer {layer}: the heads' outputs Z **({T}, {nh}, {hs})**, "
+        f"one {hs}-vector per token and head → side by side, {steps} → the attention output **({T}, {d})**, "
+        "which is added to the residual stream. Row by row, W_O's first block of rows reads head 0, "
+        "the next head 1, and so on: so the output is also the sum of each head's share z_h·W_O[h]."
     )
 
 
@@ -314,7 +407,25 @@ def ablation_verdict(cfg: ModelConfig, chosen: list[str], moved: float, T: int) 
     """What switching the chosen heads off did, in words: (kind "info" or "markdown", message). moved: the share of
     probability that moved (a decoder), or 1 − cos averaged over the T tokens (an encoder)."""
     if not chosen:
-        return "info", f"No head is switched off: {'both bars are' if cfg.has_lm_head else 'every vector is'} the model as trained. Choose heads above."
+        return (
+            "info",
+            (
+                f"No head is switched off: {'both bars are' if cfg.has_lm_head else 'every vector is'} "
+                "the model as trained. Choose heads above."
+            ),
+        )
     if cfg.has_lm_head:
-        return "markdown", f"Switched off: {', '.join(chosen)}. **{moved:.1%}** of the probability moved (½ Σ |p − p′| over all {cfg.vocab_size:,} tokens)."
-    return "markdown", f"Switched off: {', '.join(chosen)}. The final vectors turned by **{moved:.4f}** on average (1 − cos over the {T} tokens; 0 = unchanged)."
+        return (
+            "markdown",
+            (
+                f"Switched off: {', '.join(chosen)}. "
+                f"**{moved:.1%}** of the probability moved (½ Σ |p − p′| over all {cfg.vocab_size:,} tokens)."
+            ),
+        )
+    return (
+        "markdown",
+        (
+            f"Switched off: {', '.join(chosen)}. The final vectors turned by "
+            f"**{moved:.4f}** on average (1 − cos over the {T} tokens; 0 = unchanged)."
+        ),
+    )

@@ -37,7 +37,9 @@ class PhaseChange:
     share: float  # fraction of the whole loss drop that happens between them
 
 
-def phase_change(steps: np.ndarray, loss: np.ndarray, min_share: float = 0.4, max_span: float = 0.4, keep: float = 1 / 3) -> PhaseChange | None:
+def phase_change(
+    steps: np.ndarray, loss: np.ndarray, min_share: float = 0.4, max_span: float = 0.4, keep: float = 1 / 3
+) -> PhaseChange | None:
     """The stretch of training where the loss falls fastest: the pair of neighbouring snapshots with the steepest fall
     per step, widened on both sides while the fall per step stays at least `keep` times that. None unless that stretch
     is sudden: it holds at least `min_share` of the whole drop within at most `max_span` of the training's steps."""
@@ -106,8 +108,8 @@ def phase_sentence(replay: Replay) -> str:
     prev = best_in_layer(replay, "previous_token", 0)
     a, b = pc.start, pc.end
     return (
-        f"**Phase change, steps {steps[a]}–{steps[b]}** (shaded): {pc.share:.0%} of the loss's whole drop happens there "
-        f"({loss[a]:.2f} → {loss[b]:.2f} nats). In the same steps the best induction score of the last layer goes "
-        f"{ind[a]:.2f} → {ind[b]:.2f} and the best previous-token score of layer 0 goes {prev[a]:.2f} → {prev[b]:.2f}: "
-        "the two heads form together, because each is useless without the other."
+        f"**Phase change, steps {steps[a]}–{steps[b]}** (shaded): {pc.share:.0%} of the loss's whole "
+        f"drop happens there ({loss[a]:.2f} → {loss[b]:.2f} nats). In the same steps the best induction score "
+        f"of the last layer goes {ind[a]:.2f} → {ind[b]:.2f} and the best previous-token score of layer 0 goes "
+        f"{prev[a]:.2f} → {prev[b]:.2f}: the two heads form together, because each is useless without the other."
     )

@@ -58,7 +58,19 @@ def lecture_example(X: np.ndarray | None = None, seed: int = LECTURE_SEED) -> di
     weights = softmax(scaled, axis=1)  # (n, n)
     # output_i = Σ_j α_ij v_j
     attention = weights @ V  # (n, d)
-    return {"X": X, "W_Q": W_Q, "W_K": W_K, "W_V": W_V, "Q": Q, "K": K, "V": V, "scores": scores, "scaled": scaled, "weights": weights, "attention": attention}
+    return {
+        "X": X,
+        "W_Q": W_Q,
+        "W_K": W_K,
+        "W_V": W_V,
+        "Q": Q,
+        "K": K,
+        "V": V,
+        "scores": scores,
+        "scaled": scaled,
+        "weights": weights,
+        "attention": attention,
+    }
 
 
 def row_name(words: tuple[str, ...], r: int) -> str:
@@ -67,13 +79,22 @@ def row_name(words: tuple[str, ...], r: int) -> str:
 
 
 def read_table(values: np.ndarray, words: list, dims: list[str]) -> tuple[np.ndarray, list[str]]:
-    """(X, words) from the page's edited table: values (n, d) as floats (NaN where a cell is not a number), words as typed.
-    A blank word falls back to the lecture's name; a cell that is missing or beyond ±MAX_ABS raises TableError."""
+    """(X, words) from the page's edited table: values (n, d) as floats (NaN where a cell is not a number), words as
+    typed. A blank word falls back to the lecture's name; a cell that is missing or
+    beyond ±MAX_ABS raises TableError."""
     values = np.asarray(values, dtype=np.float64)
-    bad = [f"row {i + 1}, {dims[j]}" for i, j in zip(*np.nonzero(~np.isfinite(values) | (np.abs(values) > MAX_ABS)), strict=True)]
+    bad = [
+        f"row {i + 1}, {dims[j]}"
+        for i, j in zip(*np.nonzero(~np.isfinite(values) | (np.abs(values) > MAX_ABS)), strict=True)
+    ]
     if bad:
-        raise TableError(f"Every cell of X needs a number between −{MAX_ABS:g} and {MAX_ABS:g}. Check: {'; '.join(bad)}.")
-    return values, [w.strip() if isinstance(w, str) and w.strip() else default for w, default in zip(words, LECTURE_WORDS, strict=True)]
+        raise TableError(
+            f"Every cell of X needs a number between −{MAX_ABS:g} and {MAX_ABS:g}. Check: {'; '.join(bad)}."
+        )
+    return values, [
+        w.strip() if isinstance(w, str) and w.strip() else default
+        for w, default in zip(words, LECTURE_WORDS, strict=True)
+    ]
 
 
 def latex_vector(v: np.ndarray) -> str:

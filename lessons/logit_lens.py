@@ -19,7 +19,8 @@ from .block_stats import block_output
 from .probability import softmax
 
 LENS_POSITIONS = 32  # the lens reads at most this many positions at once …
-LENS_LOGITS = 2**19  # … and at most about this many logits per stage: 16 positions of a 49,152-token vocabulary (≈ 0.5 s for SmolLM2)
+# … and at most about this many logits per stage: 16 positions of a 49,152-token vocabulary (≈ 0.5 s for SmolLM2)
+LENS_LOGITS = 2**19
 
 
 def stage_names(n_layer: int) -> list[str]:
@@ -41,13 +42,16 @@ def window(pos: int, T: int, size: int = LENS_POSITIONS) -> range:
 def residual_streams(tr: Trace, positions: Sequence[int]) -> np.ndarray:
     """The residual stream at the given positions: block 0's input, then each block's output. Shape (L+1, P, d)."""
     rows = list(positions)
-    return np.stack([tr["blocks.0.hook_resid_pre"][rows], *(block_output(tr, layer)[rows] for layer in range(tr.cfg.n_layer))])  # (L+1, P, d)
+    return np.stack(
+        [tr["blocks.0.hook_resid_pre"][rows], *(block_output(tr, layer)[rows] for layer in range(tr.cfg.n_layer))]
+    )  # (L+1, P, d)
 
 
 @dataclass(frozen=True)
 class LogitLens:
     positions: tuple[int, ...]  # the token positions read (columns)
-    logits: np.ndarray | None  # (L+1, P, V) N_final(x_l)·W_U; None unless asked for (SmolLM2: 31 × 32 × 49,152 floats = 195 MB)
+    # (L+1, P, V) N_final(x_l)·W_U; None unless asked for (SmolLM2: 31 × 32 × 49,152 floats = 195 MB)
+    logits: np.ndarray | None
     top_ids: np.ndarray  # (L+1, P) the most probable token per stage and position
     top_probs: np.ndarray  # (L+1, P) its probability, softmax over the full vocabulary
 
@@ -58,11 +62,14 @@ def lens_logits(model: Decoder, x: np.ndarray) -> np.ndarray:
         return (model.final_norm(torch.from_numpy(np.ascontiguousarray(x))) @ model.W_U).numpy()
 
 
-ROWS_PER_BATCH = 256  # (stage, position) rows unembedded at once: W_U is read once per batch (SmolLM2's is 113 MB), and a batch's logits stay ~50 MB
+# (stage, position) rows unembedded at once: W_U is read once per batch
+# (SmolLM2's is 113 MB), and a batch's logits stay ~50 MB
+ROWS_PER_BATCH = 256
 
 
 def logit_lens(model: Decoder, tr: Trace, positions: Sequence[int], keep_logits: bool = True) -> LogitLens:
-    """Apply the model's final norm and unembedding to every stage's stream at `positions`, ROWS_PER_BATCH rows at a time."""
+    """Apply the model's final norm and unembedding to every stage's stream at
+    `positions`, ROWS_PER_BATCH rows at a time."""
     streams = residual_streams(tr, positions)  # (L+1, P, d)
     S, P, d = streams.shape
     rows = streams.reshape(S * P, d)  # (S·P, d) stage by stage
@@ -84,12 +91,15 @@ def stage_logits(model: Decoder, tr: Trace, pos: int) -> np.ndarray:
     return lens_logits(model, residual_streams(tr, [pos])[:, 0])
 
 
-def top_table(stage_logits_: np.ndarray, labels: Sequence[str], n: int, probs: np.ndarray | None = None) -> dict[str, list[str]]:
+def top_table(
+    stage_logits_: np.ndarray, labels: Sequence[str], n: int, probs: np.ndarray | None = None
+) -> dict[str, list[str]]:
     """{stage: ["token  p", …]}: the n most probable next tokens of every stage, softmax over the full vocabulary
     (probs: that softmax, (L+1, V), when already computed)."""
     p = softmax(stage_logits_) if probs is None else probs  # (L+1, V)
     n = min(n, p.shape[-1])
-    part = np.argpartition(-p, n - 1, axis=-1)[:, :n]  # (L+1, n) the n largest, unordered: a full sort of 49,152 × 31 costs ~0.1 s
+    # (L+1, n) the n largest, unordered: a full sort of 49,152 × 31 costs ~0.1 s
+    part = np.argpartition(-p, n - 1, axis=-1)[:, :n]
     table = {}
     for name, row, ids in zip(stage_names(len(p) - 1), p, part, strict=True):
         ids = ids[np.lexsort((ids, -row[ids]))]  # largest first; ties: lower id first (as a stable sort)

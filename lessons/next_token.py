@@ -17,6 +17,8 @@ def top_tokens(logits_row: np.ndarray, k: int, temperature: float = 1.0) -> list
 
 
 def next_token_probs(logits: np.ndarray, ids: Sequence[int]) -> np.ndarray:
-    """p(token ids[i+1] | tokens ≤ i) for each position i < T−1, softmax over the full vocabulary: how likely the model found the actual next token."""
+    """p(token ids[i+1] | tokens ≤ i) for each position i < T−1, softmax over the full vocabulary:
+    how likely the model found the actual next token."""
     p = softmax(np.asarray(logits[:-1], dtype=np.float64))  # (T−1, V)
-    return p[np.arange(len(p)), np.asarray(ids[1:], dtype=np.intp)].astype(np.float32)  # (T−1,); integers even when T = 1
+    # (T−1,); integers even when T = 1
+    return p[np.arange(len(p)), np.asarray(ids[1:], dtype=np.intp)].astype(np.float32)

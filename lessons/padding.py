@@ -62,7 +62,9 @@ def padded_forward(
     """
     encs, pid = tuple(encode_for_model(tokenizer, t, token_limit(model.cfg))[0] for t in texts), pad_id(tokenizer)
     ids, real = pad_right(encs, pid)  # (B, T) each
-    rec = forward_padded(model, encs, pid, interventions, use_padding_mask, None if keep is None else (lambda name: name in keep))
+    rec = forward_padded(
+        model, encs, pid, interventions, use_padding_mask, None if keep is None else (lambda name: name in keep)
+    )
     return PaddedBatch(encs, ids, real, pid, {name: read_only(t) for name, t in rec.items()})
 
 
@@ -70,7 +72,8 @@ MASK_NAME = "blocks.0.attn.hook_scores_masked"  # the mask is the same in every 
 
 
 def final_output(cfg: ModelConfig) -> str:
-    """The trace name of the model's final output: the logits of a decoder, else the last block's output (BERT: after its last LayerNorm)."""
+    """The trace name of the model's final output: the logits of a decoder, else the last block's output
+    (BERT: after its last LayerNorm)."""
     return "logits" if cfg.has_lm_head else f"blocks.{cfg.n_layer - 1}.ln2.hook_normalized"
 
 
@@ -95,12 +98,21 @@ class PaddingCheck:
     @property
     def output_words(self) -> str:
         """What was compared, in words."""
-        return "logits (the model's output for every real token)" if self.output == "logits" else "last block's outputs (an encoder without a next-token head: its final output)"
+        return (
+            "logits (the model's output for every real token)"
+            if self.output == "logits"
+            else "last block's outputs (an encoder without a next-token head: its final output)"
+        )
 
 
 def check(batch: PaddedBatch, output: str, alone: Sequence[np.ndarray]) -> PaddingCheck:
     """Compare `output` of each text in the batch with the same text run alone, (T_b, …) each, over its real tokens."""
-    diffs = np.array([np.abs(batch[output][b, : len(e)] - a).max() for b, (e, a) in enumerate(zip(batch.encodings, alone, strict=True))])  # (B,)
+    diffs = np.array(
+        [
+            np.abs(batch[output][b, : len(e)] - a).max()
+            for b, (e, a) in enumerate(zip(batch.encodings, alone, strict=True))
+        ]
+    )  # (B,)
     visible = ~np.isneginf(batch[MASK_NAME][:, 0])  # (B, T, T) head 0 of layer 0
     return PaddingCheck(batch.encodings, batch.attention_mask, visible, output, diffs)
 
@@ -108,25 +120,41 @@ def check(batch: PaddedBatch, output: str, alone: Sequence[np.ndarray]) -> Paddi
 def verdict(use_padding_mask: bool, causal: bool) -> tuple[str, str]:
     """What the check shows, in words: (kind "success", "info" or "warning", message)."""
     if use_padding_mask:
-        return "success", "With the padding mask, the real tokens never see the padding: their outputs equal those of the sentence alone (up to float rounding)."
+        return (
+            "success",
+            (
+                "With the padding mask, the real tokens never see the padding: "
+                "their outputs equal those of the sentence alone (up to float rounding)."
+            ),
+        )
     if not causal:
-        return "warning", "Without the padding mask an encoder lets real tokens read the padding: the padded sentence's outputs change."
+        return (
+            "warning",
+            (
+                "Without the padding mask an encoder lets real tokens read the padding: "
+                "the padded sentence's outputs change."
+            ),
+        )
     return "info", (
-        "With right padding and the causal mask, the padding comes after every real token, so the causal mask already hides it from them: "
-        "the differences stay 0. Switch on encoder-style to see the padding mask matter."
+        "With right padding and the causal mask, the padding comes after every real token, so the causal mask "
+        "already hides it from them: the differences stay 0. Switch on encoder-style to see the padding mask matter."
     )
 
 
 def mask_latex(decoder: bool) -> str:
     """The padding mask's formula, and how it adds to a decoder's causal mask (an encoder has the padding mask only)."""
     both = r"M = M^{\mathrm{causal}} + M^{\mathrm{pad}}" if decoder else r"M = M^{\mathrm{pad}}"
-    return r"M^{\mathrm{pad}}_{ij} = \begin{cases} 0 & \text{token } j \text{ is real} \\ -\infty & \text{token } j \text{ is padding} \end{cases},\qquad " + both
+    return (
+        r"M^{\mathrm{pad}}_{ij} = \begin{cases} 0 & \text{token } j \text{ is real} "
+        r"\\ -\infty & \text{token } j \text{ is padding} \end{cases},\qquad "
+    ) + both
 
 
 def shorter_note(chk: PaddingCheck, b: int) -> str:
     """Text b of the batch (A = 0, B = 1), its padding, and the check that follows, in words."""
     length, T = chk.lengths[b], chk.real.shape[1]
     return (
-        f"Sentence {'AB'[b]} has {length} {noun(length, 'token')} and {T - length} padding {noun(T - length, 'position')}. Each real token's output should not depend on the padding. "
-        f"Check: run each sentence alone, then compare its {chk.output_words} with those from the padded batch."
+        f"Sentence {'AB'[b]} has {length} {noun(length, 'token')} and {T - length} padding "
+        f"{noun(T - length, 'position')}. Each real token's output should not depend on the padding. Check: "
+        f"run each sentence alone, then compare its {chk.output_words} with those from the padded batch."
     )

@@ -1,4 +1,5 @@
-"""The query–key map: one head's queries and keys in the same 2-D picture, and how well distance in it tracks the weights."""
+"""The query–key map: one head's queries and keys in the same 2-D picture, and how well
+distance in it tracks the weights."""
 
 from __future__ import annotations
 
@@ -53,8 +54,11 @@ def row_corr(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.divide(np.nansum(a * b, axis=1), den, out=np.full(len(a), np.nan), where=den > 0)
 
 
-def row_rank_correlations(measures: dict[str, np.ndarray], weights: np.ndarray, visible: np.ndarray, min_keys: int = 3) -> dict[str, float]:
-    """For each (T, T) measure: ρ(measure_ij, α_ij) over the keys of each query that sees at least `min_keys` keys, averaged over those queries (NaN if none)."""
+def row_rank_correlations(
+    measures: dict[str, np.ndarray], weights: np.ndarray, visible: np.ndarray, min_keys: int = 3
+) -> dict[str, float]:
+    """For each (T, T) measure: ρ(measure_ij, α_ij) over the keys of each query that sees at least `min_keys` keys,
+    averaged over those queries (NaN if none)."""
     rows = visible.sum(axis=1) >= min_keys
     if not rows.any():
         return {name: float("nan") for name in measures}
@@ -80,18 +84,19 @@ def map_measures(m: QKMap) -> dict[str, np.ndarray]:
 
 
 def family_notes(cfg: ModelConfig, head: int) -> list[str]:
-    """What is particular about this model's queries and keys, in words: RoPE, keys shared by several query heads, no causal mask."""
+    """What is particular about this model's queries and keys, in words: RoPE, keys shared by
+    several query heads, no causal mask."""
     notes = []
     if cfg.pos_encoding == "rotary":
         notes.append(
-            "The queries and keys are taken **after RoPE**, the ones really dotted: each is turned by an angle that grows with its position, "
-            "so the same word at two positions gives two different points."
+            "The queries and keys are taken **after RoPE**, the ones really dotted: each is turned by an "
+            "angle that grows with its position, so the same word at two positions gives two different points."
         )
     shared = sharing(cfg, head)
     if shared:
         notes.append(
-            f"The keys are **shared**: {shared}. Those heads meet the very same key vectors; their maps still differ, because each has its own queries "
-            "and the picture is fitted to the queries and keys together."
+            f"The keys are **shared**: {shared}. Those heads meet the very same key vectors; their maps still "
+            "differ, because each has its own queries and the picture is fitted to the queries and keys together."
         )
     if not cfg.causal:
         notes.append("This encoder has no causal mask: every query sees every key, before and after it.")

@@ -51,7 +51,8 @@ def pairs(x: np.ndarray) -> np.ndarray:
 
 
 def rotate_at(x: np.ndarray, positions: np.ndarray, cfg: ModelConfig) -> np.ndarray:
-    """One pre-RoPE vector x (d,) turned as if it stood at each of `positions` (S,): (S, d), with the model's own angles."""
+    """One pre-RoPE vector x (d,) turned as if it stood at each of `positions` (S,):
+    (S, d), with the model's own angles."""
     positions = torch.as_tensor(np.asarray(positions), dtype=torch.int64)  # (S,)
     angles = rotary_angles(positions, cfg.d_head, cfg.rope_theta)  # (S, d/2)
     xs = torch.from_numpy(np.array(x, dtype=np.float32)).expand(len(positions), -1)  # (S, d)
@@ -150,8 +151,9 @@ def shift_scores(q: np.ndarray, k: np.ndarray, m: int, n: int, shifts: np.ndarra
 # --- the page's texts ---
 
 NO_ROPE = (
-    "**No RoPE in this model.** This model adds a position vector to each token instead: see *Positional encoding*. "
-    "Its queries and keys are never turned; below are the position vectors it adds. The part *Shared key/value heads* applies to every model."
+    "**No RoPE in this model.** This model adds a position vector to each token instead: "
+    "see *Positional encoding*. Its queries and keys are never turned; "
+    "below are the position vectors it adds. The part *Shared key/value heads* applies to every model."
 )
 
 
@@ -159,8 +161,9 @@ def angles_text(cfg: ModelConfig) -> str:
     """How fast the fastest and the slowest pair turn, in this model."""
     w = wavelengths(cfg)  # (d_head/2,)
     return (
-        f"Each head has {cfg.d_head // 2} pairs of numbers. Pair 0 turns fastest, once every {w[0]:.1f} positions: it tells near neighbours apart. "
-        f"The last pair turns once every {w[-1]:,.0f} positions: over a whole text it barely moves, so it can match tokens by content wherever they are. "
+        f"Each head has {cfg.d_head // 2} pairs of numbers. Pair 0 turns fastest, once every {w[0]:.1f} positions: "
+        f"it tells near neighbours apart. The last pair turns once every {w[-1]:,.0f} positions: "
+        "over a whole text it barely moves, so it can match tokens by content wherever they are. "
         f"The angles depend only on the position, never on the token (θ = {cfg.rope_theta:g}, d = {cfg.d_head})."
     )
 
@@ -168,22 +171,25 @@ def angles_text(cfg: ModelConfig) -> str:
 def score_text(qk: QueryKey) -> str:
     """The score is the sum of the pairs' shares; which pairs add the most."""
     return (
-        f"The model's score, {qk.score:.4f}, is the sum of the bars ({qk.pair_dots.sum():.4f}); pairs {', '.join(map(str, qk.top_pairs()))} add the most here. "
-        f"Within a pair both hands keep their lengths; only the angle between them changes, by (m − n)·ω_i = {qk.m - qk.n}·ω_i."
+        f"The model's score, {qk.score:.4f}, is the sum of the bars ({qk.pair_dots.sum():.4f}); "
+        f"pairs {', '.join(map(str, qk.top_pairs()))} add the most here. Within a pair both hands "
+        f"keep their lengths; only the angle between them changes, by (m − n)·ω_i = {qk.m - qk.n}·ω_i."
     )
 
 
 def shift_text(m: int, n: int) -> str:
     """What the shift chart does with q_m and k_n."""
     return (
-        f"Take the model's own q_{m} and k_{n} (before turning) and pretend they stood elsewhere: turn them as if they were at {m} + s and {n} + s. "
-        "The offset stays the same, and so does the score. Move only the query and the offset changes, and the score with it."
+        f"Take the model's own q_{m} and k_{n} (before turning) and pretend they stood elsewhere: "
+        f"turn them as if they were at {m} + s and {n} + s. The offset stays the same, "
+        "and so does the score. Move only the query and the offset changes, and the score with it."
     )
 
 
 def shift_caption(sh: Shifts) -> str:
     """How flat the "both moved" line is, and why."""
     return (
-        f"Over all {len(sh.shifts)} shifts the blue line moves by at most {sh.largest_change:.1e}: rounding of 32-bit numbers, as in the model. "
-        "In a real longer text the vectors themselves would differ too (the tokens before would change them); RoPE alone never does."
+        f"Over all {len(sh.shifts)} shifts the blue line moves by at most {sh.largest_change:.1e}: "
+        "rounding of 32-bit numbers, as in the model. In a real longer text the vectors "
+        "themselves would differ too (the tokens before would change them); RoPE alone never does."
     )

@@ -26,7 +26,8 @@ SEED_STRIDE = 1 << 20  # > any context length: (seed, position) → one generato
 
 
 def probabilities(logits_row: np.ndarray, temperature: float) -> np.ndarray:
-    """p = softmax(z / T) over the full vocabulary, float64, shape (V,). Greedy T (≈ 0) gives the limit: all mass on the argmax."""
+    """p = softmax(z / T) over the full vocabulary, float64, shape (V,). Greedy T (≈ 0) gives
+    the limit: all mass on the argmax."""
     z = np.asarray(logits_row, dtype=np.float64)  # (V,)
     if temperature < GREEDY_BELOW:
         p = np.zeros_like(z)
@@ -62,7 +63,8 @@ class Distribution:
 
 
 def distribution(logits_row: np.ndarray, temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0) -> Distribution:
-    """softmax(z / T), then keep the top_k most probable and the smallest top_p nucleus (both over the full vocabulary), renormalise."""
+    """softmax(z / T), then keep the top_k most probable and the smallest top_p nucleus
+    (both over the full vocabulary), renormalise."""
     p = probabilities(logits_row, temperature)  # (V,)
     order = np.argsort(-p, kind="stable")  # (V,)
     n = n_kept(p[order], top_k, top_p)
@@ -74,14 +76,22 @@ def distribution(logits_row: np.ndarray, temperature: float = 1.0, top_k: int = 
 
 
 def draw(dist: Distribution, u: float) -> int:
-    """Inverse-CDF sampling: the first kept token (most probable first) whose cumulative filtered probability passes u ∈ [0, 1)."""
+    """Inverse-CDF sampling: the first kept token (most probable first) whose cumulative
+    filtered probability passes u ∈ [0, 1)."""
     kept = dist.order[: dist.n_kept]
     cum = np.cumsum(dist.filtered[kept])  # (n_kept,)
     # u·total < total, so the search stops at a token with probability > 0 even when rounding leaves total ≠ 1
     return int(kept[min(int(np.searchsorted(cum, u * cum[-1], side="right")), len(kept) - 1)])
 
 
-def sample_next(logits_row: np.ndarray, temperature: float, top_k: int, top_p: float, generator: torch.Generator, greedy: bool = False) -> tuple[int, Distribution, float]:
+def sample_next(
+    logits_row: np.ndarray,
+    temperature: float,
+    top_k: int,
+    top_p: float,
+    generator: torch.Generator,
+    greedy: bool = False,
+) -> tuple[int, Distribution, float]:
     """One next token from one row of logits. Returns (token id, its distribution, the uniform number u drawn).
 
     Greedy (the flag, or T ≈ 0) is the limit T → 0: all mass on the most probable token, which u then always picks.
@@ -173,9 +183,21 @@ def generate(
         with torch.inference_mode():
             logits = model(torch.tensor([ids]), interventions=interventions)[0, -1].float().numpy()  # (V,)
         token, dist, u = sample_next(logits, temperature, top_k, top_p, step_generator(seed, len(ids)), greedy)
-        top = tuple(Candidate(int(i), labels[i], float(dist.probs[i]), float(dist.filtered[i])) for i in dist.order[:N_CANDIDATES])
+        top = tuple(
+            Candidate(int(i), labels[i], float(dist.probs[i]), float(dist.filtered[i]))
+            for i in dist.order[:N_CANDIDATES]
+        )
         new_ids = [s.id for s in steps] + [token]
-        step = GenerationStep(token, labels[token], len(ids), float(dist.probs[token]), float(dist.filtered[token]), u, top, enc.text + tokenizer.decode(new_ids))
+        step = GenerationStep(
+            token,
+            labels[token],
+            len(ids),
+            float(dist.probs[token]),
+            float(dist.filtered[token]),
+            u,
+            top,
+            enc.text + tokenizer.decode(new_ids),
+        )
         steps.append(step)
         ids.append(token)
         if on_step is not None:
@@ -186,7 +208,13 @@ def generate(
 def distribution_rows(dist: Distribution, logits_row: np.ndarray, labels: Sequence[str], n: int) -> dict[str, list]:
     """The n most probable tokens as table columns: token, id, logit z, p and p′ (after the filters)."""
     ids = dist.order[:n]
-    return {"token": [labels[i] for i in ids], "id": ids, "logit z": np.asarray(logits_row)[ids], "p": dist.probs[ids], "p′": dist.filtered[ids]}
+    return {
+        "token": [labels[i] for i in ids],
+        "id": ids,
+        "logit z": np.asarray(logits_row)[ids],
+        "p": dist.probs[ids],
+        "p′": dist.filtered[ids],
+    }
 
 
 def actual_next(dist: Distribution, token: int) -> tuple[float, int, bool]:
@@ -213,9 +241,13 @@ def timeline_rows(gen: Generation) -> list[dict]:
 
 
 def actual_next_note(dist: Distribution, token: int, position: int) -> str:
-    """The token that really follows `position - 1` (it stands at `position`), in words: its p, its rank, whether the filters kept it."""
+    """The token that really follows `position - 1` (it stands at `position`), in words:
+    its p, its rank, whether the filters kept it."""
     p, rank, kept = actual_next(dist, token)
-    return f"The token that really follows (position {position}) has p = {p:.4f}, rank {rank:,} of {len(dist.probs):,}: {'kept' if kept else 'dropped by the filters'}."
+    return (
+        f"The token that really follows (position {position}) has p = {p:.4f}, "
+        f"rank {rank:,} of {len(dist.probs):,}: {'kept' if kept else 'dropped by the filters'}."
+    )
 
 
 # --- The Next token page's words for one model ---
@@ -235,18 +267,24 @@ def reading(cfg: ModelConfig, model_name: str) -> Reading:
     """The Next token page's texts for this model (RMSNorm or LayerNorm, W_U tied to W_E or not)."""
     norm = "RMSNorm" if cfg.norm == "rmsnorm" else "LayerNorm"
     no_head = (
-        f"**{model_name} is an encoder: it has no next-token head.** It does not write text one token at a time; it reads the whole sentence at once and turns every token "
-        "into a vector that depends on the whole sentence (both directions), used to compare or classify texts. So there are no logits, no next-token probabilities "
-        "and no logit lens here. Pick a decoder in the sidebar (**smollm2-135m** or **shakespeare-gpt**) to see prediction, or open **Encoder vs decoder** to compare the two kinds."
+        f"**{model_name} is an encoder: it has no next-token head.** It does not write text one token at a time; "
+        "it reads the whole sentence at once and turns every token into a vector that depends "
+        "on the whole sentence (both directions), used to compare or classify texts. So there are no logits, "
+        "no next-token probabilities and no logit lens here. Pick a decoder in the sidebar (**smollm2-135m** "
+        "or **shakespeare-gpt**) to see prediction, or open **Encoder vs decoder** to compare the two kinds."
     )
     tied = ": in this model W_U is W_E transposed" if cfg.tie_embeddings else ""
     intro = (
-        f"After the last block and a final {norm}, each position holds one vector. Multiplying it by the **unembedding matrix** W_U gives one score per token of the vocabulary "
-        f"({cfg.vocab_size:,} **logits**{tied}). Softmax turns the logits into probabilities for the next token. To write text, the model then **draws** one token from them, appends it, "
-        "and runs again. A **temperature** T reshapes the probabilities before the draw; **top-k** and **top-p** throw away the unlikely tail."
+        f"After the last block and a final {norm}, each position holds one vector. "
+        "Multiplying it by the **unembedding matrix** W_U gives one score per token of the vocabulary "
+        f"({cfg.vocab_size:,} **logits**{tied}). Softmax turns the logits into probabilities for the next token. "
+        "To write text, the model then **draws** one token from them, appends it, and runs again. A **temperature** "
+        "T reshapes the probabilities before the draw; **top-k** and **top-p** throw away the unlikely tail."
     )
     lens = (
-        f"The final {norm} and W_U normally read only the **last** block's output. The logit lens applies them to the stream after **every** block (and to the embedding "
-        "itself), as if the model stopped there. It shows how the prediction builds up layer by layer. At the last block it is exactly the model's own prediction (T = 1, no filters)."
+        f"The final {norm} and W_U normally read only the **last** block's output. "
+        "The logit lens applies them to the stream after **every** block (and to the embedding itself), "
+        "as if the model stopped there. It shows how the prediction builds up layer by layer. "
+        "At the last block it is exactly the model's own prediction (T = 1, no filters)."
     )
     return Reading(no_head, intro, lens)
