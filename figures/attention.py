@@ -22,7 +22,12 @@ def pattern_weights(tr: Trace, layer: int, head: int) -> np.ndarray:
 def pattern_heatmap(tr: Trace, layer: int, head: int, title: str = "") -> go.Figure:
     """One head's weights; masked (future) cells are drawn blank and say −∞ in their score."""
     masked = np.isneginf(tr[f"blocks.{layer}.attn.hook_scores_masked"][head])
-    return weights_heatmap(pattern_weights(tr, layer, head), tr.encoding.labels, masked, title or f"Attention weights, layer {layer}, head {head}")
+    return weights_heatmap(
+        pattern_weights(tr, layer, head),
+        tr.encoding.labels,
+        masked,
+        title or f"Attention weights, layer {layer}, head {head}",
+    )
 
 
 OUTLIER_RATIO = 3.0  # cap_outliers: cap the colours when the largest |value| is this many times the 99th percentile
@@ -43,33 +48,75 @@ def vectors_heatmap(
 
     The hover names the row's position (the axis names its token): per-cell hover text for T×n cells
     would cost more bytes and time than the whole figure. cap_outliers: when a few dimensions are far larger than the
-    rest (SmolLM2's and MiniLM's residual streams), the colours stop at the 99th percentile of |value| (said in the title)
-    so that the other dimensions do not all look white; the hover still gives every value.
+    rest (SmolLM2's and MiniLM's residual streams), the colours stop at the 99th percentile of |value|
+    (said in the title) so that the other dimensions do not all look white; the hover still gives every value.
     """
     z = np.asarray(z, dtype=np.float32)
     shown = z if blank is None else np.where(np.asarray(blank, dtype=bool)[:, None], np.nan, z).astype(np.float32)
     rows, cols = z.shape
     hover = f"row %{{y}}, dimension %{{x}}<br>{esc(value_name)} = %{{z:.4g}}<extra></extra>"
-    hm = {"type": "heatmap", "z": shown, "x": np.arange(cols), "y": np.arange(rows), "colorscale": DIVERGING, "zmid": 0, "hoverongaps": False, "hovertemplate": hover, "colorbar": {"thickness": 12}}
+    hm = {
+        "type": "heatmap",
+        "z": shown,
+        "x": np.arange(cols),
+        "y": np.arange(rows),
+        "colorscale": DIVERGING,
+        "zmid": 0,
+        "hoverongaps": False,
+        "hovertemplate": hover,
+        "colorbar": {"thickness": 12},
+    }
     if cap_outliers and z.size:
         top, cap = float(np.abs(z).max()), float(np.percentile(np.abs(z), 99))
         if cap > 0 and top > OUTLIER_RATIO * cap:
             hm.update(zmid=None, zmin=-cap, zmax=cap)
             title = f"{title} · colours capped at ±{cap:.2g}: a few dimensions reach {top:.2g}"
-    axes = {"xaxis": {"title": title_dict(dim_title)}, "yaxis": {**token_axis(labels, "token"), "autorange": "reversed"}, "shapes": list(shapes) or None}
+    axes = {
+        "xaxis": {"title": title_dict(dim_title)},
+        "yaxis": {**token_axis(labels, "token"), "autorange": "reversed"},
+        "shapes": list(shapes) or None,
+    }
     return figure([hm], layout_dict(title, plot_bgcolor="#d9d9d9", **axes))
 
 
-def scores_heatmap(scores: np.ndarray, labels: Sequence[str], title: str, *, value_name: str = "score", values: bool = True) -> go.Figure:
-    """Query × key scores, (T, T); −∞ (masked) cells are blank and say −∞ on hover. values: numbers in the cells of a short sentence."""
+def scores_heatmap(
+    scores: np.ndarray, labels: Sequence[str], title: str, *, value_name: str = "score", values: bool = True
+) -> go.Figure:
+    """Query × key scores, (T, T); −∞ (masked) cells are blank and say −∞ on hover. values:
+    numbers in the cells of a short sentence."""
     short = values and len(labels) <= SHOW_VALUES_MAX
-    return heatmap(scores, labels, labels, title=title, x_title="key j", y_title="query i", colorscale=DIVERGING, zmid=0, value_name=value_name, show_values=short)
+    return heatmap(
+        scores,
+        labels,
+        labels,
+        title=title,
+        x_title="key j",
+        y_title="query i",
+        colorscale=DIVERGING,
+        zmid=0,
+        value_name=value_name,
+        show_values=short,
+    )
 
 
-def weights_heatmap(weights: np.ndarray, labels: Sequence[str], masked: np.ndarray | None, title: str, *, values: bool = True) -> go.Figure:
+def weights_heatmap(
+    weights: np.ndarray, labels: Sequence[str], masked: np.ndarray | None, title: str, *, values: bool = True
+) -> go.Figure:
     """Softmax weights α_ij in [0, 1], (T, T); masked cells (weight exactly 0) blank."""
     short = values and len(labels) <= SHOW_VALUES_MAX
-    return heatmap(weights, labels, labels, title=title, x_title="key j (looked at)", y_title="query i (looking)", zmin=0, zmax=1, value_name="weight", show_values=short, masked=masked)
+    return heatmap(
+        weights,
+        labels,
+        labels,
+        title=title,
+        x_title="key j (looked at)",
+        y_title="query i (looking)",
+        zmin=0,
+        zmax=1,
+        value_name="weight",
+        show_values=short,
+        masked=masked,
+    )
 
 
 def weight_bars(row: np.ndarray, labels: Sequence[str], title: str) -> go.Figure:
@@ -77,19 +124,50 @@ def weight_bars(row: np.ndarray, labels: Sequence[str], title: str) -> go.Figure
     return bars(row, labels, title=title, x_title="key j", y_title="weight α_ij")
 
 
-def weighted_sum_heatmap(terms: np.ndarray, total: np.ndarray, labels: Sequence[str], visible: np.ndarray, title: str) -> go.Figure:
+def weighted_sum_heatmap(
+    terms: np.ndarray, total: np.ndarray, labels: Sequence[str], visible: np.ndarray, title: str
+) -> go.Figure:
     """The rows α_ij·v_j (one per key j; hidden keys blank), then a last row with their sum z_i."""
     z = np.vstack([terms, total[None, :]]).astype(np.float32)  # (T+1, hs)
     blank = np.append(~np.asarray(visible, dtype=bool), False)  # (T+1,) hidden keys; the sum row is always shown
-    line = {"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": len(labels) - 0.5, "y1": len(labels) - 0.5, "line": {"color": "black", "width": 2}}
-    return vectors_heatmap(z, [*labels, "Σ = z_i"], title, dim_title="dimension of the head", value_name="α_ij·v_j (last row: z_i)", blank=blank, shapes=[line])
+    line = {
+        "type": "line",
+        "xref": "paper",
+        "x0": 0,
+        "x1": 1,
+        "y0": len(labels) - 0.5,
+        "y1": len(labels) - 0.5,
+        "line": {"color": "black", "width": 2},
+    }
+    return vectors_heatmap(
+        z,
+        [*labels, "Σ = z_i"],
+        title,
+        dim_title="dimension of the head",
+        value_name="α_ij·v_j (last row: z_i)",
+        blank=blank,
+        shapes=[line],
+    )
 
 
 def mask_heatmap(visible: np.ndarray, labels: Sequence[str], title: str, *, row: int | None = None) -> go.Figure:
     """A mask, (T, T): filled cells may be looked at, blank cells are −∞. `row` is outlined."""
     visible = np.asarray(visible, dtype=bool)
     n = visible.shape[1]
-    outline = None if row is None else [{"type": "rect", "x0": -0.5, "x1": n - 0.5, "y0": row - 0.5, "y1": row + 0.5, "line": {"color": "#d62728", "width": 3}}]
+    outline = (
+        None
+        if row is None
+        else [
+            {
+                "type": "rect",
+                "x0": -0.5,
+                "x1": n - 0.5,
+                "y0": row - 0.5,
+                "y1": row + 0.5,
+                "line": {"color": "#d62728", "width": 3},
+            }
+        ]
+    )
     return heatmap(
         visible.astype(np.float32),
         labels,
@@ -106,10 +184,28 @@ def mask_heatmap(visible: np.ndarray, labels: Sequence[str], title: str, *, row:
     )
 
 
-def padding_heatmap(real: np.ndarray, token_labels: Sequence[Sequence[str]], row_names: Sequence[str], title: str) -> go.Figure:
+def padding_heatmap(
+    real: np.ndarray, token_labels: Sequence[Sequence[str]], row_names: Sequence[str], title: str
+) -> go.Figure:
     """A padded batch, (B, T): real tokens filled, padding blank; each cell names its token ("[pad]" for padding)."""
     real = np.asarray(real, dtype=bool)
     B, T = real.shape
     cells = [[esc(token_labels[b][j]) if real[b, j] else "[pad]" for j in range(T)] for b in range(B)]
-    text = {"text": cells, "hovertemplate": "row %{y}, position %{x}: %{text}<extra></extra>", "texttemplate": "%{text}" if T <= 24 else None, "showscale": False}
-    return heatmap(real.astype(np.float32), [str(j) for j in range(T)], row_names, title=title, x_title="position", zmin=0, zmax=1, masked=~real, height=120 + 60 * B, extra=text)
+    text = {
+        "text": cells,
+        "hovertemplate": "row %{y}, position %{x}: %{text}<extra></extra>",
+        "texttemplate": "%{text}" if T <= 24 else None,
+        "showscale": False,
+    }
+    return heatmap(
+        real.astype(np.float32),
+        [str(j) for j in range(T)],
+        row_names,
+        title=title,
+        x_title="position",
+        zmin=0,
+        zmax=1,
+        masked=~real,
+        height=120 + 60 * B,
+        extra=text,
+    )

@@ -7,19 +7,46 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import BAR_COLORS, DIVERGING, LEGEND_BELOW, esc, figure, grouped_bars, heatmap, layout_dict, named_scale, title_dict, token_axis
+from .common import (
+    BAR_COLORS,
+    DIVERGING,
+    LEGEND_BELOW,
+    esc,
+    figure,
+    grouped_bars,
+    heatmap,
+    layout_dict,
+    named_scale,
+    title_dict,
+    token_axis,
+)
 from .embeddings import rows_height
 
 SYMBOLS = ("circle", "circle-open", "x")  # distinct shapes, so equal values (e.g. w = 1, b = 0) stay visible
 
 
-def residual_norm_heatmap(norms: np.ndarray, stage_labels: Sequence[str], token_labels: Sequence[str], zmax: float | None = None) -> go.Figure:
+def residual_norm_heatmap(
+    norms: np.ndarray, stage_labels: Sequence[str], token_labels: Sequence[str], zmax: float | None = None
+) -> go.Figure:
     """‖x‖ of the stream, stages (rows, top = the input) × tokens (columns); zmax caps the colour scale (the hover keeps
     the real lengths), so one huge token does not wash out the others. At least 16 px per stage."""
     n = len(stage_labels)
     height = int(min(max(160 + 34 * n, 320), max(640, 120 + 16 * n)))
-    title = "Length ‖x‖ of each token's vector in the residual stream" + ("" if zmax is None else f" (colours stop at {zmax:,.0f})")
-    return heatmap(norms, token_labels, stage_labels, title=title, x_title="token", y_title="stage of the stream", value_name="‖x‖", zmin=0 if zmax else None, zmax=zmax, height=height)
+    title = "Length ‖x‖ of each token's vector in the residual stream" + (
+        "" if zmax is None else f" (colours stop at {zmax:,.0f})"
+    )
+    return heatmap(
+        norms,
+        token_labels,
+        stage_labels,
+        title=title,
+        x_title="token",
+        y_title="stage of the stream",
+        value_name="‖x‖",
+        zmin=0 if zmax else None,
+        zmax=zmax,
+        height=height,
+    )
 
 
 def token_values(steps: dict[str, np.ndarray], title: str) -> go.Figure:
@@ -36,10 +63,19 @@ def token_values(steps: dict[str, np.ndarray], title: str) -> go.Figure:
         }
         for k, (name, v) in enumerate(steps.items())
     ]
-    return figure(points, layout_dict(title, 360, xaxis={"title": title_dict("dimension")}, yaxis={"title": title_dict("value")}))
+    return figure(
+        points, layout_dict(title, 360, xaxis={"title": title_dict("dimension")}, yaxis={"title": title_dict("value")})
+    )
 
 
-def mlp_heatmap(post: np.ndarray, neurons: np.ndarray, token_labels: Sequence[str], title: str, value_name: str = "GELU output", signed: bool = False) -> go.Figure:
+def mlp_heatmap(
+    post: np.ndarray,
+    neurons: np.ndarray,
+    token_labels: Sequence[str],
+    title: str,
+    value_name: str = "GELU output",
+    signed: bool = False,
+) -> go.Figure:
     """The MLP's outputs of the chosen neurons (columns, named by id) for every token (rows); signed values
     (SwiGLU's can be either sign) on a blue–red scale around 0.
 
@@ -49,14 +85,41 @@ def mlp_heatmap(post: np.ndarray, neurons: np.ndarray, token_labels: Sequence[st
     hover = f"row %{{y}}, neuron %{{x}}<br>{esc(value_name)} = %{{z:.4g}}<extra></extra>"
     z = np.asarray(post, dtype=np.float32)
     scale = {"colorscale": DIVERGING, "zmid": 0} if signed else {"colorscale": named_scale("Viridis")}
-    hm = {"type": "heatmap", "z": z, "x": [f"n{i}" for i in neurons], "y": np.arange(len(token_labels)), **scale, "hovertemplate": hover, "colorbar": {"thickness": 12}}
-    axes = {"xaxis": {"title": title_dict("neuron"), "type": "category"}, "yaxis": {**token_axis(token_labels, "token"), "autorange": "reversed"}}
+    hm = {
+        "type": "heatmap",
+        "z": z,
+        "x": [f"n{i}" for i in neurons],
+        "y": np.arange(len(token_labels)),
+        **scale,
+        "hovertemplate": hover,
+        "colorbar": {"thickness": 12},
+    }
+    axes = {
+        "xaxis": {"title": title_dict("neuron"), "type": "category"},
+        "yaxis": {**token_axis(token_labels, "token"), "autorange": "reversed"},
+    }
     return figure([hm], layout_dict(title, rows_height(len(token_labels)), plot_bgcolor="#d9d9d9", **axes))
 
 
-def activation_figure(curve_x: np.ndarray, curve_y: np.ndarray, pre: np.ndarray, out: np.ndarray, title: str, fn: str = "GELU", pre_name: str = "x·W_in + b_in") -> go.Figure:
+def activation_figure(
+    curve_x: np.ndarray,
+    curve_y: np.ndarray,
+    pre: np.ndarray,
+    out: np.ndarray,
+    title: str,
+    fn: str = "GELU",
+    pre_name: str = "x·W_in + b_in",
+) -> go.Figure:
     """The activation curve fn(x), and one token's neurons as points (pre-activation, fn(pre)) on it."""
-    curve = {"type": "scatter", "x": curve_x, "y": curve_y, "mode": "lines", "name": f"{fn}(x)", "line": {"color": "#888"}, "hoverinfo": "skip"}
+    curve = {
+        "type": "scatter",
+        "x": curve_x,
+        "y": curve_y,
+        "mode": "lines",
+        "name": f"{fn}(x)",
+        "line": {"color": "#888"},
+        "hoverinfo": "skip",
+    }
     points = {
         "type": "scatter",
         "x": np.asarray(pre, dtype=np.float32),
@@ -67,10 +130,13 @@ def activation_figure(curve_x: np.ndarray, curve_y: np.ndarray, pre: np.ndarray,
         "hovertemplate": f"neuron %{{pointNumber}}<br>{esc(pre_name)} = %{{x:.4g}}<br>{fn} = %{{y:.4g}}<extra></extra>",
     }
     axes = {"xaxis": {"title": title_dict(f"pre-activation {pre_name}")}, "yaxis": {"title": title_dict("output")}}
-    return figure([curve, points], layout_dict(title, 360, legend=LEGEND_BELOW, **axes))  # a legend on the right takes a phone's plot
+    # a legend on the right takes a phone's plot
+    return figure([curve, points], layout_dict(title, 360, legend=LEGEND_BELOW, **axes))
 
 
-def swiglu_bars(neurons: np.ndarray, silu_gate: np.ndarray, linear: np.ndarray, post: np.ndarray, title: str) -> go.Figure:
+def swiglu_bars(
+    neurons: np.ndarray, silu_gate: np.ndarray, linear: np.ndarray, post: np.ndarray, title: str
+) -> go.Figure:
     """A few SwiGLU neurons of one token: SiLU(gate), the linear branch, and their product (the neuron's output)."""
     series = {"SiLU(x·W_gate)": silu_gate, "x·W_in": linear, "product = output": post}
     return grouped_bars(series, [f"n{i}" for i in neurons], title=title, x_title="neuron", y_title="value", height=360)

@@ -21,7 +21,15 @@ MASKED_NOTE = " (masked: score −∞)"  # a masked cell's hover ends with this
 # ("container"). plotly.js then reserves the legend's real height below the x-axis title however many rows it wraps
 # to at the chart's width; a legend placed against the plot (y = 1.02 or −0.1 in "paper" coordinates) overprints the
 # chart title or the x-axis title once it wraps to a second row.
-LEGEND_BELOW = {"orientation": "h", "xref": "container", "yref": "container", "x": 0, "xanchor": "left", "y": 0, "yanchor": "bottom"}
+LEGEND_BELOW = {
+    "orientation": "h",
+    "xref": "container",
+    "yref": "container",
+    "x": 0,
+    "xanchor": "left",
+    "y": 0,
+    "yanchor": "bottom",
+}
 # Values written on bars: plotly.js shrinks a value to its bar's width, and hides it below this size instead of
 # letting the values of neighbouring bars run into each other.
 BAR_TEXT = {"minsize": 9, "mode": "hide"}
@@ -30,26 +38,40 @@ HOVER_CELLS = 32 * 32  # per-cell hover text only up to this many cells (a 16×1
 
 @functools.cache  # plotly looks the name up in ~3 ms
 def named_scale(name: str) -> list:
-    """A named plotly colour scale as the [[position, colour], …] list plotly.js reads ("RdBu_r" is a plotly.py name only). Shared: do not modify."""
+    """A named plotly colour scale as the [[position, colour], …] list plotly.js reads
+    ("RdBu_r" is a plotly.py name only). Shared: do not modify."""
     return plotly.colors.get_colorscale(name)
 
 
 DIVERGING = named_scale("RdBu_r")
 SEQUENTIAL = named_scale("Blues")
-TYPED = {"float32": "f4", "float64": "f8", "int8": "i1", "int16": "i2", "int32": "i4", "uint8": "u1", "uint16": "u2", "uint32": "u4"}
+TYPED = {
+    "float32": "f4",
+    "float64": "f8",
+    "int8": "i1",
+    "int16": "i2",
+    "int32": "i4",
+    "uint8": "u1",
+    "uint16": "u2",
+    "uint32": "u4",
+}
 
 
 NESTED = dict | list | tuple | np.ndarray  # what plain() has to look inside
 
 
 def plain(value):
-    """A figure property as plotly.js reads it: numeric arrays as base64 typed arrays (what plotly.py sends), None dropped."""
+    """A figure property as plotly.js reads it: numeric arrays as base64 typed arrays
+    (what plotly.py sends), None dropped."""
     if isinstance(value, np.ndarray):
         if value.dtype == np.int64:
             value = value.astype(np.int32)  # plotly.js has no 64-bit integers
         if value.dtype.name not in TYPED:
             return value.tolist()
-        spec = {"dtype": TYPED[value.dtype.name], "bdata": base64.b64encode(np.ascontiguousarray(value).tobytes()).decode()}
+        spec = {
+            "dtype": TYPED[value.dtype.name],
+            "bdata": base64.b64encode(np.ascontiguousarray(value).tobytes()).decode(),
+        }
         return spec if value.ndim == 1 else {**spec, "shape": ", ".join(map(str, value.shape))}
     if isinstance(value, dict):
         return {k: plain(v) if isinstance(v, NESTED) else v for k, v in value.items() if v is not None}
@@ -82,7 +104,8 @@ class Spec(go.Figure):
 # plotly's default for a numeric axis, ticklabeloverflow "hide past div", measures every tick label against the div on
 # every draw (a forced layout each): ~60 % of redrawing a 16×16 heatmap. The margins already hold the labels.
 AXIS_DEFAULTS = {"ticklabeloverflow": "allow"}
-TEMPLATE = go.Figure().to_dict()["layout"].get("template")  # the stub plotly.py adds to every layout (no theme: see figures/__init__)
+# the stub plotly.py adds to every layout (no theme: see figures/__init__)
+TEMPLATE = go.Figure().to_dict()["layout"].get("template")
 
 
 def figure(traces: Sequence[dict], layout: dict) -> Spec:
@@ -95,7 +118,8 @@ def figure(traces: Sequence[dict], layout: dict) -> Spec:
     for key in [k for k in lay if margins.AXIS.match(k)]:
         lay[key] = {**AXIS_DEFAULTS, **lay[key]}
     margin = margins.fit(traces, lay)
-    if "height" in lay:  # a y-axis title is drawn along the plot: a plot shorter than it lets it run into the chart title
+    # a y-axis title is drawn along the plot: a plot shorter than it lets it run into the chart title
+    if "height" in lay:
         lay["height"] = max(lay["height"], margin["t"] + margin["b"] + margins.y_title_px(lay))
     return Spec({"data": [plain(t) for t in traces], "layout": {**lay, "margin": margin, "template": TEMPLATE}})
 
@@ -116,16 +140,27 @@ def tick_labels(labels: Sequence[str]) -> list[str]:
 
 
 def token_axis(labels: Sequence[str], axis_title: str = "") -> dict:
-    """An axis at integer positions 0…n−1 labelled by tokens (axis_title is escaped here): a repeated token keeps its own row."""
+    """An axis at integer positions 0…n−1 labelled by tokens (axis_title is escaped here):
+    a repeated token keeps its own row."""
     n = len(labels)
     step = max(1, n // 40)  # at most ~40 tick labels
     idx = list(range(0, n, step))
-    return {"tickmode": "array", "tickvals": idx, "ticktext": tick_labels([labels[i] for i in idx]), "title": title_dict(axis_title)}
+    return {
+        "tickmode": "array",
+        "tickvals": idx,
+        "ticktext": tick_labels([labels[i] for i in idx]),
+        "title": title_dict(axis_title),
+    }
 
 
 def layout_dict(text: str = "", height: int = 420, **kwargs) -> dict:
     """The layout every figure shares, as one dict: pass it to figure(traces, layout_dict(…))."""
-    return {"title": title_dict(text), "height": height, "margin": {"l": 16, "r": 16, "t": 40 if text else 16, "b": 16}, **kwargs}
+    return {
+        "title": title_dict(text),
+        "height": height,
+        "margin": {"l": 16, "r": 16, "t": 40 if text else 16, "b": 16},
+        **kwargs,
+    }
 
 
 def heatmap(
@@ -148,7 +183,8 @@ def heatmap(
     shapes: list[dict] | None = None,
     extra: dict | None = None,
 ) -> go.Figure:
-    """A heatmap with row 0 at the top. Masked cells (default: those equal to −∞) are left blank (grey) and say so on hover.
+    """A heatmap with row 0 at the top. Masked cells (default: those equal to −∞) are
+    left blank (grey) and say so on hover.
 
     notes: (rows, cols) text ending each cell's hover (default: MASKED_NOTE on masked cells);
     extra: trace properties set last (e.g. other hover text); shapes: layout shapes drawn over the map.
@@ -172,21 +208,41 @@ def heatmap(
         xl = [esc(s) for s in (x_labels if x_labels is not None else map(str, range(cols)))]
         yl = [esc(s) for s in (y_labels if y_labels is not None else map(str, range(rows)))]
         name = esc(value_name)
-        values = [["−∞" if v == -np.inf else f"{v:.4g}" for v in row] for row in z.tolist()]  # Python floats: far faster than numpy scalars
+        # Python floats: far faster than numpy scalars
+        values = [["−∞" if v == -np.inf else f"{v:.4g}" for v in row] for row in z.tolist()]
         notes = np.where(neg_inf, MASKED_NOTE, "").tolist() if notes is None else np.asarray(notes).tolist()
-        hover = [[f"{yl[i]} (row {i}) → {xl[j]} (col {j})<br>{name} = {values[i][j]}{notes[i][j]}" for j in range(cols)] for i in range(rows)]
+        hover = [
+            [f"{yl[i]} (row {i}) → {xl[j]} (col {j})<br>{name} = {values[i][j]}{notes[i][j]}" for j in range(cols)]
+            for i in range(rows)
+        ]
         trace.update(text=hover, hovertemplate="%{text}<extra></extra>")
         if show_values:
-            trace.update(texttemplate="%{z:.2f}")  # plotly writes each cell's own z (customdata does not render in heatmap text); masked (NaN) cells stay blank
+            # plotly writes each cell's own z (customdata does not render in heatmap
+            # text); masked (NaN) cells stay blank
+            trace.update(texttemplate="%{z:.2f}")
     else:
         trace.update(hovertemplate=f"row %{{y}} → col %{{x}}<br>{esc(value_name)} = %{{z:.4g}}<extra></extra>")
     xaxis = token_axis(x_labels, x_title) if x_labels is not None else {"title": title_dict(x_title)}
     yaxis = token_axis(y_labels, y_title) if y_labels is not None else {"title": title_dict(y_title)}
     trace.update(extra or {})
-    return figure([{"type": "heatmap", **trace}], layout_dict(title, height, plot_bgcolor="#d9d9d9", xaxis=xaxis, yaxis={**yaxis, "autorange": "reversed"}, shapes=shapes))
+    return figure(
+        [{"type": "heatmap", **trace}],
+        layout_dict(
+            title, height, plot_bgcolor="#d9d9d9", xaxis=xaxis, yaxis={**yaxis, "autorange": "reversed"}, shapes=shapes
+        ),
+    )
 
 
-def bars(values: np.ndarray, labels: Sequence[str], *, title: str = "", x_title: str = "", y_title: str = "", height: int = 320, color: str = "#4c78a8") -> go.Figure:
+def bars(
+    values: np.ndarray,
+    labels: Sequence[str],
+    *,
+    title: str = "",
+    x_title: str = "",
+    y_title: str = "",
+    height: int = 320,
+    color: str = "#4c78a8",
+) -> go.Figure:
     """Vertical bars at integer positions labelled by (escaped) tokens."""
     values = np.asarray(values, dtype=np.float32)
     bar = {
@@ -198,15 +254,29 @@ def bars(values: np.ndarray, labels: Sequence[str], *, title: str = "", x_title:
         "hovertemplate": "%{text}: %{y:.4g}<extra></extra>",
         "textposition": "none",
     }
-    return figure([bar], layout_dict(title, height, xaxis=token_axis(labels, x_title), yaxis={"title": title_dict(y_title)}))
+    return figure(
+        [bar], layout_dict(title, height, xaxis=token_axis(labels, x_title), yaxis={"title": title_dict(y_title)})
+    )
 
 
 def grouped_bars(
-    series: dict[str, np.ndarray], labels: Sequence[str], *, title: str = "", x_title: str = "", y_title: str = "", y_range: tuple[float, float] | None = None, height: int = 320
+    series: dict[str, np.ndarray],
+    labels: Sequence[str],
+    *,
+    title: str = "",
+    x_title: str = "",
+    y_title: str = "",
+    y_range: tuple[float, float] | None = None,
+    height: int = 320,
 ) -> go.Figure:
-    """One bar per label for each named series, side by side in its own colour; values written on the bars when there are few."""
+    """One bar per label for each named series, side by side in its own colour;
+    values written on the bars when there are few."""
     names = [esc(s) for s in labels]
-    values = {"texttemplate": "%{y:.3f}", "textposition": "outside"} if len(labels) * len(series) <= MAX_BAR_VALUES else {"textposition": "none"}
+    values = (
+        {"texttemplate": "%{y:.3f}", "textposition": "outside"}
+        if len(labels) * len(series) <= MAX_BAR_VALUES
+        else {"textposition": "none"}
+    )
     data = [
         {
             "type": "bar",
@@ -220,8 +290,17 @@ def grouped_bars(
         }
         for k, (name, y) in enumerate(series.items())
     ]
-    y_axis = {"title": title_dict(y_title), "range": None if y_range is None else [y_range[0], y_range[1] * 1.12]}  # room for the values above the bars
-    lay = layout_dict(title, height, barmode="group", showlegend=len(series) > 1, xaxis=token_axis(labels, x_title), yaxis=y_axis, uniformtext=BAR_TEXT)
+    # room for the values above the bars
+    y_axis = {"title": title_dict(y_title), "range": None if y_range is None else [y_range[0], y_range[1] * 1.12]}
+    lay = layout_dict(
+        title,
+        height,
+        barmode="group",
+        showlegend=len(series) > 1,
+        xaxis=token_axis(labels, x_title),
+        yaxis=y_axis,
+        uniformtext=BAR_TEXT,
+    )
     if len(series) > 1:  # the legend under the x-axis title (margins.fit makes room for it)
         lay.update(legend=LEGEND_BELOW)
     return figure(data, lay)

@@ -20,15 +20,22 @@ def token_strip(labels: Sequence[str], word: Sequence[int], target: Sequence[int
     """One chip per token, numbered by position: the chosen word's tokens red, the target's green."""
     role = ["the word" if i in word else "the target" if i in target else "" for i in range(len(labels))]
     color = [CHIP_WORD if r == "the word" else CHIP_TARGET if r else CHIP_OTHER for r in role]
-    hover = [f"position {i}: {esc(s)}" + (f" ({r})" if r else "") for i, (s, r) in enumerate(zip(labels, role, strict=True))]
+    hover = [
+        f"position {i}: {esc(s)}" + (f" ({r})" if r else "") for i, (s, r) in enumerate(zip(labels, role, strict=True))
+    ]
     return chip_figure(labels, range(len(labels)), color, hover, title, row_units=70)
 
 
-def row_bars(weights: np.ndarray, labels: Sequence[str], position: int, target: Sequence[int], causal: bool, title: str) -> go.Figure:
+def row_bars(
+    weights: np.ndarray, labels: Sequence[str], position: int, target: Sequence[int], causal: bool, title: str
+) -> go.Figure:
     """The weights of the word's token (at `position`) over every token: the word red, the target green, the others blue
     before it and orange after it. In a decoder the later tokens are shaded: the word cannot see them."""
     T = len(labels)
-    color = [WORD_COLOR if j == position else TARGET_COLOR if j in target else OTHER_COLOR if j < position else LATER_COLOR for j in range(T)]
+    color = [
+        WORD_COLOR if j == position else TARGET_COLOR if j in target else OTHER_COLOR if j < position else LATER_COLOR
+        for j in range(T)
+    ]
     bar = {
         "type": "bar",
         "x": np.arange(T),
@@ -40,8 +47,31 @@ def row_bars(weights: np.ndarray, labels: Sequence[str], position: int, target: 
     }
     shapes, notes = [], []
     if causal and position < T - 1:
-        shapes.append({"type": "rect", "xref": "x", "yref": "paper", "x0": position + 0.5, "x1": T - 0.5, "y0": 0, "y1": 1, "fillcolor": "#999999", "opacity": 0.18, "line": {"width": 0}})
-        notes.append({"text": "later tokens: hidden (weight 0)", "xref": "x", "yref": "paper", "x": (position + T) / 2, "y": 0.95, "showarrow": False, "font": {"size": 11, "color": "#555"}})
+        shapes.append(
+            {
+                "type": "rect",
+                "xref": "x",
+                "yref": "paper",
+                "x0": position + 0.5,
+                "x1": T - 0.5,
+                "y0": 0,
+                "y1": 1,
+                "fillcolor": "#999999",
+                "opacity": 0.18,
+                "line": {"width": 0},
+            }
+        )
+        notes.append(
+            {
+                "text": "later tokens: hidden (weight 0)",
+                "xref": "x",
+                "yref": "paper",
+                "x": (position + T) / 2,
+                "y": 0.95,
+                "showarrow": False,
+                "font": {"size": 11, "color": "#555"},
+            }
+        )
     axes = {"xaxis": token_axis(labels, "token j"), "yaxis": {"title": title_dict("weight α"), "range": [0, 1.05]}}
     return figure([bar], layout_dict(title, 320, shapes=shapes or None, annotations=notes or None, **axes))
 
@@ -50,7 +80,14 @@ def head_grid(grid: np.ndarray, best: tuple[int, int], title: str) -> go.Figure:
     """grid (n_layer, n_head): the weight from the word to the target in every head; the best head outlined."""
     L, H = grid.shape
     layer, head = best
-    box = {"type": "rect", "x0": head - 0.5, "x1": head + 0.5, "y0": layer - 0.5, "y1": layer + 0.5, "line": {"color": WORD_COLOR, "width": 3}}
+    box = {
+        "type": "rect",
+        "x0": head - 0.5,
+        "x1": head + 0.5,
+        "y0": layer - 0.5,
+        "y1": layer + 0.5,
+        "line": {"color": WORD_COLOR, "width": 3},
+    }
     return heatmap(
         grid,
         [f"head {h}" for h in range(H)],
@@ -67,15 +104,41 @@ def head_grid(grid: np.ndarray, best: tuple[int, int], title: str) -> go.Figure:
 
 
 def sink_lines(shares: dict[str, np.ndarray], evens: dict[str, float], title: str) -> go.Figure:
-    """For each model, the share of attention on its sink tokens per layer (solid), and what evenly spread weights would give (dotted)."""
+    """For each model, the share of attention on its sink tokens per layer (solid), and what evenly
+    spread weights would give (dotted)."""
     traces = []
     for k, (name, share) in enumerate(shares.items()):
         color = MODEL_COLORS[k % len(MODEL_COLORS)]
         layers = np.arange(len(share))
         hover = f"{esc(name)}<br>layer %{{x}}: %{{y:.3f}}<extra></extra>"
-        traces.append({"type": "scatter", "x": layers, "y": np.asarray(share, dtype=np.float32), "mode": "lines+markers", "name": esc(name), "line": {"color": color}, "hovertemplate": hover})
-        even = {"x": np.array([0, len(share) - 1]), "y": np.full(2, evens[name], dtype=np.float32), "hovertemplate": f"spread evenly: {evens[name]:.3f}<extra></extra>"}
-        traces.append({"type": "scatter", **even, "mode": "lines", "name": esc(f"{name}: weights spread evenly"), "line": {"color": color, "dash": "dot"}})
-    axes = {"xaxis": {"title": title_dict("layer")}, "yaxis": {"title": title_dict("share of attention on the sink tokens"), "range": [0, 1.02]}}
+        traces.append(
+            {
+                "type": "scatter",
+                "x": layers,
+                "y": np.asarray(share, dtype=np.float32),
+                "mode": "lines+markers",
+                "name": esc(name),
+                "line": {"color": color},
+                "hovertemplate": hover,
+            }
+        )
+        even = {
+            "x": np.array([0, len(share) - 1]),
+            "y": np.full(2, evens[name], dtype=np.float32),
+            "hovertemplate": f"spread evenly: {evens[name]:.3f}<extra></extra>",
+        }
+        traces.append(
+            {
+                "type": "scatter",
+                **even,
+                "mode": "lines",
+                "name": esc(f"{name}: weights spread evenly"),
+                "line": {"color": color, "dash": "dot"},
+            }
+        )
+    axes = {
+        "xaxis": {"title": title_dict("layer")},
+        "yaxis": {"title": title_dict("share of attention on the sink tokens"), "range": [0, 1.02]},
+    }
     legend = {"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0}
     return figure(traces, layout_dict(title, 420, legend=legend, **axes))

@@ -14,7 +14,8 @@ COLORS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2")
 
 
 def cosine_lines(cos: np.ndarray, pair_names: Sequence[str], stage_labels: Sequence[str], title: str) -> go.Figure:
-    """One line per sentence pair: cosine similarity of the word's vectors (rows of cos, (n_pairs, stages)) at every stage.
+    """One line per sentence pair: cosine similarity of the word's vectors
+    (rows of cos, (n_pairs, stages)) at every stage.
 
     stage_labels: the stages' full names, for the hover (the first is the embedding, stage k + 1 the output of block k);
     the axis writes them short ("emb", "L0", …) so that they stay horizontal.
@@ -33,17 +34,27 @@ def cosine_lines(cos: np.ndarray, pair_names: Sequence[str], stage_labels: Seque
         }
         for k, (name, c) in enumerate(zip(pair_names, cos, strict=True))
     ]
-    short = ["emb", *(f"L{k}" for k in range(len(stage_labels) - 1))]  # long names ("after block 12") turn vertical and take more height than the plot
+    # long names ("after block 12") turn vertical and take more height than the plot
+    short = ["emb", *(f"L{k}" for k in range(len(stage_labels) - 1))]
     step = max(1, -(-len(short) // MAX_STAGE_TICKS))
-    axis = {"tickmode": "array", "tickvals": x[::step].tolist(), "ticktext": short[::step], "title": title_dict("vector: emb = the embedding W_E[id], Lk = after block k")}
+    axis = {
+        "tickmode": "array",
+        "tickvals": x[::step].tolist(),
+        "ticktext": short[::step],
+        "title": title_dict("vector: emb = the embedding W_E[id], Lk = after block k"),
+    }
     y_axis = {"title": title_dict("cosine similarity"), "range": [min(-0.05, float(np.min(cos)) - 0.05), 1.05]}
-    return figure(lines, layout_dict(title, 380, xaxis=axis, yaxis=y_axis, legend=LEGEND_BELOW))  # a legend on the right leaves a phone ~70 px of plot
+    # a legend on the right leaves a phone ~70 px of plot
+    return figure(lines, layout_dict(title, 380, xaxis=axis, yaxis=y_axis, legend=LEGEND_BELOW))
 
 
-LABELLED_POINTS = 13  # more stages than this: only every few points carries its label on the map (every one in its hover)
+# more stages than this: only every few points carries its label on the map (every one in its hover)
+LABELLED_POINTS = 13
 
 
-def trajectories_figure(coords: np.ndarray, sentence_names: Sequence[str], point_labels: Sequence[str], explained: np.ndarray, title: str) -> go.Figure:
+def trajectories_figure(
+    coords: np.ndarray, sentence_names: Sequence[str], point_labels: Sequence[str], explained: np.ndarray, title: str
+) -> go.Figure:
     """One line per sentence through its vectors (coords (n_sentences, stages, 2)), each point labelled by its stage
     (for many stages: the first, the last and every few between)."""
     step = max(1, -(-len(point_labels) // LABELLED_POINTS))
@@ -65,5 +76,8 @@ def trajectories_figure(coords: np.ndarray, sentence_names: Sequence[str], point
         }
         for k, (name, xy) in enumerate(zip(sentence_names, np.asarray(coords, dtype=np.float32), strict=True))
     ]
-    axes = {f"{a}axis": {"title": title_dict(f"PC{k + 1} ({100 * explained[k]:.1f}% of variance)")} for k, a in enumerate("xy")}
+    axes = {
+        f"{a}axis": {"title": title_dict(f"PC{k + 1} ({100 * explained[k]:.1f}% of variance)")}
+        for k, a in enumerate("xy")
+    }
     return figure(paths, layout_dict(title, 480, legend=LEGEND_BELOW, **axes))

@@ -1,4 +1,5 @@
-"""Encoder–decoder figures: the cross-attention alignment (target × source) with the gold alignment, agreement per head."""
+"""Encoder–decoder figures: the cross-attention alignment (target × source) with the
+gold alignment, agreement per head."""
 
 from __future__ import annotations
 
@@ -13,7 +14,13 @@ SHOW_VALUES_MAX = 16 * 16  # write the weights into the cells up to this many ce
 GOLD = "#d62728"
 
 
-def alignment_heatmap(weights: np.ndarray, written: Sequence[str], source: Sequence[str], gold: Sequence[tuple[int, int]] = (), title: str = "") -> go.Figure:
+def alignment_heatmap(
+    weights: np.ndarray,
+    written: Sequence[str],
+    source: Sequence[str],
+    gold: Sequence[tuple[int, int]] = (),
+    title: str = "",
+) -> go.Figure:
     """Cross-attention weights (T, S): row i = the decoder position that wrote written[i], column j = source word j.
 
     `gold` (source index, target index) pairs are drawn as open red squares on top.
@@ -32,23 +39,44 @@ def alignment_heatmap(weights: np.ndarray, written: Sequence[str], source: Seque
         value_name="weight",
         show_values=values,
         height=max(320, 120 + 28 * T),
-        extra={"showscale": not values},  # the weights written in the cells need no colour bar (~110 px of a narrow column)
+        # the weights written in the cells need no colour bar (~110 px of a narrow column)
+        extra={"showscale": not values},
     )
     if not len(gold):
         return fig
     s, t = np.array(gold).T
     hover = [f"gold: {esc(source[j])} ↔ {esc(written[i])}" for j, i in zip(s, t, strict=True)]
     marker = {"symbol": "square-open", "size": 22, "color": GOLD, "line": {"width": 3, "color": GOLD}}
-    squares = {"type": "scatter", "x": s, "y": t, "mode": "markers", "marker": marker, "name": "gold alignment", "text": hover, "hovertemplate": "%{text}<extra></extra>"}
+    squares = {
+        "type": "scatter",
+        "x": s,
+        "y": t,
+        "mode": "markers",
+        "marker": marker,
+        "name": "gold alignment",
+        "text": hover,
+        "hovertemplate": "%{text}<extra></extra>",
+    }
     legend = {"orientation": "h", "x": 1, "y": 1.01, "xanchor": "right", "yanchor": "bottom"}
     base = fig.to_dict()
     return figure([*base["data"], squares], {**base["layout"], "showlegend": True, "legend": legend})
 
 
 def scores_heatmap(scores: np.ndarray, written: Sequence[str], source: Sequence[str], title: str) -> go.Figure:
-    """Cross-attention scores (T, S), before softmax: nothing is masked, every French position may look at every English word."""
+    """Cross-attention scores (T, S), before softmax: nothing is masked, every French
+    position may look at every English word."""
     axes = {"x_title": "English source word (key)", "y_title": "French word written (query)"}
-    return heatmap(scores, source, written, title=title, colorscale=DIVERGING, zmid=0, value_name="score", height=max(320, 120 + 28 * len(written)), **axes)
+    return heatmap(
+        scores,
+        source,
+        written,
+        title=title,
+        colorscale=DIVERGING,
+        zmid=0,
+        value_name="score",
+        height=max(320, 120 + 28 * len(written)),
+        **axes,
+    )
 
 
 def agreement_heatmap(scores: np.ndarray, title: str) -> go.Figure:
@@ -71,7 +99,9 @@ def agreement_heatmap(scores: np.ndarray, title: str) -> go.Figure:
 def probability_bars(top: Sequence[tuple[str, float]], title: str) -> go.Figure:
     """The most likely next words at one decoding step, (word, probability) pairs."""
     probs = np.array([p for _, p in top], dtype=np.float32)  # (k,)
-    return bars(probs, [w for w, _ in top], title=title, x_title="next word", y_title="probability", height=280, color="#2ca02c")
+    return bars(
+        probs, [w for w, _ in top], title=title, x_title="next word", y_title="probability", height=280, color="#2ca02c"
+    )
 
 
 def source_bars(row: np.ndarray, source: Sequence[str], title: str) -> go.Figure:

@@ -18,10 +18,15 @@ CHIP_COLORS = ("#cfe2f3", "#fce5cd", "#d9ead3", "#ead1dc", "#fff2cc")
 
 def shown_chars(piece: str) -> str:
     """Characters made visible: whitespace as ␣ ↵ ⇥, invisible format characters (e.g. U+202E) as their code."""
-    return "".join(f"⟨U+{ord(ch):04X}⟩" if unicodedata.category(ch) in ("Cf", "Co", "Cn", "Zl", "Zp") else ch for ch in visible(piece))
+    return "".join(
+        f"⟨U+{ord(ch):04X}⟩" if unicodedata.category(ch) in ("Cf", "Co", "Cn", "Zl", "Zp") else ch
+        for ch in visible(piece)
+    )
 
 
-def chip_rows(labels: Sequence[str], ids: Sequence[int], row_units: int = ROW_UNITS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def chip_rows(
+    labels: Sequence[str], ids: Sequence[int], row_units: int = ROW_UNITS
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Lay chips out left to right, wrapping into rows. Returns (x start, width, row) per token, in characters."""
     x0, width, row = [], [], []
     x, r = 0, 0
@@ -36,7 +41,14 @@ def chip_rows(labels: Sequence[str], ids: Sequence[int], row_units: int = ROW_UN
     return np.array(x0), np.array(width), np.array(row)
 
 
-def chip_figure(labels: Sequence[str], numbers: Sequence[int], colors: Sequence[str], hover: Sequence[str], title: str, row_units: int = ROW_UNITS) -> go.Figure:
+def chip_figure(
+    labels: Sequence[str],
+    numbers: Sequence[int],
+    colors: Sequence[str],
+    hover: Sequence[str],
+    title: str,
+    row_units: int = ROW_UNITS,
+) -> go.Figure:
     """One chip per token, left to right in rows of row_units characters: its label over a number (its id or its
     position), in its colour; `hover` per chip (already escaped)."""
     x0, width, row = chip_rows(labels, numbers, row_units)
@@ -48,7 +60,10 @@ def chip_figure(labels: Sequence[str], numbers: Sequence[int], colors: Sequence[
         "y": row,
         "width": 0.8,
         "marker": {"color": list(colors), "line": {"color": "#888", "width": 1}},
-        "text": [f"{esc(label)}<br><span style='font-size:10px;color:#555'>{i}</span>" for label, i in zip(labels, numbers, strict=True)],
+        "text": [
+            f"{esc(label)}<br><span style='font-size:10px;color:#555'>{i}</span>"
+            for label, i in zip(labels, numbers, strict=True)
+        ],
         "textposition": "inside",
         "insidetextanchor": "middle",
         "textangle": 0,
@@ -57,8 +72,22 @@ def chip_figure(labels: Sequence[str], numbers: Sequence[int], colors: Sequence[
         "hovertemplate": "%{hovertext}<extra></extra>",
     }
     n_rows = int(row.max()) + 1 if len(row) else 1
-    axes = {"xaxis": {"visible": False, "range": [-0.5, row_units + 0.5]}, "yaxis": {"visible": False, "autorange": "reversed"}}
-    return figure([chips], layout_dict(title, 60 + 46 * n_rows, bargap=0, showlegend=False, plot_bgcolor="white", uniformtext={"minsize": 8, "mode": "show"}, **axes))
+    axes = {
+        "xaxis": {"visible": False, "range": [-0.5, row_units + 0.5]},
+        "yaxis": {"visible": False, "autorange": "reversed"},
+    }
+    return figure(
+        [chips],
+        layout_dict(
+            title,
+            60 + 46 * n_rows,
+            bargap=0,
+            showlegend=False,
+            plot_bgcolor="white",
+            uniformtext={"minsize": 8, "mode": "show"},
+            **axes,
+        ),
+    )
 
 
 def token_chips(enc: Encoding) -> go.Figure:
@@ -67,14 +96,28 @@ def token_chips(enc: Encoding) -> go.Figure:
     for pos, (label, i, (s, e)) in enumerate(zip(enc.labels, enc.ids, enc.offsets, strict=True)):
         piece = enc.text[s:e]
         codes = " ".join(f"U+{ord(c):04X}" for c in piece) if any(ord(c) > 126 or ord(c) < 32 for c in piece) else ""
-        hover.append(f"position {pos} · id {i} · token {esc(label)}<br>characters {s}–{e}: «{esc(shown_chars(piece))}»" + (f"<br>{codes}" if codes else ""))
+        hover.append(
+            f"position {pos} · id {i} · token {esc(label)}<br>characters {s}–{e}: «{esc(shown_chars(piece))}»"
+            + (f"<br>{codes}" if codes else "")
+        )
     colors = [CHIP_COLORS[p % len(CHIP_COLORS)] for p in range(len(enc))]
     return chip_figure(enc.labels, enc.ids, colors, hover, "Your text, token by token (hover a chip)")
 
 
 def sentence_rows_heatmap(z: np.ndarray, labels: Sequence[str], title: str, value_name: str) -> go.Figure:
     """Rows of a (T, d) array, one per token (a repeated token keeps its own row), dimensions across."""
-    return heatmap(z, None, labels, title=title, x_title="dimension", y_title="token", colorscale=DIVERGING, zmid=0, value_name=value_name, height=rows_height(len(labels)))
+    return heatmap(
+        z,
+        None,
+        labels,
+        title=title,
+        x_title="dimension",
+        y_title="token",
+        colorscale=DIVERGING,
+        zmid=0,
+        value_name=value_name,
+        height=rows_height(len(labels)),
+    )
 
 
 def rows_height(n_rows: int) -> int:
@@ -85,26 +128,71 @@ def rows_height(n_rows: int) -> int:
 def cosine_heatmap(sim: np.ndarray, labels: Sequence[str]) -> go.Figure:
     """cos(token i, token j) among the sentence's tokens, on a fixed −1…1 scale."""
     title = "Cosine similarity of the tokens' embeddings"
-    return heatmap(sim, labels, labels, title=title, colorscale=DIVERGING, zmin=-1, zmax=1, zmid=0, value_name="cosine", show_values=len(labels) <= 12, height=rows_height(len(labels)))
+    return heatmap(
+        sim,
+        labels,
+        labels,
+        title=title,
+        colorscale=DIVERGING,
+        zmin=-1,
+        zmax=1,
+        zmid=0,
+        value_name="cosine",
+        show_values=len(labels) <= 12,
+        height=rows_height(len(labels)),
+    )
 
 
-def pca_map(bg: np.ndarray, bg_labels: Sequence[str], pts: np.ndarray, pt_labels: Sequence[str], explained: np.ndarray) -> go.Figure:
+def pca_map(
+    bg: np.ndarray, bg_labels: Sequence[str], pts: np.ndarray, pt_labels: Sequence[str], explained: np.ndarray
+) -> go.Figure:
     """Vocabulary tokens (grey) and the sentence's tokens (red, labelled) along 2 or 3 principal components."""
     dims = bg.shape[1]
     axes = [f"PC{k + 1} ({100 * explained[k]:.1f}% of variance)" for k in range(dims)]
-    vocab = {"mode": "markers", "hovertext": [esc(s) for s in bg_labels], "name": "vocabulary", "hovertemplate": "%{hovertext}<extra></extra>"}
-    sentence = {"mode": "markers+text", "text": tick_labels(pt_labels), "name": "your sentence", "hovertemplate": "%{hovertext}<extra></extra>"}
+    vocab = {
+        "mode": "markers",
+        "hovertext": [esc(s) for s in bg_labels],
+        "name": "vocabulary",
+        "hovertemplate": "%{hovertext}<extra></extra>",
+    }
+    sentence = {
+        "mode": "markers+text",
+        "text": tick_labels(pt_labels),
+        "name": "your sentence",
+        "hovertemplate": "%{hovertext}<extra></extra>",
+    }
     sentence["hovertext"] = [f"position {p}: {esc(s)}" for p, s in enumerate(pt_labels)]
     if dims == 3:
         traces = [
-            {"type": "scatter3d", "x": bg[:, 0], "y": bg[:, 1], "z": bg[:, 2], "marker": {"size": 2, "color": "#bbbbbb"}, **vocab},
-            {"type": "scatter3d", "x": pts[:, 0], "y": pts[:, 1], "z": pts[:, 2], "marker": {"size": 5, "color": "#d62728"}, **sentence},
+            {
+                "type": "scatter3d",
+                "x": bg[:, 0],
+                "y": bg[:, 1],
+                "z": bg[:, 2],
+                "marker": {"size": 2, "color": "#bbbbbb"},
+                **vocab,
+            },
+            {
+                "type": "scatter3d",
+                "x": pts[:, 0],
+                "y": pts[:, 1],
+                "z": pts[:, 2],
+                "marker": {"size": 5, "color": "#d62728"},
+                **sentence,
+            },
         ]
         frame = {"scene": {f"{a}axis": {"title": title_dict(axes[k])} for k, a in enumerate("xyz")}}
     else:
         traces = [
             {"type": "scatter", "x": bg[:, 0], "y": bg[:, 1], "marker": {"size": 4, "color": "#bbbbbb"}, **vocab},
-            {"type": "scatter", "x": pts[:, 0], "y": pts[:, 1], "marker": {"size": 9, "color": "#d62728"}, "textposition": "top center", **sentence},
+            {
+                "type": "scatter",
+                "x": pts[:, 0],
+                "y": pts[:, 1],
+                "marker": {"size": 9, "color": "#d62728"},
+                "textposition": "top center",
+                **sentence,
+            },
         ]
         frame = {"xaxis": {"title": title_dict(axes[0])}, "yaxis": {"title": title_dict(axes[1])}}
     return figure(traces, layout_dict("", 560, legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"}, **frame))

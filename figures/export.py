@@ -33,7 +33,9 @@ def values(v) -> np.ndarray | None:
 def axis_labels(layout: dict, ref: str) -> dict:
     """Tick value → tick label of the axis a trace draws on ("x", "x2", "y" …), where the axis names its ticks."""
     axis = layout.get(f"{ref[0]}axis{ref[1:]}") or {}
-    return {v: html.unescape(str(t)) for v, t in zip(axis.get("tickvals") or (), axis.get("ticktext") or (), strict=False)}
+    return {
+        v: html.unescape(str(t)) for v, t in zip(axis.get("tickvals") or (), axis.get("ticktext") or (), strict=False)
+    }
 
 
 def cell(v):

@@ -37,7 +37,8 @@ def text_px(text: str, size: int = TICK_PX) -> float:
 
 
 def _char_em(c: str) -> float:
-    """Width of one character in em: Latin letters and digits ~0.5–0.6 (m, w ~0.85), symbols from a fallback font (␣ ↵ −) ~1, CJK and emoji more."""
+    """Width of one character in em: Latin letters and digits ~0.5–0.6 (m, w ~0.85), symbols from a fallback
+    font (␣ ↵ −) ~1, CJK and emoji more."""
     if unicodedata.east_asian_width(c) in "WF" or ord(c) >= 0x1F000:
         return 1.25
     if c in "MWmw@%":
@@ -57,7 +58,8 @@ def _labels_px(axis: dict, values: list) -> float:
 
 
 def _number_chars(values) -> int:
-    """Characters of plotly's tick numbers over these values: 0.25 (4) below 1, 7.5 (3) below 10, then the integer digits."""
+    """Characters of plotly's tick numbers over these values: 0.25 (4) below 1, 7.5 (3)
+    below 10, then the integer digits."""
     try:
         v = np.concatenate([np.asarray(x, dtype=np.float64).ravel() for x in values]) if len(values) else np.empty(0)
     except (TypeError, ValueError):  # category names
@@ -87,24 +89,39 @@ def axis_margins(traces: list[dict], layout: dict) -> dict[str, float]:
             need[side] = max(need[side], PAD + GAP + labels + title_px)
         else:  # labels may turn vertical when they crowd: then their width is the margin's height
             side = "t" if axis.get("side") == "top" else "b"
-            crowded = axis.get("type") == "category" or sum(text_px(str(t)) + TICK_PX for t in axis.get("ticktext", ())) > CROWDED_PX
+            crowded = (
+                axis.get("type") == "category"
+                or sum(text_px(str(t)) + TICK_PX for t in axis.get("ticktext", ())) > CROWDED_PX
+            )
             need[side] = max(need[side], PAD + GAP + (labels + TICK_PX if crowded else 2.5 * TICK_PX) + title_px)
     return need
 
 
 def colorbars(traces: list[dict], layout: dict) -> list[tuple[int | str, dict]]:
-    """The colour bars a figure draws: (the index of its heatmap trace, or the layout key of a shared colour axis; its settings)."""
+    """The colour bars a figure draws: (the index of its heatmap trace, or the layout key of a
+    shared colour axis; its settings)."""
     bars: list[tuple[int | str, dict]] = [
-        (i, t.get("colorbar") or {}) for i, t in enumerate(traces) if t.get("type") == "heatmap" and t.get("showscale", True) and "coloraxis" not in t
+        (i, t.get("colorbar") or {})
+        for i, t in enumerate(traces)
+        if t.get("type") == "heatmap" and t.get("showscale", True) and "coloraxis" not in t
     ]
-    bars += [(key, ax.get("colorbar") or {}) for key, ax in layout.items() if key.startswith("coloraxis") and isinstance(ax, dict) and ax.get("showscale", True)]
+    bars += [
+        (key, ax.get("colorbar") or {})
+        for key, ax in layout.items()
+        if key.startswith("coloraxis") and isinstance(ax, dict) and ax.get("showscale", True)
+    ]
     return bars
 
 
 def colorbar_px(traces: list[dict], layout: dict) -> float:
-    """Right-hand space for a colour bar: its offset from the plot, pads, and the wider of bar + tick labels and its title."""
+    """Right-hand space for a colour bar: its offset from the plot, pads, and the wider of
+    bar + tick labels and its title."""
     bars = [{**COLORAXIS_BAR, **cb} if isinstance(where, str) else cb for where, cb in colorbars(traces, layout)]
-    widths = [2 * cb.get("xpad", 10) + max(cb.get("thickness", 30) + 6 + text_px("0" * NUMBER_CHARS), text_px(title_text(cb.get("title")), TITLE_PX)) for cb in bars]
+    widths = [
+        2 * cb.get("xpad", 10)
+        + max(cb.get("thickness", 30) + 6 + text_px("0" * NUMBER_CHARS), text_px(title_text(cb.get("title")), TITLE_PX))
+        for cb in bars
+    ]
     return 25 + max(widths) if widths else 0.0  # 25: the bar sits at x = 1.02 of the plot width
 
 
@@ -125,7 +142,11 @@ def legend_px(traces: list[dict], layout: dict) -> tuple[str, float]:
 
 def y_title_px(layout: dict) -> float:
     """The plot height the longest y-axis title needs (drawn turned along the axis), with a little to spare."""
-    titles = [title_text(ax.get("title")) for key, ax in layout.items() if key.startswith("yaxis") and isinstance(ax, dict) and ax.get("visible") is not False]
+    titles = [
+        title_text(ax.get("title"))
+        for key, ax in layout.items()
+        if key.startswith("yaxis") and isinstance(ax, dict) and ax.get("visible") is not False
+    ]
     return max((text_px(t, TITLE_PX) + GAP for t in titles if t), default=0.0)
 
 

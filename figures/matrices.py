@@ -25,7 +25,8 @@ def matrix(
     zmax: float | None = None,
     extra_height: int = 0,
 ) -> go.Figure:
-    """A (rows, cols) matrix as a heatmap with each value written in its cell; diverging colours when it holds both signs."""
+    """A (rows, cols) matrix as a heatmap with each value written in its cell;
+    diverging colours when it holds both signs."""
     m = np.asarray(m, dtype=np.float64)
     signed = m.size > 0 and m.min() < 0 < m.max()
     return heatmap(
@@ -40,7 +41,8 @@ def matrix(
         zmin=zmin,
         zmax=zmax,
         height=110 + 45 * m.shape[0] + extra_height,
-        # the number in every cell, formatted by plotly from z itself; so no colour bar, which would take ~110 px of a narrow column
+        # the number in every cell, formatted by plotly from z itself; so no colour bar, which
+        # would take ~110 px of a narrow column
         extra={"texttemplate": CELL_FORMAT, "showscale": False},
     )
 
@@ -59,4 +61,7 @@ def lecture_figures(m: dict[str, np.ndarray], words: Sequence[str], dims: Sequen
     }
     # the weights are the example's point: on a 0…1 scale, and taller than the others (the page draws them full width)
     ranges = {"weights": {"zmin": 0.0, "zmax": 1.0, "extra_height": WEIGHTS_EXTRA_HEIGHT}}
-    return {name: matrix(m[name], rows, cols, title=title, row_title=rt, col_title=ct, **ranges.get(name, {})) for name, (title, rows, cols, rt, ct) in shapes.items()}
+    return {
+        name: matrix(m[name], rows, cols, title=title, row_title=rt, col_title=ct, **ranges.get(name, {}))
+        for name, (title, rows, cols, rt, ct) in shapes.items()
+    }

@@ -1,4 +1,5 @@
-"""Many-heads figures: weight maps on a shared scale, a layer × head overview, token-to-token lines, W_O, ablation bars."""
+"""Many-heads figures: weight maps on a shared scale, a layer × head overview,
+token-to-token lines, W_O, ablation bars."""
 
 from __future__ import annotations
 
@@ -7,13 +8,28 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import DIVERGING, LEGEND_BELOW, MASKED_NOTE, SEQUENTIAL, esc, figure, grouped_bars, heatmap, layout_dict, title_dict, token_axis
+from .common import (
+    DIVERGING,
+    LEGEND_BELOW,
+    MASKED_NOTE,
+    SEQUENTIAL,
+    esc,
+    figure,
+    grouped_bars,
+    heatmap,
+    layout_dict,
+    title_dict,
+    token_axis,
+)
 
 SHOW_VALUES_MAX = 12  # write the weights into the cells only for sentences this short
 SINK_NAME = "first-token"  # what a decoder's sink column is called; an encoder's: "[CLS]/[SEP]"
 OPACITY_STEP = 0.1  # line opacities are drawn in steps of this size (one plotly trace per step keeps the figure fast)
 QUERY_COLOR, KEY_COLOR, LINE_COLOR = "#1f77b4", "#ff7f0e", "#1f4e79"
-HEAD_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#393b79", "#637939")  # a colour per head
+HEAD_COLORS = (  # a colour per head
+    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf",
+    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#393b79", "#637939",
+)
 
 
 def hidden_note(sink_name: str = SINK_NAME) -> str:
@@ -21,7 +37,15 @@ def hidden_note(sink_name: str = SINK_NAME) -> str:
 
 
 def weights_map(
-    weights: np.ndarray, labels: Sequence[str], visible: np.ndarray, title: str, *, zmax: float = 1.0, hide: Sequence[int] = (), sink_name: str = SINK_NAME, height: int = 320
+    weights: np.ndarray,
+    labels: Sequence[str],
+    visible: np.ndarray,
+    title: str,
+    *,
+    zmax: float = 1.0,
+    hide: Sequence[int] = (),
+    sink_name: str = SINK_NAME,
+    height: int = 320,
 ) -> go.Figure:
     """Attention weights (T, T) on the colour scale 0…zmax. Masked cells are blank; so are the columns `hide` (the
     attention sinks; their hover still gives the real weight; the other weights are not rescaled)."""
@@ -29,7 +53,8 @@ def weights_map(
     hidden = ~visible  # (T, T) a new array
     hidden[:, list(hide)] = True
     show_values = len(labels) <= SHOW_VALUES_MAX and height >= 400
-    notes = np.where(~visible, MASKED_NOTE, np.where(hidden, hidden_note(sink_name), ""))  # (T, T) the end of each cell's hover
+    # (T, T) the end of each cell's hover
+    notes = np.where(~visible, MASKED_NOTE, np.where(hidden, hidden_note(sink_name), ""))
     return heatmap(
         weights,
         labels,
@@ -63,8 +88,8 @@ def weight_panels(
     height: int = 360,
     per_row: int = PANELS_PER_ROW,
 ) -> go.Figure:
-    """Several (T, T) weight maps, maps (n, T, T), side by side in one figure on ONE colour scale 0…zmax (a shared colour axis);
-    more than per_row maps wrap into rows of equal length, each `height` high.
+    """Several (T, T) weight maps, maps (n, T, T), side by side in one figure on ONE colour scale 0…zmax
+    (a shared colour axis); more than per_row maps wrap into rows of equal length, each `height` high.
 
     Masked cells, and the columns `hide` (attention sinks), are blank; the weights shown are not rescaled.
     The hover gives positions (the axes name the tokens): per-cell text for n maps would cost more than the maps.
@@ -74,88 +99,207 @@ def weight_panels(
     shown[..., list(hide)] = np.nan
     ticks = token_axis(labels)
     heatmaps = [
-        {"type": "heatmap", "z": shown[k], "x": np.arange(T), "y": np.arange(T), "coloraxis": "coloraxis", "hoverongaps": False,
-         "hovertemplate": f"{esc(titles[k])}<br>query %{{y}} → key %{{x}}<br>{esc(value_name)} = %{{z:.4f}}<extra></extra>"}
+        {
+            "type": "heatmap",
+            "z": shown[k],
+            "x": np.arange(T),
+            "y": np.arange(T),
+            "coloraxis": "coloraxis",
+            "hoverongaps": False,
+            "hovertemplate": (
+                f"{esc(titles[k])}<br>query %{{y}} → key %{{x}}<br>{esc(value_name)} = %{{z:.4f}}<extra></extra>"
+            ),
+        }
         for k in range(n)
     ]
-    y_axis, x_axis = {**ticks, "autorange": "reversed", "title": title_dict("query i (looking)")}, {**ticks, "title": title_dict("key j")}
+    y_axis, x_axis = (
+        {**ticks, "autorange": "reversed", "title": title_dict("query i (looking)")},
+        {**ticks, "title": title_dict("key j")},
+    )
     traces, lay, rows = panel_grid(heatmaps, titles, y_axis, x_axis, per_row, height)
-    lay["coloraxis"] = {"colorscale": SEQUENTIAL, "cmin": 0, "cmax": zmax, "colorbar": {"thickness": 12, "title": title_dict(value_name)}}
+    lay["coloraxis"] = {
+        "colorscale": SEQUENTIAL,
+        "cmin": 0,
+        "cmax": zmax,
+        "colorbar": {"thickness": 12, "title": title_dict(value_name)},
+    }
     return figure(traces, layout_dict(title, height * rows, plot_bgcolor="#d9d9d9", **lay))
 
 
-def panel_grid(panels: list[dict], titles: Sequence[str], y_axis: dict, x_axis: dict, per_row: int, height: int) -> tuple[list[dict], dict, int]:
+def panel_grid(
+    panels: list[dict], titles: Sequence[str], y_axis: dict, x_axis: dict, per_row: int, height: int
+) -> tuple[list[dict], dict, int]:
     """Panels (traces without axes) in rows of at most per_row, all rows of equal length and `height` px high: each
     row gets its own y axis (y_axis), each panel its own x axis (x_axis) and its title above it. Returns the traces
     with their axes, the layout's axes and annotations, and the number of rows."""
     n = len(panels)
     n_rows = -(-n // max(1, per_row))
     per_row = -(-n // n_rows)
-    gap, vgap = 0.03, 160 / (height * n_rows)  # between panels; between rows, room for tick labels and the next row's titles
+    # between panels; between rows, room for tick labels and the next row's titles
+    gap, vgap = 0.03, 160 / (height * n_rows)
     width, row_height = (1 - gap * (per_row - 1)) / per_row, (1 - vgap * (n_rows - 1)) / n_rows
     traces, lay = [], {"annotations": []}
     for r in range(n_rows):
         top = 1 - r * (row_height + vgap)
         domain = [round(max(0.0, top - row_height), 6), round(min(1.0, top), 6)]
-        lay["yaxis" + ("" if r == 0 else str(r + 1))] = y_axis if n_rows == 1 else {**y_axis, "domain": domain, "anchor": f"x{r * per_row + 1 if r else ''}"}
+        lay["yaxis" + ("" if r == 0 else str(r + 1))] = (
+            y_axis if n_rows == 1 else {**y_axis, "domain": domain, "anchor": f"x{r * per_row + 1 if r else ''}"}
+        )
     for k, panel in enumerate(panels):
         r, c = divmod(k, per_row)
         ax, ay = "" if k == 0 else str(k + 1), "" if r == 0 else str(r + 1)
         traces.append({**panel, "xaxis": "x" + ax, "yaxis": "y" + ay})
-        lay["xaxis" + ax] = {**x_axis, "domain": [round(c * (width + gap), 6), round(min(1.0, c * (width + gap) + width), 6)], "anchor": "y" + ay}
+        lay["xaxis" + ax] = {
+            **x_axis,
+            "domain": [round(c * (width + gap), 6), round(min(1.0, c * (width + gap) + width), 6)],
+            "anchor": "y" + ay,
+        }
         top = 1.0 if n_rows == 1 else 1 - r * (row_height + vgap)
-        lay["annotations"].append({"text": esc(titles[k]), "xref": f"x{ax} domain", "yref": "paper", "x": 0.5, "y": top, "yanchor": "bottom", "showarrow": False})
+        lay["annotations"].append(
+            {
+                "text": esc(titles[k]),
+                "xref": f"x{ax} domain",
+                "yref": "paper",
+                "x": 0.5,
+                "y": top,
+                "yanchor": "bottom",
+                "showarrow": False,
+            }
+        )
     return traces, lay, n_rows
 
 
-def mosaic_slices(n_layer: int, n_head: int, n: int) -> tuple[dict[tuple[int, int], tuple[slice, slice]], tuple[int, int]]:
-    """Where each head's n × n thumbnail sits in the overview grid, {(layer, head): (rows, cols)}, and the grid's shape."""
+def mosaic_slices(
+    n_layer: int, n_head: int, n: int
+) -> tuple[dict[tuple[int, int], tuple[slice, slice]], tuple[int, int]]:
+    """Where each head's n × n thumbnail sits in the overview grid,
+    {(layer, head): (rows, cols)}, and the grid's shape."""
     gap = max(1, n // 8)  # blank cells between thumbnails
     step = n + gap
-    where = {(lay, h): (slice(lay * step, lay * step + n), slice(h * step, h * step + n)) for lay in range(n_layer) for h in range(n_head)}
+    where = {
+        (lay, h): (slice(lay * step, lay * step + n), slice(h * step, h * step + n))
+        for lay in range(n_layer)
+        for h in range(n_head)
+    }
     return where, (n_layer * step - gap, n_head * step - gap)
 
 
-def head_overview(thumbs: np.ndarray, selected: tuple[int, int], title: str, *, zmax: float = 1.0, badges: dict[tuple[int, int], str] | None = None) -> go.Figure:
-    """Every head's (n × n) thumbnail, thumbs (n_layer, n_head, n, n), in one heatmap: rows = layers, columns = heads; `selected` outlined;
-    `badges` written in their thumbnails' top-right corner (a decoder's empty future)."""
+def head_overview(
+    thumbs: np.ndarray,
+    selected: tuple[int, int],
+    title: str,
+    *,
+    zmax: float = 1.0,
+    badges: dict[tuple[int, int], str] | None = None,
+) -> go.Figure:
+    """Every head's (n × n) thumbnail, thumbs (n_layer, n_head, n, n), in one heatmap: rows = layers, columns = heads;
+    `selected` outlined; `badges` written in their thumbnails' top-right corner (a decoder's empty future)."""
     n_layer, n_head, n, _ = thumbs.shape
     where, shape = mosaic_slices(n_layer, n_head, n)
     grid = np.full(shape, np.nan, dtype=np.float32)
     for (lay, h), (rows, cols) in where.items():
         grid[rows, cols] = thumbs[lay, h]
-    hm = {"type": "heatmap", "z": grid, "colorscale": SEQUENTIAL, "zmin": 0, "zmax": zmax, "hoverongaps": False, "hovertemplate": "weight %{z:.3f}<extra></extra>", "colorbar": {"thickness": 12}}
+    hm = {
+        "type": "heatmap",
+        "z": grid,
+        "colorscale": SEQUENTIAL,
+        "zmin": 0,
+        "zmax": zmax,
+        "hoverongaps": False,
+        "hovertemplate": "weight %{z:.3f}<extra></extra>",
+        "colorbar": {"thickness": 12},
+    }
     rows, cols = where[selected]
-    box = {"type": "rect", "x0": cols.start - 0.5, "x1": cols.stop - 0.5, "y0": rows.start - 0.5, "y1": rows.stop - 0.5, "line": {"color": "#d62728", "width": 3}}
+    box = {
+        "type": "rect",
+        "x0": cols.start - 0.5,
+        "x1": cols.stop - 0.5,
+        "y0": rows.start - 0.5,
+        "y1": rows.stop - 0.5,
+        "line": {"color": "#d62728", "width": 3},
+    }
     centre = [(where[(lay, 0)][0].start + (n - 1) / 2) for lay in range(n_layer)]
     middle = [(where[(0, h)][1].start + (n - 1) / 2) for h in range(n_head)]
     axes = {
-        "xaxis": {"tickmode": "array", "tickvals": middle, "ticktext": [f"head {h}" for h in range(n_head)], "side": "top", "showgrid": False, "zeroline": False, "range": [-1, shape[1]]},
-        "yaxis": {"tickmode": "array", "tickvals": centre, "ticktext": [f"layer {lay}" for lay in range(n_layer)], "range": [shape[0], -1], "showgrid": False, "zeroline": False, "scaleanchor": "x"},
+        "xaxis": {
+            "tickmode": "array",
+            "tickvals": middle,
+            "ticktext": [f"head {h}" for h in range(n_head)],
+            "side": "top",
+            "showgrid": False,
+            "zeroline": False,
+            "range": [-1, shape[1]],
+        },
+        "yaxis": {
+            "tickmode": "array",
+            "tickvals": centre,
+            "ticktext": [f"layer {lay}" for lay in range(n_layer)],
+            "range": [shape[0], -1],
+            "showgrid": False,
+            "zeroline": False,
+            "scaleanchor": "x",
+        },
         "shapes": [box],
     }
     if badges:
-        axes["annotations"] = [badge(where[head][1].stop - 0.5, where[head][0].start - 0.5, text) for head, text in badges.items()]
-    return figure([hm], layout_dict(title, 120 + int(np.clip(1800 // n_layer, 40, 110)) * n_layer, plot_bgcolor="white", **axes))
+        axes["annotations"] = [
+            badge(where[head][1].stop - 0.5, where[head][0].start - 0.5, text) for head, text in badges.items()
+        ]
+    return figure(
+        [hm], layout_dict(title, 120 + int(np.clip(1800 // n_layer, 40, 110)) * n_layer, plot_bgcolor="white", **axes)
+    )
 
 
 def badge(x: float, y: float, text: str) -> dict:
     """A small label on a white ground, its top-right corner at (x, y) in data coordinates."""
-    return {"x": x, "y": y, "text": text, "showarrow": False, "xanchor": "right", "yanchor": "top", "font": {"size": 10, "color": "#333"}, "bgcolor": "rgba(255,255,255,0.85)", "borderpad": 1}
+    return {
+        "x": x,
+        "y": y,
+        "text": text,
+        "showarrow": False,
+        "xanchor": "right",
+        "yanchor": "top",
+        "font": {"size": 10, "color": "#333"},
+        "bgcolor": "rgba(255,255,255,0.85)",
+        "borderpad": 1,
+    }
 
 
-def pair_markers(x: np.ndarray, y: np.ndarray, i: np.ndarray, j: np.ndarray, w: np.ndarray, labels: Sequence[str], name: str, **marker) -> dict:
+def pair_markers(
+    x: np.ndarray,
+    y: np.ndarray,
+    i: np.ndarray,
+    j: np.ndarray,
+    w: np.ndarray,
+    labels: Sequence[str],
+    name: str,
+    **marker,
+) -> dict:
     """One marker per (query i, key j) pair at (x, y); its hover names both tokens and gives the exact weight."""
     names = [esc(s) for s in labels]
-    hover = [f"query {a}: {names[a]} → key {b}: {names[b]}<br>weight = {v:.4f}" for a, b, v in zip(i.tolist(), j.tolist(), np.asarray(w).tolist(), strict=True)]
+    hover = [
+        f"query {a}: {names[a]} → key {b}: {names[b]}<br>weight = {v:.4f}"
+        for a, b, v in zip(i.tolist(), j.tolist(), np.asarray(w).tolist(), strict=True)
+    ]
     xy = {"x": np.asarray(x, dtype=np.float32), "y": np.asarray(y, dtype=np.float32)}
-    return {"type": "scatter", **xy, "mode": "markers", "name": name, "marker": marker, "text": hover, "hovertemplate": "%{text}<extra></extra>", "showlegend": False}
+    return {
+        "type": "scatter",
+        **xy,
+        "mode": "markers",
+        "name": name,
+        "marker": marker,
+        "text": hover,
+        "hovertemplate": "%{text}<extra></extra>",
+        "showlegend": False,
+    }
 
 
 LINE_VIEW = "token-lines"  # layout.meta of a line view: the browser's hover script (ui/line_hover.py) looks for it
 
 
-def token_lines(heads: Sequence[tuple[str, np.ndarray, np.ndarray, np.ndarray]], labels: Sequence[str], title: str) -> go.Figure:
+def token_lines(
+    heads: Sequence[tuple[str, np.ndarray, np.ndarray, np.ndarray]], labels: Sequence[str], title: str
+) -> go.Figure:
     """Queries on the left, keys on the right, a line from query i to key j for each pair; opacity = weight.
 
     heads: (name, i, j, w) per head. One head is drawn in LINE_COLOR; several get a colour and a legend entry each:
@@ -178,8 +322,31 @@ def token_lines(heads: Sequence[tuple[str, np.ndarray, np.ndarray, np.ndarray]],
             x = np.tile(np.array([0.0, 1.0, np.nan], dtype=np.float32), int(sel.sum()))  # (3n,) left, right, gap
             y = np.stack([i[sel], j[sel], np.full(sel.sum(), np.nan)], axis=1).reshape(-1).astype(np.float32)  # (3n,)
             line = {"color": color, "width": 1 if small else 2}
-            traces.append({"type": "scatter", "x": x, "y": y, "mode": "lines", "opacity": float(min(a, 1.0)), "line": line, "hoverinfo": "skip", **group, "name": f"{prefix}lines, weight ≈ {a:.2f}"})
-        mid = pair_markers(np.full(len(w), 0.5), (i + j) / 2, i, j, w, labels, esc(name) if several else "line middles", color=color, size=3 if small else 6, opacity=w)
+            traces.append(
+                {
+                    "type": "scatter",
+                    "x": x,
+                    "y": y,
+                    "mode": "lines",
+                    "opacity": float(min(a, 1.0)),
+                    "line": line,
+                    "hoverinfo": "skip",
+                    **group,
+                    "name": f"{prefix}lines, weight ≈ {a:.2f}",
+                }
+            )
+        mid = pair_markers(
+            np.full(len(w), 0.5),
+            (i + j) / 2,
+            i,
+            j,
+            w,
+            labels,
+            esc(name) if several else "line middles",
+            color=color,
+            size=3 if small else 6,
+            opacity=w,
+        )
         mid["text"] = [prefix + t for t in mid["text"]]
         traces.append({**mid, "legendgroup": name, "showlegend": several})
     names = [esc(s) for s in labels]
@@ -203,43 +370,90 @@ def token_lines(heads: Sequence[tuple[str, np.ndarray, np.ndarray, np.ndarray]],
         "meta": LINE_VIEW,
         "xaxis": {"range": [-0.05, 1.05], "visible": False},
         "yaxis": {**axis, "title": title_dict("query i (looking)")},
-        "yaxis2": {**axis, "title": title_dict("key j (looked at)"), "overlaying": "y", "side": "right", "matches": "y"},
+        "yaxis2": {
+            **axis,
+            "title": title_dict("key j (looked at)"),
+            "overlaying": "y",
+            "side": "right",
+            "matches": "y",
+        },
     }
     if not any(len(w) for *_, w in heads):
-        lay["annotations"] = [{"text": "no weight reaches the threshold", "x": 0.5, "y": (T - 1) / 2, "showarrow": False}]
+        lay["annotations"] = [
+            {"text": "no weight reaches the threshold", "x": 0.5, "y": (T - 1) / 2, "showarrow": False}
+        ]
     if several:
-        lay["legend"] = {**LEGEND_BELOW, "entrywidth": 70, "itemclick": "toggleothers", "itemdoubleclick": "toggle"}  # 70 px a head: rows as margins.fit counts them
-    return figure([*traces, *ends], layout_dict(title, int(np.clip(90 + 18 * T, 300, 900)), plot_bgcolor="white", **lay))
+        # 70 px a head: rows as margins.fit counts them
+        lay["legend"] = {**LEGEND_BELOW, "entrywidth": 70, "itemclick": "toggleothers", "itemdoubleclick": "toggle"}
+    return figure(
+        [*traces, *ends], layout_dict(title, int(np.clip(90 + 18 * T, 300, 900)), plot_bgcolor="white", **lay)
+    )
 
 
 def _blocks(names: Sequence[str], n: int) -> tuple[dict, list[float]]:
-    """Axis ticks naming len(names) equal blocks of n cells at their centres, and the positions of lines between blocks (none for 1-cell blocks)."""
+    """Axis ticks naming len(names) equal blocks of n cells at their centres, and the positions of lines between
+    blocks (none for 1-cell blocks)."""
     size = n // len(names)
-    ticks = {"tickmode": "array", "tickvals": [k * size + (size - 1) / 2 for k in range(len(names))], "ticktext": [esc(s) for s in names]}
+    ticks = {
+        "tickmode": "array",
+        "tickvals": [k * size + (size - 1) / 2 for k in range(len(names))],
+        "ticktext": [esc(s) for s in names],
+    }
     return ticks, ([k * size - 0.5 for k in range(1, len(names))] if size > 1 else [])
 
 
-def vector_rows(z: np.ndarray, title: str, *, row_blocks: Sequence[str], col_blocks: Sequence[str] | None = None, x_title: str = "", value_name: str = "value", height: int = 260) -> go.Figure:
-    """A matrix, blue < 0 < red, whose rows (and optionally columns) come in equal named blocks, e.g. one block of rows per head."""
+def vector_rows(
+    z: np.ndarray,
+    title: str,
+    *,
+    row_blocks: Sequence[str],
+    col_blocks: Sequence[str] | None = None,
+    x_title: str = "",
+    value_name: str = "value",
+    height: int = 260,
+) -> go.Figure:
+    """A matrix, blue < 0 < red, whose rows (and optionally columns) come in equal named blocks,
+    e.g. one block of rows per head."""
     z = np.asarray(z, dtype=np.float32)
     rows, cols = z.shape
     hover = f"row %{{y}}, column %{{x}}<br>{esc(value_name)} = %{{z:.4g}}<extra></extra>"
-    hm = {"type": "heatmap", "z": z, "x": np.arange(cols), "y": np.arange(rows), "colorscale": DIVERGING, "zmid": 0, "hovertemplate": hover, "colorbar": {"thickness": 12}}
+    hm = {
+        "type": "heatmap",
+        "z": z,
+        "x": np.arange(cols),
+        "y": np.arange(rows),
+        "colorscale": DIVERGING,
+        "zmid": 0,
+        "hovertemplate": hover,
+        "colorbar": {"thickness": 12},
+    }
     y_ticks, y_lines = _blocks(row_blocks, rows)
     x_ticks, x_lines = _blocks(col_blocks, cols) if col_blocks else ({}, [])
     line = {"color": "black", "width": 1.5}
     shapes = [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": y, "y1": y, "line": line} for y in y_lines]
     shapes += [{"type": "line", "yref": "paper", "y0": 0, "y1": 1, "x0": x, "x1": x, "line": line} for x in x_lines]
-    axes = {"xaxis": {**x_ticks, "title": title_dict(x_title)}, "yaxis": {**y_ticks, "autorange": "reversed"}, "shapes": shapes or None}
+    axes = {
+        "xaxis": {**x_ticks, "title": title_dict(x_title)},
+        "yaxis": {**y_ticks, "autorange": "reversed"},
+        "shapes": shapes or None,
+    }
     return figure([hm], layout_dict(title, height, **axes))
 
 
 def ablation_bars(labels: Sequence[str], before: np.ndarray, after: np.ndarray, title: str) -> go.Figure:
     """Next-token probabilities with every head on, and with the chosen heads switched off, side by side."""
-    return grouped_bars({"all heads on": before, "heads switched off": after}, labels, title=title, x_title="next token", y_title="probability", height=340)
+    return grouped_bars(
+        {"all heads on": before, "heads switched off": after},
+        labels,
+        title=title,
+        x_title="next token",
+        y_title="probability",
+        height=340,
+    )
 
 
 def output_change_bars(cosine: np.ndarray, relative: np.ndarray, labels: Sequence[str], title: str) -> go.Figure:
-    """An encoder's final vector of every token with heads switched off against with every head on: cos and relative change."""
+    """An encoder's final vector of every token with heads switched off against with every
+    head on: cos and relative change."""
     series = {"cos(before, after): 1 = same direction": cosine, "‖after − before‖ / ‖before‖": relative}
     return grouped_bars(series, labels, title=title, x_title="token", y_title="value", height=340)

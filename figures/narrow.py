@@ -14,7 +14,18 @@ NARROW_PX = 520  # a chart narrower than this puts its colour bar and legend und
 BAR_PX = 12  # the bar's thickness
 PAD_PX = 10  # the colour bar's own padding (plotly's ypad), above and below it
 # Level, as wide as the plot, at the bottom of the figure (in its own coordinates, under the x axis and its title):
-BAR_BELOW = {"orientation": "h", "x": 0.5, "xanchor": "center", "len": 1, "lenmode": "fraction", "yref": "container", "y": 0, "yanchor": "bottom", "ypad": PAD_PX, "thickness": BAR_PX}
+BAR_BELOW = {
+    "orientation": "h",
+    "x": 0.5,
+    "xanchor": "center",
+    "len": 1,
+    "lenmode": "fraction",
+    "yref": "container",
+    "y": 0,
+    "yanchor": "bottom",
+    "ypad": PAD_PX,
+    "thickness": BAR_PX,
+}
 
 
 def narrow(spec: dict) -> dict:
@@ -35,7 +46,11 @@ def narrow(spec: dict) -> dict:
         title = title_text(bar.get("title"))
         below = {k: v for k, v in bar.items() if k != "title"} | BAR_BELOW
         if title:
-            below["title"] = {**(bar["title"] if isinstance(bar["title"], dict) else {}), "text": title, "side": "bottom"}  # under its numbers ("top" overprints the bar)
+            below["title"] = {
+                **(bar["title"] if isinstance(bar["title"], dict) else {}),
+                "text": title,
+                "side": "bottom",
+            }  # under its numbers ("top" overprints the bar)
         if isinstance(where, str):  # a shared colour axis
             out_layout[where] = {**layout[where], "colorbar": below}
         else:
@@ -45,7 +60,9 @@ def narrow(spec: dict) -> dict:
         out_layout["legend"] = {**(layout.get("legend") or {}), **LEGEND_BELOW}
         grow += round(legend_px(traces, out_layout)[1])
     right = axis_margins(traces, layout)["r"]  # what stays on the right: a y axis drawn there
-    margin["r"] = round(max(right, margin.get("r", 0) - colorbar_px(traces, layout) - (legend if legend_beside else 0), 16))
+    margin["r"] = round(
+        max(right, margin.get("r", 0) - colorbar_px(traces, layout) - (legend if legend_beside else 0), 16)
+    )
     margin["b"] = margin.get("b", 0) + grow
     out_layout.update(margin=margin, height=(layout.get("height") or 420) + grow)
     return {**spec, "data": out_traces, "layout": out_layout}

@@ -14,7 +14,18 @@ WAVE_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
 
 def encoding_heatmap(pe: np.ndarray, title: str) -> go.Figure:
     """PE as a (position × dimension) heatmap on a fixed −1…1 scale."""
-    return heatmap(pe, title=title, x_title="dimension i", y_title="position", colorscale=DIVERGING, zmin=-1, zmax=1, zmid=0, value_name="PE", height=460)
+    return heatmap(
+        pe,
+        title=title,
+        x_title="dimension i",
+        y_title="position",
+        colorscale=DIVERGING,
+        zmin=-1,
+        zmax=1,
+        zmid=0,
+        value_name="PE",
+        height=460,
+    )
 
 
 def waves(pe: np.ndarray, dims: Sequence[int]) -> go.Figure:
@@ -32,17 +43,43 @@ def waves(pe: np.ndarray, dims: Sequence[int]) -> go.Figure:
         }
         for n, d in enumerate(dims)
     ]
-    axes = {"xaxis": {"title": title_dict("position")}, "yaxis": {"title": title_dict("PE(position, dim)"), "range": [-1.1, 1.1]}}
-    return figure(traces, layout_dict("A few dimensions as waves: low dimensions wiggle fast, high ones slowly", 360, **axes))
+    axes = {
+        "xaxis": {"title": title_dict("position")},
+        "yaxis": {"title": title_dict("PE(position, dim)"), "range": [-1.1, 1.1]},
+    }
+    return figure(
+        traces, layout_dict("A few dimensions as waves: low dimensions wiggle fast, high ones slowly", 360, **axes)
+    )
 
 
 def bits_heatmap(bits: np.ndarray) -> go.Figure:
     """bits[pos, b] of a binary counter as a 0/1 heatmap, bit 0 (the fastest) on the left."""
     names = [str(b) for b in range(bits.shape[1])]  # "bit 0", "bit 1", … turn vertical in a narrow column and overprint
     cells = {"texttemplate": "%{z:.0f}", "showscale": False}  # each cell writes its 0 or 1: no colour bar needed
-    return heatmap(bits, names, None, title="A binary counter", x_title="bit (0 flips every step)", y_title="position", colorscale="Greys", zmin=0, zmax=1, value_name="bit", height=460, extra=cells)
+    return heatmap(
+        bits,
+        names,
+        None,
+        title="A binary counter",
+        x_title="bit (0 flips every step)",
+        y_title="position",
+        colorscale="Greys",
+        zmin=0,
+        zmax=1,
+        value_name="bit",
+        height=460,
+        extra=cells,
+    )
 
 
 def similarity_heatmap(sim: np.ndarray, title: str) -> go.Figure:
     """PE_i · PE_j for every pair of positions."""
-    return heatmap(sim, title=title, x_title="position j", y_title="position i", colorscale=SEQUENTIAL, value_name="PE_i · PE_j", height=460)
+    return heatmap(
+        sim,
+        title=title,
+        x_title="position j",
+        y_title="position i",
+        colorscale=SEQUENTIAL,
+        value_name="PE_i · PE_j",
+        height=460,
+    )

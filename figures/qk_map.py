@@ -20,12 +20,30 @@ def segments(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return xy[:, :3].reshape(-1).astype(np.float32), xy[:, 3:].reshape(-1).astype(np.float32)
 
 
-def qk_scatter(q2: np.ndarray, k2: np.ndarray, labels: Sequence[str], i: np.ndarray, j: np.ndarray, w: np.ndarray, explained: np.ndarray, title: str) -> go.Figure:
-    """Queries (circles) and keys (diamonds) in the map; a grey line from query i to key j for each pair, with a hover dot in its middle."""
+def qk_scatter(
+    q2: np.ndarray,
+    k2: np.ndarray,
+    labels: Sequence[str],
+    i: np.ndarray,
+    j: np.ndarray,
+    w: np.ndarray,
+    explained: np.ndarray,
+    title: str,
+) -> go.Figure:
+    """Queries (circles) and keys (diamonds) in the map; a grey line from query i to key j for each
+    pair, with a hover dot in its middle."""
     names = [esc(s) for s in labels]
     mode = "markers+text" if len(labels) <= TEXT_MAX else "markers"
     lx, ly = segments(q2[i], k2[j])
-    lines = {"type": "scatter", "x": lx, "y": ly, "mode": "lines", "line": {"color": "rgba(80,80,80,0.45)", "width": 1.5}, "hoverinfo": "skip", "name": "query → its strongest key"}
+    lines = {
+        "type": "scatter",
+        "x": lx,
+        "y": ly,
+        "mode": "lines",
+        "line": {"color": "rgba(80,80,80,0.45)", "width": 1.5},
+        "hoverinfo": "skip",
+        "name": "query → its strongest key",
+    }
     mid = (q2[i] + k2[j]) / 2  # (n, 2)
     weights = pair_markers(mid[:, 0], mid[:, 1], i, j, w, labels, "line middles", size=4, color="rgba(80,80,80,0.6)")
     points = [
@@ -42,11 +60,19 @@ def qk_scatter(q2: np.ndarray, k2: np.ndarray, labels: Sequence[str], i: np.ndar
             "customdata": np.arange(len(names)),
             "hovertemplate": f"{role} %{{customdata}}: %{{text}}<extra></extra>",
         }
-        for p, name, role, symbol, color in ((q2, "queries", "query", "circle", QUERY_COLOR), (k2, "keys", "key", "diamond", KEY_COLOR))
+        for p, name, role, symbol, color in (
+            (q2, "queries", "query", "circle", QUERY_COLOR),
+            (k2, "keys", "key", "diamond", KEY_COLOR),
+        )
     ]
     lay = {
         "xaxis": {"title": title_dict(f"axis 1 ({explained[0]:.0%} of the spread)"), "zeroline": False},
-        "yaxis": {"title": title_dict(f"axis 2 ({explained[1]:.0%} of the spread)"), "zeroline": False, "scaleanchor": "x", "scaleratio": 1},
+        "yaxis": {
+            "title": title_dict(f"axis 2 ({explained[1]:.0%} of the spread)"),
+            "zeroline": False,
+            "scaleanchor": "x",
+            "scaleratio": 1,
+        },
         "legend": LEGEND_BELOW,
     }
     return figure([lines, weights, *points], layout_dict(title, 560, **lay))

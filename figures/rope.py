@@ -33,9 +33,15 @@ def angle_heatmap(angles: np.ndarray, title: str) -> go.Figure:
         "zmin": 0,
         "zmax": TAU,
         "colorbar": {"thickness": 12, "title": title_dict("angle mod 2π"), **ANGLE_TICKS},
-        "hovertemplate": "position m = %{y}, pair i = %{x}<br>angle m·ω_i = %{customdata:.4g} rad<br>on the clock: %{z:.2f} rad<extra></extra>",
+        "hovertemplate": (
+            "position m = %{y}, pair i = %{x}<br>angle m·ω_i = %{customdata:.4g} rad<br>on the clock: "
+            "%{z:.2f} rad<extra></extra>"
+        ),
     }
-    axes = {"xaxis": {"title": title_dict("pair i (dimensions i and i + d/2)")}, "yaxis": {"title": title_dict("position m"), "autorange": "reversed"}}
+    axes = {
+        "xaxis": {"title": title_dict("pair i (dimensions i and i + d/2)")},
+        "yaxis": {"title": title_dict("position m"), "autorange": "reversed"},
+    }
     return figure([hm], layout_dict(title, 460, **axes))
 
 
@@ -60,15 +66,34 @@ def wavelength_chart(wavelengths: np.ndarray, n_tokens: int, title: str) -> go.F
         "line": {"color": "#d62728", "dash": "dash"},
         "hovertemplate": f"your text: {n_tokens} tokens<extra></extra>",
     }
-    axes = {"xaxis": {"title": title_dict("pair i")}, "yaxis": {"title": title_dict("positions per turn (2π / ω_i)"), "type": "log"}}
+    axes = {
+        "xaxis": {"title": title_dict("pair i")},
+        "yaxis": {"title": title_dict("positions per turn (2π / ω_i)"), "type": "log"},
+    }
     return figure([pairs, sentence], layout_dict(title, 360, legend=LEGEND_BELOW, **axes))
 
 
 def before_after_heatmap(rows: np.ndarray, names: Sequence[str], title: str) -> go.Figure:
-    """q and k before and after rotation, (4, d), one row each; a line splits the two halves (pair i = i and i + d/2)."""
+    """q and k before and after rotation, (4, d), one row each; a line splits the two
+    halves (pair i = i and i + d/2)."""
     d = rows.shape[1]
-    split = {"type": "line", "xref": "x", "yref": "paper", "x0": d / 2 - 0.5, "x1": d / 2 - 0.5, "y0": 0, "y1": 1, "line": {"color": "black", "width": 2, "dash": "dot"}}
-    return vectors_heatmap(rows, names, title, dim_title=f"dimension (0…{d // 2 - 1}: first of each pair, {d // 2}…{d - 1}: second)", shapes=[split])
+    split = {
+        "type": "line",
+        "xref": "x",
+        "yref": "paper",
+        "x0": d / 2 - 0.5,
+        "x1": d / 2 - 0.5,
+        "y0": 0,
+        "y1": 1,
+        "line": {"color": "black", "width": 2, "dash": "dot"},
+    }
+    return vectors_heatmap(
+        rows,
+        names,
+        title,
+        dim_title=f"dimension (0…{d // 2 - 1}: first of each pair, {d // 2}…{d - 1}: second)",
+        shapes=[split],
+    )
 
 
 def _hand(x: float, y: float, name: str, color: str, dash: str, xa: str, ya: str, legend: bool, hover: str) -> dict:
@@ -90,16 +115,29 @@ def _hand(x: float, y: float, name: str, color: str, dash: str, xa: str, ya: str
 
 
 def clock_hands(
-    q_pairs: np.ndarray, rot_q_pairs: np.ndarray, k_pairs: np.ndarray, rot_k_pairs: np.ndarray, chosen: Sequence[int], angle_m: np.ndarray, angle_n: np.ndarray, m: int, n: int, title: str
+    q_pairs: np.ndarray,
+    rot_q_pairs: np.ndarray,
+    k_pairs: np.ndarray,
+    rot_k_pairs: np.ndarray,
+    chosen: Sequence[int],
+    angle_m: np.ndarray,
+    angle_n: np.ndarray,
+    m: int,
+    n: int,
+    title: str,
 ) -> go.Figure:
-    """One small plane per chosen pair i: q_m's pair before (dashed) and after turning by m·ω_i (solid), k_n's the same by n·ω_i.
+    """One small plane per chosen pair i: q_m's pair before (dashed) and after turning by
+    m·ω_i (solid), k_n's the same by n·ω_i.
 
     *_pairs: (d/2, 2) the vectors as pairs; angle_m, angle_n: (d/2,) the angles used.
     """
     n_panels = len(chosen)
     gap = 0.04
     width = (1 - gap * (n_panels - 1)) / n_panels
-    traces, lay = [], {"annotations": [], "showlegend": True, "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.12, "x": 0}}
+    traces, lay = (
+        [],
+        {"annotations": [], "showlegend": True, "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.12, "x": 0}},
+    )
     hands = (
         ("q_m before", q_pairs, Q_LIGHT, "dash"),
         ("q_m after (turned by m·ω)", rot_q_pairs, Q_COLOR, "solid"),
@@ -111,22 +149,45 @@ def clock_hands(
         r = 1.15 * max(float(np.hypot(*v[i])) for _, v, _, _ in hands) or 1.0
         for name, vec, color, dash in hands:
             x, y = (float(c) for c in vec[i])
-            hover = f"{name}, pair {i}: ({x:.3f}, {y:.3f}), length {np.hypot(x, y):.3f}, pointing at {np.degrees(np.arctan2(y, x)):.1f}°"
+            hover = (
+                f"{name}, pair {i}: ({x:.3f}, {y:.3f}), length {np.hypot(x, y):.3f}, "
+                f"pointing at {np.degrees(np.arctan2(y, x)):.1f}°"
+            )
             traces.append(_hand(x, y, name, color, dash, "x" + ax, "y" + ax, p == 0, hover))
         grid = {"range": [-r, r], "zeroline": True, "showticklabels": False, "showgrid": False}
-        lay["xaxis" + ax] = {**grid, "domain": [p * (width + gap), p * (width + gap) + width], "anchor": "y" + ax, "title": title_dict(f"pair {i}")}
+        lay["xaxis" + ax] = {
+            **grid,
+            "domain": [p * (width + gap), p * (width + gap) + width],
+            "anchor": "y" + ax,
+            "title": title_dict(f"pair {i}"),
+        }
         lay["yaxis" + ax] = {**grid, "anchor": "x" + ax, "scaleanchor": "x" + ax, "scaleratio": 1}
         turn = f"q turned {np.degrees(angle_m[i]) % 360:.0f}°, k {np.degrees(angle_n[i]) % 360:.0f}°"
-        lay["annotations"].append({"text": esc(turn), "xref": f"x{ax} domain", "yref": f"y{ax} domain", "x": 0.5, "y": 1.0, "yanchor": "bottom", "showarrow": False, "font": {"size": 11}})
+        lay["annotations"].append(
+            {
+                "text": esc(turn),
+                "xref": f"x{ax} domain",
+                "yref": f"y{ax} domain",
+                "x": 0.5,
+                "y": 1.0,
+                "yanchor": "bottom",
+                "showarrow": False,
+                "font": {"size": 11},
+            }
+        )
     return figure(traces, layout_dict(title + f" (m = {m}, n = {n})", 380, plot_bgcolor="white", **lay))
 
 
 def pair_bars(pair_dots: np.ndarray, title: str) -> go.Figure:
     """Each pair's share of the score, rot_q pair · rot_k pair; the bars add up to the score."""
-    return bars(pair_dots, [str(i) for i in range(len(pair_dots))], title=title, x_title="pair i", y_title="share of q·k")
+    return bars(
+        pair_dots, [str(i) for i in range(len(pair_dots))], title=title, x_title="pair i", y_title="share of q·k"
+    )
 
 
-def shift_chart(shifts: np.ndarray, both: np.ndarray, query_only: np.ndarray, chosen: int, m: int, n: int, title: str) -> go.Figure:
+def shift_chart(
+    shifts: np.ndarray, both: np.ndarray, query_only: np.ndarray, chosen: int, m: int, n: int, title: str
+) -> go.Figure:
     """Score against shift s: both vectors moved (a flat line) and only the query moved (it wanders)."""
     s = np.asarray(shifts, dtype=np.int32)
     k = int(np.searchsorted(s, chosen))
@@ -140,7 +201,10 @@ def shift_chart(shifts: np.ndarray, both: np.ndarray, query_only: np.ndarray, ch
             "line": {"color": color, "width": width},
             "hovertemplate": f"shift s = %{{x}}<br>{esc(name)}: %{{y:.6g}}<extra></extra>",
         }
-        for y, name, color, width in ((query_only, f"only the query moves: q at {m} + s, k at {n}", "#bbbbbb", 2), (both, f"both move: q at {m} + s, k at {n} + s", Q_COLOR, 4))
+        for y, name, color, width in (
+            (query_only, f"only the query moves: q at {m} + s, k at {n}", "#bbbbbb", 2),
+            (both, f"both move: q at {m} + s, k at {n} + s", Q_COLOR, 4),
+        )
     ]
     dots = {
         "type": "scatter",
@@ -151,7 +215,10 @@ def shift_chart(shifts: np.ndarray, both: np.ndarray, query_only: np.ndarray, ch
         "name": f"s = {chosen}",
         "hovertemplate": "s = %{x}: %{y:.6g}<extra></extra>",
     }
-    axes = {"xaxis": {"title": title_dict("shift s (positions)")}, "yaxis": {"title": title_dict("score q·k (before ÷√d)")}}
+    axes = {
+        "xaxis": {"title": title_dict("shift s (positions)")},
+        "yaxis": {"title": title_dict("score q·k (before ÷√d)")},
+    }
     legend = {"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0}
     return figure([*lines, dots], layout_dict(title, 380, legend=legend, **axes))
 
@@ -179,27 +246,62 @@ def sharing_heatmap(table: np.ndarray, title: str) -> go.Figure:
         "hovertemplate": "query head %{y} → key/value head %{x}: %{z}<extra></extra>",
     }
     axes = {
-        "xaxis": {"tickmode": "array", "tickvals": list(range(nkv)), "ticktext": [f"K/V head {g}" for g in range(nkv)], "side": "top"},
-        "yaxis": {"tickmode": "array", "tickvals": list(range(nh)), "ticktext": [f"query head {h}" for h in range(nh)], "autorange": "reversed"},
+        "xaxis": {
+            "tickmode": "array",
+            "tickvals": list(range(nkv)),
+            "ticktext": [f"K/V head {g}" for g in range(nkv)],
+            "side": "top",
+        },
+        "yaxis": {
+            "tickmode": "array",
+            "tickvals": list(range(nh)),
+            "ticktext": [f"query head {h}" for h in range(nh)],
+            "autorange": "reversed",
+        },
     }
     return figure([hm], layout_dict(title, 80 + 28 * nh, **axes))
 
 
-def head_panels(arrays: np.ndarray, labels: Sequence[str], titles: Sequence[str], title: str, *, value_name: str, per_row: int = PANELS_PER_ROW) -> go.Figure:
+def head_panels(
+    arrays: np.ndarray,
+    labels: Sequence[str],
+    titles: Sequence[str],
+    title: str,
+    *,
+    value_name: str,
+    per_row: int = PANELS_PER_ROW,
+) -> go.Figure:
     """Several (T, d) arrays, (n, T, d), side by side (at most per_row in a row) on ONE diverging colour scale: K (or V)
     of each key/value head. The colour bar is titled with value_name's first word (the chart's title says the rest)."""
     n, T, d = arrays.shape
     top = float(np.abs(arrays).max()) or 1.0
     step = max(1, T // 40)
-    ticks = {"tickmode": "array", "tickvals": list(range(0, T, step)), "ticktext": [esc(labels[i]) for i in range(0, T, step)]}
+    ticks = {
+        "tickmode": "array",
+        "tickvals": list(range(0, T, step)),
+        "ticktext": [esc(labels[i]) for i in range(0, T, step)],
+    }
     panels = [
-        {"type": "heatmap", "z": arrays[k].astype(np.float32), "x": np.arange(d), "y": np.arange(T), "coloraxis": "coloraxis",
-         "hovertemplate": f"{esc(titles[k])}<br>token %{{y}}, dimension %{{x}}<br>{esc(value_name)} = %{{z:.4g}}<extra></extra>"}
+        {
+            "type": "heatmap",
+            "z": arrays[k].astype(np.float32),
+            "x": np.arange(d),
+            "y": np.arange(T),
+            "coloraxis": "coloraxis",
+            "hovertemplate": (
+                f"{esc(titles[k])}<br>token %{{y}}, dimension %{{x}}<br>{esc(value_name)} = %{{z:.4g}}<extra></extra>"
+            ),
+        }
         for k in range(n)
     ]
     y_axis = {**ticks, "autorange": "reversed", "title": title_dict("token")}
     x_axis = {"title": title_dict("dimension"), "dtick": 16 if d >= 48 else None}
     height = min(640, max(260, 120 + 16 * T))
     traces, lay, rows = panel_grid(panels, titles, y_axis, x_axis, per_row, height)
-    lay["coloraxis"] = {"colorscale": DIVERGING, "cmin": -top, "cmax": top, "colorbar": {"thickness": 12, "title": title_dict(value_name.split()[0])}}
+    lay["coloraxis"] = {
+        "colorscale": DIVERGING,
+        "cmin": -top,
+        "cmax": top,
+        "colorbar": {"thickness": 12, "title": title_dict(value_name.split()[0])},
+    }
     return figure(traces, layout_dict(title, height * rows, **lay))

@@ -32,11 +32,21 @@ def tick_text(t: float) -> str:
     return f"{t:g}" if t < 1e5 else f"{t:.0e}"
 
 
-def temperature_curves(taus: np.ndarray, entropy: np.ndarray, top: np.ndarray, tau: float, entropy_now: float, top_now: float, max_entropy: float, height: int = 360) -> go.Figure:
+def temperature_curves(
+    taus: np.ndarray,
+    entropy: np.ndarray,
+    top: np.ndarray,
+    tau: float,
+    entropy_now: float,
+    top_now: float,
+    max_entropy: float,
+    height: int = 360,
+) -> go.Figure:
     """Entropy (bits, left axis) and top probability (right axis) of softmax(s / τ) over τ; markers at the current τ."""
     f32 = np.float32
     now = {"size": 12, "line": {"width": 2, "color": "black"}}
-    series = (("entropy", entropy, entropy_now, " bits", "y"), ("top probability", top, top_now, "", "y2"))  # name, curve, now, unit, axis
+    # name, curve, now, unit, axis
+    series = (("entropy", entropy, entropy_now, " bits", "y"), ("top probability", top, top_now, "", "y2"))
     curves = [
         {
             "type": "scatter",
@@ -63,14 +73,37 @@ def temperature_curves(taus: np.ndarray, entropy: np.ndarray, top: np.ndarray, t
         for k, (name, _, y_now, unit, axis) in enumerate(series)
     ]
     axes = {
-        "xaxis": {"type": "log", "title": title_dict("temperature τ (log scale)"), "tickvals": TAU_TICKS, "ticktext": [f"{t:g}" for t in TAU_TICKS]},
+        "xaxis": {
+            "type": "log",
+            "title": title_dict("temperature τ (log scale)"),
+            "tickvals": TAU_TICKS,
+            "ticktext": [f"{t:g}" for t in TAU_TICKS],
+        },
         "yaxis": {"title": title_dict("entropy (bits)"), "range": [0, max(max_entropy, 1e-3) * 1.05]},
-        "yaxis2": {"title": title_dict("top probability"), "overlaying": "y", "side": "right", "range": [0, 1.05], "tickvals": [0, 0.2, 0.4, 0.6, 0.8, 1], "showgrid": False},
+        "yaxis2": {
+            "title": title_dict("top probability"),
+            "overlaying": "y",
+            "side": "right",
+            "range": [0, 1.05],
+            "tickvals": [0, 0.2, 0.4, 0.6, 0.8, 1],
+            "showgrid": False,
+        },
     }
-    return figure(curves + markers, layout_dict("Entropy and top probability versus temperature", height, legend=LEGEND, **axes))
+    return figure(
+        curves + markers, layout_dict("Entropy and top probability versus temperature", height, legend=LEGEND, **axes)
+    )
 
 
-def dk_lines(d_ks: np.ndarray, series: dict[str, np.ndarray], *, title: str, y_title: str, chosen: int | None = None, log_y: bool = False, height: int = 340) -> go.Figure:
+def dk_lines(
+    d_ks: np.ndarray,
+    series: dict[str, np.ndarray],
+    *,
+    title: str,
+    y_title: str,
+    chosen: int | None = None,
+    log_y: bool = False,
+    height: int = 340,
+) -> go.Figure:
     """Lines over d_k (log axis), one per named series; big markers at index `chosen` of d_ks."""
     colors = BAR_COLORS[: len(series)]
     data = [
@@ -89,13 +122,32 @@ def dk_lines(d_ks: np.ndarray, series: dict[str, np.ndarray], *, title: str, y_t
         y_now = [y[chosen] for y in series.values()]
         marker = {"size": 12, "color": list(colors), "line": {"width": 2, "color": "black"}}
         data.append(
-            {"type": "scatter", "x": np.float32([d_ks[chosen]] * len(y_now)), "y": np.float32(y_now), "name": f"d_k = {d_ks[chosen]}", "mode": "markers", "marker": marker, "hoverinfo": "skip"}
+            {
+                "type": "scatter",
+                "x": np.float32([d_ks[chosen]] * len(y_now)),
+                "y": np.float32(y_now),
+                "name": f"d_k = {d_ks[chosen]}",
+                "mode": "markers",
+                "marker": marker,
+                "hoverinfo": "skip",
+            }
         )
     axes = {
-        "xaxis": {"type": "log", "title": title_dict("d_k (dimensions of q and k)"), "tickvals": [int(d) for d in d_ks], "ticktext": [str(d) for d in d_ks]},
+        "xaxis": {
+            "type": "log",
+            "title": title_dict("d_k (dimensions of q and k)"),
+            "tickvals": [int(d) for d in d_ks],
+            "ticktext": [str(d) for d in d_ks],
+        },
         "yaxis": {"type": "linear", "title": title_dict(y_title)},
     }
     if log_y:
         ticks = log_ticks(np.concatenate([np.asarray(y, dtype=np.float64).ravel() for y in series.values()]))
-        axes["yaxis"] = {**axes["yaxis"], "type": "log", "tickmode": "array", "tickvals": ticks, "ticktext": [tick_text(t) for t in ticks]}
+        axes["yaxis"] = {
+            **axes["yaxis"],
+            "type": "log",
+            "tickmode": "array",
+            "tickvals": ticks,
+            "ticktext": [tick_text(t) for t in ticks],
+        }
     return figure(data, layout_dict(title, height, legend=LEGEND, **axes))
