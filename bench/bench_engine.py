@@ -92,8 +92,14 @@ def main() -> None:
         loads.append(time.perf_counter() - t0)
     cfg = lm.cfg
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print(f"model {lm.name}: {cfg.n_layer} layers × {cfg.n_head} heads, d_model {cfg.d_model}, n_ctx {cfg.n_ctx}, vocab {cfg.vocab_size}")
-    print(f"load_model: median {1000 * statistics.median(loads):.1f} ms over {len(loads)} fresh loads (first {1000 * loads[0]:.1f} ms)\n")
+    print(
+        f"model {lm.name}: {cfg.n_layer} layers × {cfg.n_head} heads, "
+        f"d_model {cfg.d_model}, n_ctx {cfg.n_ctx}, vocab {cfg.vocab_size}"
+    )
+    print(
+        f"load_model: median {1000 * statistics.median(loads):.1f} ms "
+        f"over {len(loads)} fresh loads (first {1000 * loads[0]:.1f} ms)\n"
+    )
 
     print(f"{'tokens':>6} {'threads':>7} {'forward ms':>11} {'run_trace ms':>13} {'trace MiB':>10}")
     print("-" * 51)
@@ -112,7 +118,10 @@ def main() -> None:
 
     torch.set_num_threads(1)
     text = text_of(lm.tokenizer, 16)
-    print("\nCPU per 16-token run_trace (ms) when N threads run one each at once; gated = one at a time, as ui/serving.py does")
+    print(
+        "\nCPU per 16-token run_trace (ms) when N threads run one each at once; "
+        "gated = one at a time, as ui/serving.py does"
+    )
     print(f"{'N':>4} {'free':>7} {'gated':>7}")
     for n in (1, 8, 25):
         print(f"{n:>4} {cpu_per_trace_ms(lm, text, n, False):>7.2f} {cpu_per_trace_ms(lm, text, n, True):>7.2f}")

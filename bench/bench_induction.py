@@ -1,12 +1,14 @@
 """How long the attention-only model takes to form its induction head, and what a live training costs a classroom.
 
-    .venv/bin/python bench/bench_induction.py                 # time to the induction head: 1 and 2 threads, and as the page's live training
-    .venv/bin/python bench/bench_induction.py --load 50       # + 50 students (load_students.py) on one server, without and with live trainings
+    .venv/bin/python bench/bench_induction.py                 # time to the induction head: 1 and 2 threads, and as
+                                                              # the page's live training
+    .venv/bin/python bench/bench_induction.py --load 50       # + 50 students (load_students.py) on one server,
+                                                              # without and with live trainings
 
-"Induction head" = the first snapshot whose best layer-1 induction score is ≥ 0.5 (transformer.train_induction.induction_step).
-The live training runs as the page runs it (ui/training.py): in a child process, one torch thread, niceness 10,
-ATLAS_TRAIN_DUTY of the time. With --load, a websocket client (bench/st_client.py, no browser) presses the page's
-"Train from scratch" button whenever no training runs.
+"Induction head" = the first snapshot whose best layer-1 induction score is ≥ 0.5
+(transformer.train_induction.induction_step). The live training runs as the page runs it (ui/training.py): in a child
+process, one torch thread, niceness 10, ATLAS_TRAIN_DUTY of the time. With --load, a websocket client
+(bench/st_client.py, no browser) presses the page's "Train from scratch" button whenever no training runs.
 Prints tables; asserts nothing.
 """
 
@@ -36,7 +38,8 @@ def load_average() -> str:
 
 
 def full_speed(threads: int) -> tuple[float, float, int]:
-    """(seconds to the induction head, seconds in all, its step), training at full speed with `threads` torch threads."""
+    """(seconds to the induction head, seconds in all, its step), training at full
+    speed with `threads` torch threads."""
     t0 = time.perf_counter()
     replay, _ = ti.train_induction(dataclasses.replace(ti.InductionConfig(), threads=threads))
     formed = ti.induction_step(replay)
@@ -74,7 +77,8 @@ async def keep_training_async(base: str, stop_file: str, log_file: str) -> None:
             s.query_string = "model=shakespeare-gpt"
             try:
                 await s.open()
-                for _ in range(3):  # a process's first run restarts once through the page router (FINISHED_EARLY_FOR_RERUN)
+                # a process's first run restarts once through the page router (FINISHED_EARLY_FOR_RERUN)
+                for _ in range(3):
                     if (await s.rerun()).status == "FINISHED_SUCCESSFULLY":
                         break
                 if any(w.endswith("-heads_train") for w in s.elements):
@@ -92,7 +96,18 @@ async def keep_training_async(base: str, stop_file: str, log_file: str) -> None:
 
 def load_run(base: str, students: int, duration: float, warmup: float, out: str) -> dict:
     """One load_students.py run against the server at `base`; its JSON result."""
-    cmd = [sys.executable, str(ROOT / "bench" / "load_students.py"), "--url", base, "--students", str(students), "--duration", str(duration), "--warmup", str(warmup)]
+    cmd = [
+        sys.executable,
+        str(ROOT / "bench" / "load_students.py"),
+        "--url",
+        base,
+        "--students",
+        str(students),
+        "--duration",
+        str(duration),
+        "--warmup",
+        str(warmup),
+    ]
     cmd += ["--think", "1", "3", "--json", out]
     subprocess.run(cmd, check=True, cwd=ROOT)
     return json.loads(Path(out).read_text().splitlines()[-1])
@@ -108,17 +123,24 @@ def with_load(students: int, duration: float, warmup: float) -> None:
         helper = subprocess.Popen([sys.executable, __file__, "--keep-training", base, str(stop), str(log)], cwd=ROOT)
         time.sleep(8)  # the helper opens the page and starts the first training
         try:
-            rows.append(("live training running", load_run(base, students, duration, warmup, str(tmp / "training.json"))))
+            rows.append(
+                ("live training running", load_run(base, students, duration, warmup, str(tmp / "training.json")))
+            )
         finally:
             stop.touch()
             helper.wait(120)
             # a training still running goes on until it ends (about a minute); the server is stopped below anyway
-    print(f"\n{students} students on One head (think 1–3 s), {duration:.0f} s ({warmup:.0f} s warm-up), one server; load average now {load_average()}")
+    print(
+        f"\n{students} students on One head (think 1–3 s), "
+        f"{duration:.0f} s ({warmup:.0f} s warm-up), one server; load average now {load_average()}"
+    )
     print("| server | reruns/s | p50 | p95 | errors |\n|---|---|---|---|---|")
     for name, r in rows:
         print(f"| {name} | {r['reruns_per_s']:.1f} | {r['p50_ms']:.0f} ms | {r['p95_ms']:.0f} ms | {r['errors']} |")
     if log.exists():
-        print("the live training meanwhile (seconds since the helper started):", *log.read_text().splitlines(), sep="\n  ")
+        print(
+            "the live training meanwhile (seconds since the helper started):", *log.read_text().splitlines(), sep="\n  "
+        )
 
 
 def main() -> None:
@@ -126,14 +148,23 @@ def main() -> None:
         keep_training(*sys.argv[2:5])
         return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--load", type=int, default=0, metavar="STUDENTS", help="also run load_students.py with this many students, without and with live trainings")
+    ap.add_argument(
+        "--load",
+        type=int,
+        default=0,
+        metavar="STUDENTS",
+        help="also run load_students.py with this many students, without and with live trainings",
+    )
     ap.add_argument("--duration", type=float, default=100)
     ap.add_argument("--warmup", type=float, default=20)
     ap.add_argument("--skip-training", action="store_true", help="only the load part")
     a = ap.parse_args()
     if not a.skip_training:
         print(f"load average before: {load_average()}")
-        print("| run | torch threads | induction head at step | after | whole training (1,500 steps) |\n|---|---|---|---|---|")
+        print(
+            "| run | torch threads | induction head at step | after "
+            "| whole training (1,500 steps) |\n|---|---|---|---|---|"
+        )
         for threads in (1, 2):
             formed, total, step = full_speed(threads)
             print(f"| full speed | {threads} | {step} | {formed:.1f} s | {total:.1f} s |", flush=True)

@@ -7,8 +7,8 @@ Each page is run once to warm up, then re-run while the sidebar's attention temp
 "new" gives every rerun a value not seen before (no cache can help: a fresh trace and fresh figures,
 what dragging a slider costs), "repeat" alternates between two values (what toggling back and forth
 costs once both are cached). Streamlit's caches and the trace cache (ui.models.TRACES) are emptied before each
-page, so no page meets traces or figures another page left (the models stay loaded: ui.models holds them). A page with lazy
-tabs gets one row per tab, measured with that tab open. Prints a table; asserts nothing.
+page, so no page meets traces or figures another page left (the models stay loaded: ui.models holds them). A page with
+lazy tabs gets one row per tab, measured with that tab open. Prints a table; asserts nothing.
 
 AppTest makes a new ScriptCache for every run, so it parses and compiles the page again each time (with Streamlit's
 "magic" pass over the syntax tree). A server compiles a page once and keeps its bytecode. The reruns here share one
@@ -91,7 +91,11 @@ def describe(exc) -> str:
 
 def app_test(page: Path | str, model: str, sentence: str | None = None, layer: int | None = None) -> AppTest:
     """An AppTest of a page file or a script's code, opened on `model` (and `sentence`, `layer`) by its query string."""
-    at = AppTest.from_file(str(page), default_timeout=120) if isinstance(page, Path) else AppTest.from_string(page, default_timeout=120)
+    at = (
+        AppTest.from_file(str(page), default_timeout=120)
+        if isinstance(page, Path)
+        else AppTest.from_string(page, default_timeout=120)
+    )
     at.query_params["model"] = model
     if layer is not None:
         at.query_params["layer"] = str(layer)
@@ -100,7 +104,9 @@ def app_test(page: Path | str, model: str, sentence: str | None = None, layer: i
     return at
 
 
-def measure(page: Path | str, model: str, sentence: str, tab: tuple[str, str] | None = None, layer: int | None = None) -> tuple[float, float, int]:
+def measure(
+    page: Path | str, model: str, sentence: str, tab: tuple[str, str] | None = None, layer: int | None = None
+) -> tuple[float, float, int]:
     """(median ms with new values, median ms with repeated values, bytes of the page); page: a file, or a script's
     code; tab: (key, label) of a lazy tab to open first."""
     st.cache_resource.clear()
@@ -134,21 +140,39 @@ def main() -> None:
     pages = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py"), key=lambda p: int(p.stem.split("_")[0]))]
     if a.pages:
         pages = [p for p in pages if any(name in p.stem for name in a.pages)]
-    for logger in ("streamlit.runtime.scriptrunner_utils.script_run_context", "streamlit.runtime.caching.cache_data_api"):
+    for logger in (
+        "streamlit.runtime.scriptrunner_utils.script_run_context",
+        "streamlit.runtime.caching.cache_data_api",
+    ):
         logging.getLogger(logger).disabled = True  # AppTest's bare-mode warnings
-    st.set_option("client.showErrorDetails", "full")  # .streamlit/config.toml hides them from students; name a page's exception here
+    # .streamlit/config.toml hides them from students; name a page's exception here
+    st.set_option("client.showErrorDetails", "full")
     st.set_option("logger.enableRich", False)
-    logging.getLogger("streamlit.error_util").disabled = True  # a page's exception: one line in the table, not its traceback
+    # a page's exception: one line in the table, not its traceback
+    logging.getLogger("streamlit.error_util").disabled = True
     sentences = {n: text_of(a.model, n) for n in a.tokens}
-    print(f"load average before: {' '.join(Path('/proc/loadavg').read_text().split()[:3])} (2 cores; other work on the machine inflates every number)")
-    print(f"model {a.model}, layer {0 if a.layer is None else a.layer}; AppTest rerun medians (ms) after a temperature change, and KiB of the page's elements")
+    print(
+        f"load average before: {' '.join(Path('/proc/loadavg').read_text().split()[:3])} (2 cores; "
+        "other work on the machine inflates every number)"
+    )
+    print(
+        f"model {a.model}, layer {0 if a.layer is None else a.layer}; "
+        "AppTest rerun medians (ms) after a temperature change, and KiB of the page's elements"
+    )
     heads = "".join(f" {'new@' + str(n):>8} {'rep@' + str(n):>8} {'KiB@' + str(n):>8}" for n in a.tokens)
     print(f"{'page':44}{heads} {'compile':>8} {'load avg':>9}")
     for name, page in [("(sidebar only: the floor)", SIDEBAR_ONLY), *((p.stem, p) for p in pages)]:
         tabs = lazy_tabs(app_test(page, a.model, sentences[a.tokens[0]]).run()) if isinstance(page, Path) else {}
-        for row, tab in [(name, None)] if not tabs else [(f"{name} · {label}", (key, label)) for key, labels in tabs.items() for label in labels]:
+        for row, tab in (
+            [(name, None)]
+            if not tabs
+            else [(f"{name} · {label}", (key, label)) for key, labels in tabs.items() for label in labels]
+        ):
             try:
-                cells = "".join(f" {new:8.1f} {rep:8.1f} {kib / 1024:8.1f}" for new, rep, kib in (measure(page, a.model, sentences[n], tab, a.layer) for n in a.tokens))
+                cells = "".join(
+                    f" {new:8.1f} {rep:8.1f} {kib / 1024:8.1f}"
+                    for new, rep, kib in (measure(page, a.model, sentences[n], tab, a.layer) for n in a.tokens)
+                )
             except PageError as err:
                 print(f"{row[:44]:44} the page shows an exception, not measured: {err}", flush=True)
                 continue

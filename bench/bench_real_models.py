@@ -2,7 +2,8 @@
 load time of SmolLM2 in a fresh process, and the memory of a process holding every model and a warm trace cache.
 
     .venv/bin/python bench/bench_real_models.py                    # all three parts
-    .venv/bin/python bench/bench_real_models.py --forward [--rounds 25] [--tokens 64] [--profile] [--models smollm2-135m]
+    .venv/bin/python bench/bench_real_models.py --forward [--rounds 25] [--tokens 64] [--profile]
+        [--models smollm2-135m]
     .venv/bin/python bench/bench_real_models.py --load [--processes 5]
     .venv/bin/python bench/bench_real_models.py --memory [--traces 40]
 
@@ -71,7 +72,9 @@ def hf_models(which: list[str]):
     if "smollm2-135m" in which:
         path = find_package_file(*SMOLLM2)
         t0 = time.perf_counter()
-        hf = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, attn_implementation="eager", dtype=torch.float32).eval()
+        hf = AutoModelForCausalLM.from_pretrained(
+            path.parent, gguf_file=path.name, attn_implementation="eager", dtype=torch.float32
+        ).eval()
         print(f"HF AutoModelForCausalLM.from_pretrained(gguf_file=…): {time.perf_counter() - t0:.1f} s", flush=True)
         out["smollm2-135m"] = (hf, lambda ids, hf=hf: hf(ids, output_attentions=True))
     if "minilm-l6" in which:
@@ -84,7 +87,8 @@ def hf_models(which: list[str]):
 
 
 def forward_variants(lm, text: str, ids, call) -> dict:
-    """The timed calls, by column: HF's forward, ours without recording, (a) rec, (a2) rec without hook_result, (b) trace, (c) all."""
+    """The timed calls, by column: HF's forward, ours without recording, (a) rec, (a2) rec without
+    hook_result, (b) trace, (c) all."""
     import torch
 
     from transformer import run_trace
@@ -114,7 +118,14 @@ def forward_variants(lm, text: str, ids, call) -> dict:
         for layer in range(lm.cfg.n_layer):
             tr[f"blocks.{layer}.attn.hook_q"]  # opens (recomputes) the layer
 
-    return {"HF": hf_forward, "no rec": plain, "rec": recorded, "-res": recorded_without_result, "trace": trace, "all": everything}
+    return {
+        "HF": hf_forward,
+        "no rec": plain,
+        "rec": recorded,
+        "-res": recorded_without_result,
+        "trace": trace,
+        "all": everything,
+    }
 
 
 def bench_forward(models: list[str], n_tokens: int, rounds: int, profile: bool = False) -> None:
@@ -125,8 +136,14 @@ def bench_forward(models: list[str], n_tokens: int, rounds: int, profile: bool =
 
     print(f"load average {loadavg()} before loading (2 cores)")
     refs = hf_models(models)
-    print(f"\nforward at {n_tokens} tokens: medians of {rounds} rounds (every variant once per round, in turn) after 3 warm-up rounds")
-    print(f"{'model':14} {'threads':>7} {'HF ms':>8} {'no rec':>8} {'(a) rec':>8} {'(a2) −res':>9} {'(b) trace':>10} {'(c) all':>9}   {'a/HF':>5} {'a2/HF':>5} {'b/HF':>5} {'c/HF':>5}   load avg")
+    print(
+        f"\nforward at {n_tokens} tokens: medians of {rounds} rounds "
+        "(every variant once per round, in turn) after 3 warm-up rounds"
+    )
+    print(
+        f"{'model':14} {'threads':>7} {'HF ms':>8} {'no rec':>8} {'(a) rec':>8} {'(a2) −res':>9} "
+        f"{'(b) trace':>10} {'(c) all':>9}   {'a/HF':>5} {'a2/HF':>5} {'b/HF':>5} {'c/HF':>5}   load avg"
+    )
     for name in models:
         lm = load_model(name)
         text = cut_to_tokens(lm.tokenizer, passage(), n_tokens)
@@ -150,8 +167,12 @@ def bench_forward(models: list[str], n_tokens: int, rounds: int, profile: bool =
                         times[key].append(time.perf_counter() - t0)
             med = {k: 1000 * statistics.median(v) for k, v in times.items()}
             print(
-                f"{name:14} {threads:>7} {med['HF']:8.1f} {med['no rec']:8.1f} {med['rec']:8.1f} {med['-res']:9.1f} {med['trace']:10.1f} {med['all']:9.1f}   "
-                f"{med['rec'] / med['HF']:5.2f} {med['-res'] / med['HF']:5.2f} {med['trace'] / med['HF']:5.2f} {med['all'] / med['HF']:5.2f}   {loadavg()}",
+                (
+                    f"{name:14} {threads:>7} {med['HF']:8.1f} {med['no rec']:8.1f} "
+                    f"{med['rec']:8.1f} {med['-res']:9.1f} {med['trace']:10.1f} {med['all']:9.1f}   "
+                    f"{med['rec'] / med['HF']:5.2f} {med['-res'] / med['HF']:5.2f} "
+                    f"{med['trace'] / med['HF']:5.2f} {med['all'] / med['HF']:5.2f}   {loadavg()}"
+                ),
                 flush=True,
             )
         print(f"{'':14} ({len(enc)} tokens; layer 0's attention pattern equals HF's to {diff:.1e})")
@@ -162,7 +183,8 @@ def bench_forward(models: list[str], n_tokens: int, rounds: int, profile: bool =
 
 
 def profile_variants(variants: dict, calls: int = 10, top: int = 10) -> None:
-    """torch.profiler over `calls` calls of each variant at 1 thread: the operators (by input shapes) with the most own CPU."""
+    """torch.profiler over `calls` calls of each variant at 1 thread:
+    the operators (by input shapes) with the most own CPU."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -177,7 +199,10 @@ def profile_variants(variants: dict, calls: int = 10, top: int = 10) -> None:
         total = sum(e.self_cpu_time_total for e in ops) / calls / 1000
         print(f"    profile of {key}, 1 thread: {total:.1f} ms own CPU per call (load average {loadavg()})")
         for e in sorted(ops, key=lambda e: -e.self_cpu_time_total)[:top]:
-            print(f"      {e.self_cpu_time_total / calls / 1000:7.2f} ms {e.count // calls:4d}× {e.key:20} {str(e.input_shapes)[:80]}")
+            print(
+                f"      {e.self_cpu_time_total / calls / 1000:7.2f} ms "
+                f"{e.count // calls:4d}× {e.key:20} {str(e.input_shapes)[:80]}"
+            )
 
 
 # --------------------------------------------------------------------------- load time, fresh processes
@@ -197,7 +222,8 @@ if sys.argv[1] == "whole":
     load_model("smollm2-135m")
     out["load_model"] = time.perf_counter() - t0
 else:
-    if sys.argv[1] == "dynamo":  # what the build costs once torch._dynamo is imported (nn.init on meta tensors imports it)
+    # what the build costs once torch._dynamo is imported (nn.init on meta tensors imports it)
+    if sys.argv[1] == "dynamo":
         t0 = time.perf_counter()
         import torch._dynamo
         out["import torch._dynamo"] = time.perf_counter() - t0
@@ -216,19 +242,30 @@ print(json.dumps(out))
 
 def bench_load(processes: int) -> None:
     print(f"load average {loadavg()} before (2 cores)")
-    print(f"SmolLM2 from the wheel to a ready model, {processes} fresh processes of each kind, alternating (OPENBLAS_NUM_THREADS=1, one torch thread)")
+    print(
+        f"SmolLM2 from the wheel to a ready model, {processes} fresh processes of each kind, "
+        "alternating (OPENBLAS_NUM_THREADS=1, one torch thread)"
+    )
     results: dict[str, list[float]] = {}
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     for _ in range(processes):
         for mode in ("whole", "split", "dynamo"):
-            done = subprocess.run([sys.executable, "-c", LOAD_CHILD, mode], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+            done = subprocess.run(
+                [sys.executable, "-c", LOAD_CHILD, mode], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+            )
             for key, value in json.loads(done.stdout.strip().splitlines()[-1]).items():
                 results.setdefault(key, []).append(value)
     for key in ("import", "load_model", "read_gguf_llama", "build", "import torch._dynamo", "build after it"):
         v = results[key]
         print(f"  {key:20} median {statistics.median(v):5.2f} s  (runs: {', '.join(f'{x:.2f}' for x in v)})")
-    print("  (import: torch and transformer.loading, paid before load_model; the last two rows: other fresh processes that")
-    print("   import torch._dynamo before reading and building, which the build otherwise imports through nn.init on meta tensors)")
+    print(
+        "  (import: torch and transformer.loading, paid before load_model; "
+        "the last two rows: other fresh processes that"
+    )
+    print(
+        "   import torch._dynamo before reading and building, "
+        "which the build otherwise imports through nn.init on meta tensors)"
+    )
     print(f"load average {loadavg()} after; target (issue): load_model ≤ 4 s")
 
 
@@ -268,7 +305,8 @@ for i in range(count):
     worker = threading.Thread(target=run)  # a new thread for each, as Streamlit runs each script run
     worker.start()
     worker.join()
-steps.append((f"+ {count} traces of 16-64 tokens requested (TRACES holds {len(TRACES)}, {TRACES.nbytes / 2**20:.0f} MiB)", rss()))
+label = f"+ {count} traces of 16-64 tokens requested (TRACES holds {len(TRACES)}, {TRACES.nbytes / 2**20:.0f} MiB)"
+steps.append((label, rss()))
 import gc
 gc.collect()
 steps.append(("after gc.collect()", rss()))
@@ -282,7 +320,14 @@ def bench_memory(traces: int, processes: int) -> None:
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     runs = []
     for _ in range(processes):
-        done = subprocess.run([sys.executable, "-c", MEMORY_CHILD, str(traces)], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+        done = subprocess.run(
+            [sys.executable, "-c", MEMORY_CHILD, str(traces)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
     print(f"RSS of a fresh process, MiB ({processes} fresh processes, one column each)")
     for k, (label, _) in enumerate(runs[0]["steps"]):
@@ -291,16 +336,28 @@ def bench_memory(traces: int, processes: int) -> None:
     cells = "  ".join(f"{r['peak']:7.0f}" for r in runs)
     print(f"  {'peak RSS (VmHWM)':90} {cells}")
     sizes = runs[0]["trace_mib"]
-    print(f"  trace sizes (Trace.nbytes): {min(sizes):.1f}–{max(sizes):.1f} MiB, median {statistics.median(sizes):.1f} MiB")
-    print(f"load average {loadavg()} after; target (issue): ≤ 1.5 GiB = 1536 MiB with the three models and a warm trace cache")
+    print(
+        f"  trace sizes (Trace.nbytes): {min(sizes):.1f}–{max(sizes):.1f} MiB, "
+        f"median {statistics.median(sizes):.1f} MiB"
+    )
+    print(
+        f"load average {loadavg()} after; target (issue): "
+        "≤ 1.5 GiB = 1536 MiB with the three models and a warm trace cache"
+    )
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--forward", action="store_true", help="our forward and traces against Hugging Face's eager forward")
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--forward", action="store_true", help="our forward and traces against Hugging Face's eager forward"
+    )
     ap.add_argument("--load", action="store_true", help="SmolLM2 load time in fresh processes")
     ap.add_argument("--memory", action="store_true", help="RSS with the three models and a warm trace cache")
-    ap.add_argument("--profile", action="store_true", help="with --forward: torch.profiler's top operators of each variant")
+    ap.add_argument(
+        "--profile", action="store_true", help="with --forward: torch.profiler's top operators of each variant"
+    )
     ap.add_argument("--models", nargs="+", default=["smollm2-135m", "minilm-l6"], choices=["smollm2-135m", "minilm-l6"])
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=25, help="timed rounds per thread count (after 3 warm-up rounds)")

@@ -62,8 +62,17 @@ SENTENCES = [
     "If you change the temperature, the attention weights become sharper or flatter.",
     "Yesterday I bought three apples, two pears and a melon at the market near the station.",
 ]
-ACTIONS = {"temperature": 0.4, "head": 0.25, "sentence": 0.15, "step": 0.2}  # default weights of the moves ("step": open another tab of a page's lazy tabs)
-MIX = ["3_One_head", "app", "1_Tokens_and_embeddings", "4_Masking", "5_Softmax_and_temperature", "7_Multi_head", "9_Next_token"]
+# default weights of the moves ("step": open another tab of a page's lazy tabs)
+ACTIONS = {"temperature": 0.4, "head": 0.25, "sentence": 0.15, "step": 0.2}
+MIX = [
+    "3_One_head",
+    "app",
+    "1_Tokens_and_embeddings",
+    "4_Masking",
+    "5_Softmax_and_temperature",
+    "7_Multi_head",
+    "9_Next_token",
+]
 
 
 def weights(text: str) -> dict[str, float]:
@@ -142,12 +151,17 @@ def cpu_seconds(pid: int) -> float:
 
 
 def machine_jiffies() -> tuple[int, int]:
-    """(steal, total) CPU time of the whole machine since boot, /proc/stat; steal = time the hypervisor ran others on our CPUs."""
-    user, nice, system, idle, iowait, irq, softirq, steal = map(int, Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9])
+    """(steal, total) CPU time of the whole machine since boot, /proc/stat;
+    steal = time the hypervisor ran others on our CPUs."""
+    user, nice, system, idle, iowait, irq, softirq, steal = map(
+        int, Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]
+    )
     return steal, user + nice + system + idle + iowait + irq + softirq + steal
 
 
-async def sample(pids: list[int], t0: float, out: list[tuple[float, float, float, float, float]], stop: asyncio.Event) -> None:
+async def sample(
+    pids: list[int], t0: float, out: list[tuple[float, float, float, float, float]], stop: asyncio.Event
+) -> None:
     """Every second: (t, server RSS MiB, server CPU % of one core, 1-min load average, machine CPU steal %); several
     servers are summed."""
     if not pids:
@@ -168,7 +182,11 @@ async def sample(pids: list[int], t0: float, out: list[tuple[float, float, float
 
 def choose(rng: random.Random, s: Session, weights: dict[str, float]) -> tuple[str, dict[str, object]]:
     """One student move, as the widget changes it makes."""
-    have = {a: w for a, w in weights.items() if w > 0 and (bool(s.tabs) if a == "step" else any(k.endswith("-w_" + a) for k in s.widgets))}
+    have = {
+        a: w
+        for a, w in weights.items()
+        if w > 0 and (bool(s.tabs) if a == "step" else any(k.endswith("-w_" + a) for k in s.widgets))
+    }
     action = rng.choices(list(have), weights=list(have.values()))[0]
     if action == "step":
         wid = rng.choice(sorted(s.tabs))
@@ -189,11 +207,15 @@ def choose(rng: random.Random, s: Session, weights: dict[str, float]) -> tuple[s
     return action, {"w_sentence": rng.choice(SENTENCES)}
 
 
-async def student(i: int, args, base: str, page: str, model: str, t0: float, records: list[Record], stop_at: float) -> None:
+async def student(
+    i: int, args, base: str, page: str, model: str, t0: float, records: list[Record], stop_at: float
+) -> None:
     """Open the page on `model`, then move a control after every think time until the end of the test."""
     rng = random.Random(args.seed * 100_003 + i)
     await asyncio.sleep(args.ramp * i / max(args.students - 1, 1))
-    url_query = urlencode({"model": model} if args.layer is None else {"model": model, "layer": args.layer}) if model else ""  # a reload keeps the address bar, which holds the app's state
+    url_query = (
+        urlencode({"model": model} if args.layer is None else {"model": model, "layer": args.layer}) if model else ""
+    )  # a reload keeps the address bar, which holds the app's state
     while time.perf_counter() < stop_at:
         s = Session(base, page_name(page))
         s.query_string = url_query
@@ -203,7 +225,20 @@ async def student(i: int, args, base: str, page: str, model: str, t0: float, rec
             while True:
                 sent = time.perf_counter()
                 run: Run = await s.rerun(changes, timeout=args.timeout)
-                records.append(Record(sent - t0, i, page, model, action, run.latency, run.first_msg, run.nbytes, run.status, len(run.exceptions)))
+                records.append(
+                    Record(
+                        sent - t0,
+                        i,
+                        page,
+                        model,
+                        action,
+                        run.latency,
+                        run.first_msg,
+                        run.nbytes,
+                        run.status,
+                        len(run.exceptions),
+                    )
+                )
                 if run.exceptions and args.verbose:
                     print(f"student {i} {action}: {run.exceptions[:2]}", file=sys.stderr)
                 if run.status != "FINISHED_SUCCESSFULLY" or run.exceptions:
@@ -213,7 +248,20 @@ async def student(i: int, args, base: str, page: str, model: str, t0: float, rec
                     return
                 action, changes = choose(rng, s, args.actions)
         except (TimeoutError, OSError, KeyError) as err:
-            records.append(Record(time.perf_counter() - t0, i, page, model, action, 0.0, 0.0, 0, f"CONNECT_ERROR {type(err).__name__}", 0))
+            records.append(
+                Record(
+                    time.perf_counter() - t0,
+                    i,
+                    page,
+                    model,
+                    action,
+                    0.0,
+                    0.0,
+                    0,
+                    f"CONNECT_ERROR {type(err).__name__}",
+                    0,
+                )
+            )
             if args.verbose:
                 print(f"student {i}: {err!r}", file=sys.stderr)
         finally:
@@ -227,7 +275,9 @@ async def student(i: int, args, base: str, page: str, model: str, t0: float, rec
 
 
 def pct(xs: list[float], q: float) -> float:
-    return statistics.quantiles(xs, n=100, method="inclusive")[q - 1] if len(xs) > 1 else (xs[0] if xs else float("nan"))
+    return (
+        statistics.quantiles(xs, n=100, method="inclusive")[q - 1] if len(xs) > 1 else (xs[0] if xs else float("nan"))
+    )
 
 
 def slope_per_min(points: list[tuple[float, float]]) -> float:
@@ -245,7 +295,11 @@ def report(args, records: list[Record], samples, rss_start: float, client_cpu: f
     ok = [r for r in steady if r.status == "FINISHED_SUCCESSFULLY" and not r.exceptions]
     lat = [1000 * r.latency for r in ok]
     rest_ms = [1000 * (r.latency - r.first_msg) for r in ok]
-    loads = [1000 * r.latency for r in records if r.action == "load" and r.status == "FINISHED_SUCCESSFULLY" and not r.exceptions]
+    loads = [
+        1000 * r.latency
+        for r in records
+        if r.action == "load" and r.status == "FINISHED_SUCCESSFULLY" and not r.exceptions
+    ]
     errors: dict[str, int] = {}
     for r in records:
         if r.status != "FINISHED_SUCCESSFULLY":
@@ -287,32 +341,60 @@ def report(args, records: list[Record], samples, rss_start: float, client_cpu: f
         "loadavg_1m_max": max(loadavg, default=float("nan")),
         "steal_mean_pct": round(statistics.fmean(steal), 1) if steal else float("nan"),
         "steal_max_pct": round(max(steal), 1) if steal else float("nan"),
-        "by_action_p50_ms": {a: round(pct([1000 * r.latency for r in ok if r.action == a], 50), 1) for a in ACTIONS if any(r.action == a for r in ok)},
+        "by_action_p50_ms": {
+            a: round(pct([1000 * r.latency for r in ok if r.action == a], 50), 1)
+            for a in ACTIONS
+            if any(r.action == a for r in ok)
+        },
         "model": args.model,
-        "by_model_p50_p95_ms": {m: [round(pct(v, 50), 1), round(pct(v, 95), 1)] for m in args.model.split(",") if (v := [1000 * r.latency for r in ok if r.model == m])},
+        "by_model_p50_p95_ms": {
+            m: [round(pct(v, 50), 1), round(pct(v, 95), 1)]
+            for m in args.model.split(",")
+            if (v := [1000 * r.latency for r in ok if r.model == m])
+        },
     }
     model = args.model or "the server's default"
-    print(f"\n=== {res['students']} students on {args.page} with model {model}, moves {args.actions}, {res['duration_s']} s (warm-up {args.warmup} s excluded from latency, ramp {args.ramp} s)")
+    print(
+        f"\n=== {res['students']} students on {args.page} with model {model}, moves {args.actions}, "
+        f"{res['duration_s']} s (warm-up {args.warmup} s excluded from latency, ramp {args.ramp} s)"
+    )
     print(f"reruns: {res['reruns_total']} total, {res['reruns_measured']} measured ({res['reruns_per_s']}/s)")
     print(f"page loads: {res['page_loads']} (p50 {res['load_p50_ms']} ms, max {res['load_max_ms']} ms)")
-    print(f"rerun latency: p50 {res['p50_ms']} ms, p95 {res['p95_ms']} ms, max {res['max_ms']} ms   by action p50: {res['by_action_p50_ms']}")
-    # When the server is busy its event loop sends a run's messages in bursts: a late first message then means a late flush, not a late start.
-    print(f"  = first message (new_session) after p50 {res['first_msg_p50_ms']} / p95 {res['first_msg_p95_ms']} ms, the rest of the run p50 {res['rest_p50_ms']} / p95 {res['rest_p95_ms']} ms")
+    print(
+        f"rerun latency: p50 {res['p50_ms']} ms, p95 {res['p95_ms']} ms, "
+        f"max {res['max_ms']} ms   by action p50: {res['by_action_p50_ms']}"
+    )
+    # When the server is busy its event loop sends a run's messages in bursts: a late first message then
+    # means a late flush, not a late start.
+    print(
+        f"  = first message (new_session) after p50 {res['first_msg_p50_ms']} / p95 {res['first_msg_p95_ms']} ms, "
+        f"the rest of the run p50 {res['rest_p50_ms']} / p95 {res['rest_p95_ms']} ms"
+    )
     if "," in args.model:
         print(f"  by model (p50, p95 ms): {res['by_model_p50_p95_ms']}")
     print(f"errors: {errors or 'none'}")
     print(f"bytes: {res['kib_per_rerun']} KiB per rerun (websocket payload, after the message cache)")
-    print(f"server RSS: start {res['rss_start_mib']} MiB, after warm-up {res['rss_after_warmup_mib']} MiB, end {res['rss_end_mib']} MiB, slope after warm-up {res['rss_slope_mib_per_min']} MiB/min")
-    print(f"server CPU: mean {res['server_cpu_mean_pct']}%, max {res['server_cpu_max_pct']}% of one core; load generator {res['client_cpu_pct']}%; 1-min load average max {res['loadavg_1m_max']}")
-    print(f"machine: CPU steal (time the hypervisor gave our CPUs to other machines) mean {res['steal_mean_pct']}%, max {res['steal_max_pct']}% over a second")
+    print(
+        f"server RSS: start {res['rss_start_mib']} MiB, after warm-up {res['rss_after_warmup_mib']} MiB, "
+        f"end {res['rss_end_mib']} MiB, slope after warm-up {res['rss_slope_mib_per_min']} MiB/min"
+    )
+    print(
+        f"server CPU: mean {res['server_cpu_mean_pct']}%, max {res['server_cpu_max_pct']}% of one core; "
+        f"load generator {res['client_cpu_pct']}%; 1-min load average max {res['loadavg_1m_max']}"
+    )
+    print(
+        "machine: CPU steal (time the hypervisor gave our CPUs to other machines) "
+        f"mean {res['steal_mean_pct']}%, max {res['steal_max_pct']}% over a second"
+    )
     if wall >= 240:  # a long run: slow spells show minute by minute
         for m in range(int(args.warmup // 60), int(wall // 60)):
             lat_m = [1000 * r.latency for r in ok if m * 60 <= r.t < (m + 1) * 60]
             sam = [x for x in samples if m * 60 <= x[0] < (m + 1) * 60]
             if lat_m and sam:
                 print(
-                    f"  minute {m:2d}: p50 {pct(lat_m, 50):6.1f} ms, p95 {pct(lat_m, 95):7.1f} ms, server CPU {statistics.fmean(x[2] for x in sam):4.1f}%, "
-                    f"load {max(x[3] for x in sam):.2f}, steal {statistics.fmean(x[4] for x in sam):4.1f}%, RSS {sam[-1][1]:6.1f} MiB"
+                    f"  minute {m:2d}: p50 {pct(lat_m, 50):6.1f} ms, p95 {pct(lat_m, 95):7.1f} ms, "
+                    f"server CPU {statistics.fmean(x[2] for x in sam):4.1f}%, load {max(x[3] for x in sam):.2f}, "
+                    f"steal {statistics.fmean(x[4] for x in sam):4.1f}%, RSS {sam[-1][1]:6.1f} MiB"
                 )
     return res
 
@@ -327,14 +409,24 @@ async def load_test(args, base: str, pages: list[str], pids: list[int]) -> dict:
     sampler = asyncio.create_task(sample(pids, t0, samples, stop))
     stop_at = t0 + args.duration
     models = args.model.split(",")
-    await asyncio.gather(*(student(i, args, base, pages[i % len(pages)], models[i % len(models)], t0, records, stop_at) for i in range(args.students)))
+    await asyncio.gather(
+        *(
+            student(i, args, base, pages[i % len(pages)], models[i % len(models)], t0, records, stop_at)
+            for i in range(args.students)
+        )
+    )
     wall = time.perf_counter() - t0
     stop.set()
     await sampler
     res = report(args, records, samples, rss_start, sum(resource.getrusage(resource.RUSAGE_SELF)[:2]) - cpu0, wall)
     if args.json:
         with open(args.json, "a") as f:
-            f.write(json.dumps({**res, "records": [asdict(r) for r in records] if args.json_records else None, "samples": samples}) + "\n")
+            f.write(
+                json.dumps(
+                    {**res, "records": [asdict(r) for r in records] if args.json_records else None, "samples": samples}
+                )
+                + "\n"
+            )
     return res
 
 
@@ -357,7 +449,14 @@ async def check(base: str, page: str, model: str = "") -> bool:
         print(f"[{'PASS' if passed else 'FAIL'}] {name}: {detail}")
 
     first = await s.rerun()
-    verdict("page load", first.ok, f"{first.status}, {len(first.charts)} charts, {len(first.exceptions)} exceptions {first.exceptions[:1]}, {first.nbytes / 1024:.1f} KiB")
+    verdict(
+        "page load",
+        first.ok,
+        (
+            f"{first.status}, {len(first.charts)} charts, "
+            f"{len(first.exceptions)} exceptions {first.exceptions[:1]}, {first.nbytes / 1024:.1f} KiB"
+        ),
+    )
     if model:
         shown = parse_qs(s.query_string).get("model", [""])[0]
         verdict("model", shown == model, f"URL model={shown}")
@@ -367,7 +466,11 @@ async def check(base: str, page: str, model: str = "") -> bool:
         wid = next(iter(s.tabs))
         run = await s.rerun({wid.rsplit("-", 1)[-1]: label})
         changed = sum(prev.charts.get(cid) != spec for cid, spec in run.charts.items())
-        verdict(f"open tab {label!r}", run.ok and s.widgets[wid].string_value == label and changed > 0, f"{run.status}, {changed}/{len(run.charts)} charts new")
+        verdict(
+            f"open tab {label!r}",
+            run.ok and s.widgets[wid].string_value == label and changed > 0,
+            f"{run.status}, {changed}/{len(run.charts)} charts new",
+        )
         prev = run
     # The sentence is longer than the default one: a selected token keeps its index but gets a new label.
     for key, value in (("w_temperature", 2.5), ("w_head", 1), ("w_sentence", SENTENCES[10]), ("w_temperature", 0.5)):
@@ -379,12 +482,23 @@ async def check(base: str, page: str, model: str = "") -> bool:
         run = await s.rerun({key: value})
         changed = sum(prev.charts.get(cid) != spec for cid, spec in run.charts.items())
         shown = parse_qs(s.query_string).get(key[2:], [""])[0]
-        detail = f"{run.status}, {changed}/{len(run.charts)} charts changed, {len(run.exceptions)} exceptions {run.exceptions[:1]}, {1000 * run.latency:.0f} ms, {run.nbytes / 1024:.1f} KiB"
-        verdict(f"{key} -> {value!r}", run.ok and shown == str(value) and (changed > 0 or not strict), f"{detail}; URL {key[2:]}={shown[:40]}; id {wid}")
+        detail = (
+            f"{run.status}, {changed}/{len(run.charts)} charts changed, {len(run.exceptions)} "
+            f"exceptions {run.exceptions[:1]}, {1000 * run.latency:.0f} ms, {run.nbytes / 1024:.1f} KiB"
+        )
+        verdict(
+            f"{key} -> {value!r}",
+            run.ok and shown == str(value) and (changed > 0 or not strict),
+            f"{detail}; URL {key[2:]}={shown[:40]}; id {wid}",
+        )
         prev = run
     same = await s.rerun()
     changed = sum(prev.charts.get(cid) != spec for cid, spec in same.charts.items())
-    verdict("rerun without a change", same.ok and not changed, f"{changed} charts changed (expected 0), {same.nbytes / 1024:.1f} KiB (cached charts come as ref_hash)")
+    verdict(
+        "rerun without a change",
+        same.ok and not changed,
+        f"{changed} charts changed (expected 0), {same.nbytes / 1024:.1f} KiB (cached charts come as ref_hash)",
+    )
     await s.close()
     return ok
 
@@ -392,22 +506,72 @@ async def check(base: str, page: str, model: str = "") -> bool:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--students", type=int, default=10)
-    ap.add_argument("--duration", type=float, default=60, help="seconds from the first student's start to the end (includes warm-up)")
-    ap.add_argument("--warmup", type=float, default=20, help="seconds excluded from the latency statistics and the RSS slope")
-    ap.add_argument("--ramp", type=float, default=None, help="seconds over which students arrive (default: min(10, warmup/2))")
-    ap.add_argument("--page", default="3_One_head", help='a page file stem ("3_One_head", "app" = home), a comma-separated list (students round-robin), or "mix"')
-    ap.add_argument("--model", default="shakespeare-gpt", help='the model the students open (query string model=…); a comma-separated list: students round-robin; "" = the server\'s default')
-    ap.add_argument("--layer", type=int, help="the layer every student opens (query string layer=…; default: the page's own, 0)")
-    ap.add_argument("--think", type=float, nargs=2, default=(1.0, 3.0), metavar=("MIN", "MAX"), help="think time between moves, seconds (uniform)")
-    ap.add_argument("--timeout", type=float, default=60, help="a rerun slower than this counts as an error; the student reloads")
-    ap.add_argument("--actions", type=weights, default=ACTIONS, help='weights of the moves, e.g. "temperature=0.6,head=0.4" (default: temperature=0.4,head=0.25,sentence=0.15,step=0.2)')
+    ap.add_argument(
+        "--duration",
+        type=float,
+        default=60,
+        help="seconds from the first student's start to the end (includes warm-up)",
+    )
+    ap.add_argument(
+        "--warmup", type=float, default=20, help="seconds excluded from the latency statistics and the RSS slope"
+    )
+    ap.add_argument(
+        "--ramp", type=float, default=None, help="seconds over which students arrive (default: min(10, warmup/2))"
+    )
+    ap.add_argument(
+        "--page",
+        default="3_One_head",
+        help='a page file stem ("3_One_head", "app" = home), a comma-separated list (students round-robin), or "mix"',
+    )
+    ap.add_argument(
+        "--model",
+        default="shakespeare-gpt",
+        help=(
+            "the model the students open (query string model=…); "
+            'a comma-separated list: students round-robin; "" = the server\'s default'
+        ),
+    )
+    ap.add_argument(
+        "--layer", type=int, help="the layer every student opens (query string layer=…; default: the page's own, 0)"
+    )
+    ap.add_argument(
+        "--think",
+        type=float,
+        nargs=2,
+        default=(1.0, 3.0),
+        metavar=("MIN", "MAX"),
+        help="think time between moves, seconds (uniform)",
+    )
+    ap.add_argument(
+        "--timeout", type=float, default=60, help="a rerun slower than this counts as an error; the student reloads"
+    )
+    ap.add_argument(
+        "--actions",
+        type=weights,
+        default=ACTIONS,
+        help=(
+            'weights of the moves, e.g. "temperature=0.6,head=0.4" (default: '
+            "temperature=0.4,head=0.25,sentence=0.15,step=0.2)"
+        ),
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--url", help="a running server (default: start one with scripts/browser.py serve_app)")
     ap.add_argument("--pid", type=int, help="server PID for RSS/CPU (default: the process listening on the URL's port)")
     default_workers = worker_count(os.environ.get(WORKERS_ENV), os.cpu_count())
-    ap.add_argument("--workers", type=int, default=default_workers, help="Streamlit processes behind HAProxy, as `make serve`"
-                    " starts them (default: one per core, or $ATLAS_WORKERS); 1: one process, no proxy")
-    ap.add_argument("--busy", type=int, default=0, metavar="N", help="keep N other processes spinning on the CPU meanwhile (a busy machine)")
+    ap.add_argument(
+        "--workers",
+        type=int,
+        default=default_workers,
+        help="Streamlit processes behind HAProxy, as `make serve`"
+        " starts them (default: one per core, or $ATLAS_WORKERS); 1: one process, no proxy",
+    )
+    ap.add_argument(
+        "--busy",
+        type=int,
+        default=0,
+        metavar="N",
+        help="keep N other processes spinning on the CPU meanwhile (a busy machine)",
+    )
     ap.add_argument("--check", action="store_true", help="verify the protocol use on one session and exit")
     ap.add_argument("--json", help="append the result (and per-second samples) as one JSON line to this file")
     ap.add_argument("--json-records", action="store_true", help="also store every rerun record in --json")
@@ -430,7 +594,10 @@ def main() -> None:
         for _ in range(args.busy):
             stack.enter_context(spinning())
         runs = os.environ.get("ATLAS_CONCURRENT_RUNS", "1")  # ui/serving.py; a server started here inherits it
-        print(f"server {base}, pids {pids}, script runs at once {runs if runs != '0' else 'unlimited'}, {args.busy} spinning processes, load average {Path('/proc/loadavg').read_text().split()[:3]}")
+        print(
+            f"server {base}, pids {pids}, script runs at once {runs if runs != '0' else 'unlimited'}, "
+            f"{args.busy} spinning processes, load average {Path('/proc/loadavg').read_text().split()[:3]}"
+        )
         asyncio.run(load_test(args, base, pages, pids))
 
 

@@ -1,6 +1,7 @@
 """Where a page rerun's time goes: cProfile over AppTest reruns of one page after temperature changes.
 
-    .venv/bin/python bench/profile_page.py 3_One_head --model smollm2-135m --tokens 64 [--tab "4 · Mask, then softmax"] [--reruns 6]
+    .venv/bin/python bench/profile_page.py 3_One_head --model smollm2-135m --tokens 64
+        [--tab "4 · Mask, then softmax"] [--reruns 6]
 
 Runs the page once (opening the lazy tab given), then profiles `--reruns` reruns, each with a new attention
 temperature (fresh trace and fresh figures, as in bench_pages.py's "new" column), and prints the functions with
@@ -59,7 +60,10 @@ def main() -> None:
     ap.add_argument("--reruns", type=int, default=6)
     ap.add_argument("--top", type=int, default=30)
     a = ap.parse_args()
-    for logger in ("streamlit.runtime.scriptrunner_utils.script_run_context", "streamlit.runtime.caching.cache_data_api"):
+    for logger in (
+        "streamlit.runtime.scriptrunner_utils.script_run_context",
+        "streamlit.runtime.caching.cache_data_api",
+    ):
         logging.getLogger(logger).disabled = True
     path = ROOT / "app.py" if a.page == "app" else ROOT / "pages" / f"{a.page}.py"
     at = AppTest.from_file(str(path), default_timeout=300)
@@ -82,7 +86,10 @@ def main() -> None:
         at.run()
         times.append(1000 * (time.perf_counter() - t0))
     PROFILING[0] = False
-    print(f"{path.name} on {a.model} at {a.tokens} tokens{f', tab {a.tab!r}' if a.tab else ''}: reruns (ms, under the profiler) {', '.join(f'{t:.0f}' for t in times)}")
+    print(
+        f"{path.name} on {a.model} at {a.tokens} tokens{f', tab {a.tab!r}' if a.tab else ''}: "
+        f"reruns (ms, under the profiler) {', '.join(f'{t:.0f}' for t in times)}"
+    )
     print(f"load average {' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
     for key in ("cumulative", "tottime"):
         out = io.StringIO()

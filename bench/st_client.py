@@ -45,7 +45,8 @@ def fetch_cookies(base: str) -> dict[str, str]:
 
 
 def widget_value(kind: str, el) -> WidgetState | None:
-    """The value a widget element shows (its value when the server set it, else its default), encoded as the frontend reports it."""
+    """The value a widget element shows (its value when the server set it, else its default),
+    encoded as the frontend reports it."""
     ws = WidgetState(id=el.id)
     set_value = getattr(el, "set_value", False)
     if kind == "slider" and el.type == Slider.SELECT_SLIDER:  # option labels
@@ -81,7 +82,8 @@ class Run:
     nbytes: int = 0  # payload bytes of every ForwardMsg of this run
     status: str = ""  # a ScriptFinishedStatus name, or TIMEOUT / DISCONNECTED / CLIENT_ERROR …
     exceptions: list[str] = field(default_factory=list)  # Exception elements (their message), page not found
-    charts: dict[str, str] = field(default_factory=dict)  # plotly chart id -> spec JSON (ref_hash resolved); only with keep_content
+    # plotly chart id -> spec JSON (ref_hash resolved); only with keep_content
+    charts: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -98,8 +100,10 @@ class Session:
         self.session_id = ""
         self.widgets: dict[str, WidgetState] = {}  # id -> current value
         self.elements: dict[str, object] = {}  # id -> widget element proto (last run)
-        self.tabs: dict[str, list[str]] = {}  # id of a lazy tab container (a widget: the open tab's label) -> its labels
-        self._tab_paths: dict[tuple[int, ...], tuple[str, int]] = {}  # delta path of a lazy tab container (this run) -> (its id, the open tab)
+        # id of a lazy tab container (a widget: the open tab's label) -> its labels
+        self.tabs: dict[str, list[str]] = {}
+        # delta path of a lazy tab container (this run) -> (its id, the open tab)
+        self._tab_paths: dict[tuple[int, ...], tuple[str, int]] = {}
         self.cache: dict[str, tuple[ForwardMsg, int]] = {}  # hash -> (msg, runs since last use)
         self.max_cache_age = 2
         self.ws = None
@@ -144,7 +148,8 @@ class Session:
         return self.elements[self.widget_id(user_key)]
 
     async def press(self, user_key: str, timeout: float = 60.0) -> Run:
-        """Click the button with this user key: one rerun whose widget states carry its trigger, as a browser sends it."""
+        """Click the button with this user key: one rerun whose widget states carry
+        its trigger, as a browser sends it."""
         wid = next((w for w in self.elements if w.endswith("-" + user_key)), None)
         if wid is None:
             raise KeyError(f"no button with key {user_key!r} on this page")
@@ -155,7 +160,8 @@ class Session:
             self.widgets.pop(wid, None)  # a trigger is sent once
 
     async def rerun(self, changes: dict[str, object] | None = None, timeout: float = 60.0) -> Run:
-        """Set widgets by user key (slider: float, selectbox/text: str, checkbox: bool), rerun, wait for script_finished."""
+        """Set widgets by user key (slider: float, selectbox/text: str, checkbox: bool),
+        rerun, wait for script_finished."""
         for key, value in (changes or {}).items():
             ws = self.widgets[self.widget_id(key)]
             if ws.WhichOneof("value") == "double_array_value":
@@ -170,7 +176,16 @@ class Session:
         state.page_name = "" if self.page_script_hash else self.page_name
         state.widget_states.widgets.extend(self.widgets.values())
         state.cached_message_hashes.extend(self.cache)
-        state.context_info.CopyFrom(ContextInfo(timezone="UTC", timezone_offset=0, locale="en-US", url=f"{self.base}/{self.page_name}", is_embedded=False, color_scheme="light"))
+        state.context_info.CopyFrom(
+            ContextInfo(
+                timezone="UTC",
+                timezone_offset=0,
+                locale="en-US",
+                url=f"{self.base}/{self.page_name}",
+                is_embedded=False,
+                color_scheme="light",
+            )
+        )
 
         self._run, self._seen, self._tab_paths = Run(), set(), {}
         self._done = asyncio.get_running_loop().create_future()
