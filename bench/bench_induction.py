@@ -97,16 +97,8 @@ async def keep_training_async(base: str, stop_file: str, log_file: str) -> None:
 def load_run(base: str, students: int, duration: float, warmup: float, out: str) -> dict:
     """One load_students.py run against the server at `base`; its JSON result."""
     cmd = [
-        sys.executable,
-        str(ROOT / "bench" / "load_students.py"),
-        "--url",
-        base,
-        "--students",
-        str(students),
-        "--duration",
-        str(duration),
-        "--warmup",
-        str(warmup),
+        sys.executable, str(ROOT / "bench" / "load_students.py"), "--url", base, "--students", str(students),
+        "--duration", str(duration), "--warmup", str(warmup),
     ]
     cmd += ["--think", "1", "3", "--json", out]
     subprocess.run(cmd, check=True, cwd=ROOT)
