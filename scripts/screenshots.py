@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from playwright.sync_api import sync_playwright  # noqa: E402
 
-from scripts.browser import ROOT, SHOWN_TAB, launch, open_tab, serve_app, wait_rendered  # noqa: E402
+from scripts.browser import ROOT, SHOWN_TAB, launch, new_tab, open_tab, serve_app, wait_rendered  # noqa: E402
 from ui import navigation  # noqa: E402
 
 DOCS = ROOT / "docs"
@@ -43,13 +43,13 @@ def shoot(tab, base: str, page: navigation.PageInfo, out: Path, presenter: bool 
 def main() -> None:
     with serve_app() as base, sync_playwright() as p:
         browser = launch(p)
-        tab = browser.new_page(viewport={"width": 1400, "height": 1000})
+        tab = new_tab(browser, viewport={"width": 1400, "height": 1000})
         for page in navigation.ORDER:
             shoot(tab, base, page, DOCS / f"{name_of(page)}.png")
         tab.close()
         for view, (width, height, presenter) in VIEWS.items():
             (DOCS / "views" / view).mkdir(parents=True, exist_ok=True)
-            tab = browser.new_page(viewport={"width": width, "height": height})
+            tab = new_tab(browser, viewport={"width": width, "height": height})
             for page in navigation.ORDER:
                 shoot(tab, base, page, DOCS / "views" / view / f"{name_of(page)}.jpg", presenter, type="jpeg", quality=60)
             tab.close()

@@ -158,7 +158,8 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         c.start()
-        print(f"atlas: {workers} processes behind http://{c.bind} (students open this machine's address, port {args.port})")
+        where = "" if args.address == "127.0.0.1" else f"; students open http://<this machine's address>:{args.port}"
+        print(f"atlas: {workers} processes serve http://localhost:{args.port}{where}", flush=True)
         c.supervise()
     except KeyboardInterrupt:
         pass

@@ -83,3 +83,13 @@ def tiny_model(tiny_cfg) -> GPT:
 def tiny_dir(tmp_path_factory, tiny_model, tokenizer) -> Path:
     """The tiny model saved as a model directory."""
     return save_model(tmp_path_factory.mktemp("tiny-gpt"), tiny_model, tokenizer, card="# tiny-gpt\nrandom weights\n")
+
+
+def pytest_collection_modifyitems(items):
+    """`make test` runs with pytest-xdist's --dist loadgroup: every test file is one group, sent whole to a worker
+    (its module fixtures are made once), except the tests that mark a group of their own (the browser tests, a page
+    each, so that their pages spread over the workers). Groups run longest first: the browser groups lead."""
+    for item in items:
+        if not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    items.sort(key=lambda item: not item.get_closest_marker("browser"))  # stable: collection order within each part

@@ -53,3 +53,23 @@ def test_students_spread_over_the_processes_and_a_dead_one_is_replaced():
         assert c.restarts == 1 and c.procs[0].poll() is None  # started again
         # every student is served meanwhile, those of the dead process by the live one (redispatch)
         assert all(replica(c.url, s) in ("atlas1", "atlas2") for s in students)
+
+
+def test_a_process_loads_the_default_model_and_traces_the_presets_as_it_starts():
+    """scripts/worker.py: the traces a class opens first are in the shared cache before any student asks."""
+    import numpy as np
+
+    from scripts import worker
+    from transformer import run_trace
+    from ui.models import TRACES, TraceKey, get_model
+    from ui.state import PRESETS
+
+    worker.preload()
+    name = worker.default_model(worker.real_models() + worker.bundled_models())
+    assert name == "shakespeare-gpt"  # tests open the bundled model (tests/conftest.py)
+    lm = get_model(name)
+    for sentence in PRESETS.values():
+        tr = TRACES.get(TraceKey(name, sentence), lambda: None)
+        assert tr is not None and tr.forward.done == lm.cfg.n_layer + 1, sentence  # every block has run
+    fresh = run_trace(lm.model, lm.tokenizer, sentence)
+    np.testing.assert_array_equal(tr[f"blocks.{lm.cfg.n_layer - 1}.attn.hook_pattern"], fresh[f"blocks.{lm.cfg.n_layer - 1}.attn.hook_pattern"])

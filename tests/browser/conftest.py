@@ -1,21 +1,21 @@
-"""One served app and one headless Chromium per test module, and a tab that records errors."""
+"""One served app and one headless Chromium per test worker, and a tab that records errors."""
 
 from __future__ import annotations
 
 import pytest
 
-from scripts.browser import launch, serve_app
+from scripts.browser import launch, new_tab, serve_app
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def base_url():
     with serve_app() as base:
         yield base
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser():
     with playwright_api.sync_playwright() as p:
         b = launch(p)
@@ -32,7 +32,7 @@ def streamlit_probe(msg) -> bool:
 @pytest.fixture
 def tab(browser):
     """A desktop-sized tab that records console errors (Streamlit's own 404 probes aside), page errors and dialogs."""
-    page = browser.new_page(viewport={"width": 1300, "height": 900})
+    page = new_tab(browser, viewport={"width": 1300, "height": 900})
     page.errors = []
     page.on("console", lambda m: page.errors.append(f"{m.text} {m.location}") if m.type == "error" and not streamlit_probe(m) else None)
     page.on("pageerror", lambda e: page.errors.append(str(e)))

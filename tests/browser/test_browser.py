@@ -11,12 +11,14 @@ import pytest
 from scripts.browser import CUT, ROOT, open_tab, page_url, wait_rendered
 from tests.apptest_utils import PAGES as PAGE_FILES
 from tests.apptest_utils import XSS_PAYLOADS
+from tests.browser.groups import by_group
 from ui import fit
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.browser
 
 PAGES = [None, *PAGE_FILES]  # None: the home page
+NAMES = ["home" if p is None else p.stem for p in PAGES]
 NO_FORMULA = {"0_Guided_tour"}  # pages with no display formula
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"  # plotly.js as a global, to draw figures by hand
 
@@ -32,24 +34,23 @@ TITLES = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plot
 
 def resize(tab, width: int) -> None:
     tab.set_viewport_size({"width": width, "height": 844})
-    tab.wait_for_timeout(400)
     wait_rendered(tab)
 
 
-@pytest.mark.parametrize("page_file", PAGES, ids=lambda p: "home" if p is None else p.stem)
+@pytest.mark.parametrize("page_file", by_group(PAGES, NAMES, [f"load-{n}" for n in NAMES]))
 def test_page_loads_without_errors_or_cut_text_and_its_formulas_and_titles_fit_a_phone(base_url, tab, page_file):
     """The page loads with no error, opened by a link whose sentence holds HTML and script (every payload in one
-    sentence: any one that ran would set window.__xss or open a dialog); no text is cut at a desktop's, a projector's,
-    a tablet's and a phone's width (Encoder-decoder: "A phrase i…", "mean of the h…"; Next token: "Reset to the…"); and
-    on the phone no formula scrolls sideways and no chart title runs past its chart (ui/fit.py sets a wide one smaller;
-    the few formulas too wide even at its floor are written on two lines)."""
+    sentence: any one that ran would set window.__xss or open a dialog); no text is cut at a desktop's and a phone's
+    width (Encoder-decoder: "A phrase i…", "mean of the h…"; Next token: "Reset to the…"; the layout test checks the
+    widths between, on its pages); and on the phone no formula scrolls sideways and no chart title runs past its chart
+    (ui/fit.py sets a wide one smaller; the few formulas too wide even at its floor are written on two lines)."""
     tab.goto(page_url(base_url, page_file) + "?sentence=" + urllib.parse.quote(" ".join(XSS_PAYLOADS)))
     wait_rendered(tab)
     assert tab.locator('[data-testid="stException"]').count() == 0
     assert tab.evaluate("window.__xss") is None and tab.dialogs == []
     assert tab.errors == []
-    for width in (1300, 1024, 768, 390):
-        if width != 1300:  # the tab opens at 1300 px
+    for width in (1300, 390):  # the tab opens at 1300 px; tests/browser/test_layout.py checks the widths between
+        if width != 1300:
             resize(tab, width)
         assert (width, tab.evaluate(CUT)) == (width, [])
     shown = tab.evaluate(FORMULAS)
@@ -69,7 +70,10 @@ def test_query_string_restores_state(base_url, tab):
 TOKEN_TAB = {"3_One_head": ("5 · One query's weighted sum", "Query token i"), "7_Multi_head": ("4 · Concat and W_O", "Token")}
 
 
-@pytest.mark.parametrize("page_file", [p for p in PAGES if p and p.stem in ("3_One_head", "7_Multi_head", "8_Inside_a_block", "9_Next_token")], ids=lambda p: p.stem)
+TOKEN_PAGES = [p for p in PAGES if p and p.stem in ("3_One_head", "7_Multi_head", "8_Inside_a_block", "9_Next_token")]
+
+
+@pytest.mark.parametrize("page_file", by_group(TOKEN_PAGES, [p.stem for p in TOKEN_PAGES], [f"token-{p.stem}" for p in TOKEN_PAGES]))
 def test_token_choice_survives_a_new_sentence(base_url, tab, page_file):
     """After the sentence changes, a browser sends the token selectbox's old label back ("3: ␣not", now another token's
     position); the next rerun must fall back to a valid token (found by the load generator: a TypeError on pages 3, 7, 8)."""
@@ -99,7 +103,7 @@ def test_the_pages_with_lazy_tabs_are_found():
 FIRST_PRESS = {"2 · Generate text": "Generate one token"}  # tabs that draw a chart once a button is pressed
 
 
-@pytest.mark.parametrize("page_file", TABBED, ids=lambda p: p.stem)
+@pytest.mark.parametrize("page_file", by_group(TABBED, [p.stem for p in TABBED], [f"tabs-{p.stem}" for p in TABBED]))
 def test_every_tab_draws_without_console_errors(base_url, tab, page_file):
     tab.goto(page_url(base_url, page_file))
     wait_rendered(tab)
@@ -109,7 +113,6 @@ def test_every_tab_draws_without_console_errors(base_url, tab, page_file):
         open_tab(tab, label)
         if label in FIRST_PRESS:
             tab.get_by_role("button", name=FIRST_PRESS[label]).click()
-            tab.wait_for_timeout(500)
             wait_rendered(tab)
         assert tab.locator('[data-testid="stException"]').count() == 0
         assert tab.locator('[role="tabpanel"]:visible .stPlotlyChart .main-svg').count() > 0, label
@@ -193,3 +196,4 @@ def test_a_redrawn_chart_is_shown_at_its_first_draw(base_url, tab):
     assert len(draws) == 2
     assert all(d["visibility"] == "visible" and d["width"] == d["frame"] for d in draws), draws
     assert tab.errors == []
+

@@ -6,7 +6,7 @@ import urllib.parse
 
 import pytest
 
-from scripts.browser import wait_rendered
+from scripts.browser import new_tab, wait_rendered
 from scripts.serve import serving
 
 playwright_api = pytest.importorskip("playwright.sync_api")
@@ -18,7 +18,7 @@ VIEW = {"sentence": "The cat sat on the mat because it was tired.", "layer": "1"
 def test_a_student_of_a_dead_process_comes_back_on_a_live_one_with_the_view(browser):
     with serving(2) as c:
         context = browser.new_context(viewport={"width": 1300, "height": 900})
-        page = context.new_page()
+        page = new_tab(context)
         page.goto(f"{c.url}/?{urllib.parse.urlencode(VIEW)}")  # the home page: its first chart names layer and head
         wait_rendered(page)
         chart = page.locator(".stPlotlyChart").first

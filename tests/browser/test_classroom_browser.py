@@ -10,7 +10,7 @@ import urllib.parse
 import numpy as np
 import pytest
 
-from scripts.browser import CUT, serve_app, wait_rendered
+from scripts.browser import CUT, new_tab, serve_app, wait_rendered
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.browser
@@ -21,7 +21,7 @@ SECTIONS = ["Start", "Inputs", "One head", "The whole model", "Beyond"]
 
 @pytest.fixture
 def tab(browser):
-    page = browser.new_page(viewport=PROJECTOR, accept_downloads=True)
+    page = new_tab(browser, viewport=PROJECTOR, accept_downloads=True)
     yield page
     page.close()
 
@@ -30,14 +30,9 @@ def menu(page) -> str:
     return page.locator('[data-testid="stSidebarNav"]').inner_text()
 
 
-def settle(page) -> None:
-    page.wait_for_timeout(600)
-    wait_rendered(page)
-
-
 def test_a_first_visit_to_a_page_address_gets_the_grouped_menu(browser):
     with serve_app() as base:  # a fresh server: nothing has opened the home page yet
-        page = browser.new_page(viewport=PROJECTOR)
+        page = new_tab(browser, viewport=PROJECTOR)
         page.goto(base + "/One_head")
         wait_rendered(page)
         text = menu(page)
@@ -63,14 +58,14 @@ def test_arrow_keys_and_clicker_keys_step_through_tabs_then_pages(base_url, tab)
     tab.goto(base_url + "/Masking?present=true&masking_part=3+%C2%B7+Seeing+the+future")
     wait_rendered(tab)
     tab.keyboard.press("ArrowRight")
-    settle(tab)
+    wait_rendered(tab)
     assert tab.get_by_role("tab", name="4 · The padding mask").get_attribute("aria-selected") == "true"
     assert "masking_part=4 · The padding mask" in urllib.parse.unquote_plus(tab.url)
     tab.keyboard.press("PageDown")  # past the last tab: the next page, still in presenter view
-    settle(tab)
+    wait_rendered(tab)
     assert "/Softmax_and_temperature" in tab.url and "present=true" in tab.url
     tab.keyboard.press("PageUp")
-    settle(tab)
+    wait_rendered(tab)
     assert "/Masking" in tab.url
 
 
@@ -80,19 +75,19 @@ def test_a_shared_link_opens_the_same_view(base_url, browser, tab):
     box = tab.get_by_role("textbox", name="Scores s")
     box.fill("1, 3, 9")
     box.press("Enter")
-    settle(tab)
+    wait_rendered(tab)
     link = tab.url
     assert "softmax_scores=1%2C+3%2C+9" in link
-    other = browser.new_page(viewport=PROJECTOR)  # another student's browser: a new session
+    other = new_tab(browser, viewport=PROJECTOR)  # another student's browser: a new session
     other.goto(link)
     wait_rendered(other)
     assert other.get_by_role("textbox", name="Scores s").input_value() == "1, 3, 9"
     other.goto(base_url + "/One_head")
     wait_rendered(other)
     other.get_by_role("tab", name="3 · Scores and scaling").click()
-    settle(other)
+    wait_rendered(other)
     assert "onehead_step=3 · Scores and scaling" in urllib.parse.unquote_plus(other.url)
-    third = browser.new_page(viewport=PROJECTOR)
+    third = new_tab(browser, viewport=PROJECTOR)
     third.goto(other.url)
     wait_rendered(third)
     assert third.get_by_role("tab", name="3 · Scores and scaling").get_attribute("aria-selected") == "true"
@@ -109,9 +104,9 @@ def test_a_link_brings_back_a_control_moved_to_its_first_value(base_url, browser
     assert position.input_value() == "3"
     position.focus()
     position.press("Home")
-    settle(tab)
+    wait_rendered(tab)
     assert "masking_pos=0" in tab.url
-    other = browser.new_page(viewport=PROJECTOR)
+    other = new_tab(browser, viewport=PROJECTOR)
     other.goto(tab.url)
     wait_rendered(other)
     assert other.locator('[data-testid="stMain"] input[aria-label="Position i"]').input_value() == "0"
@@ -134,7 +129,7 @@ def test_hovering_a_token_in_the_line_view_highlights_its_lines(base_url, tab):
     wait_rendered(tab)
     chart = tab.locator(".st-key-multihead_layer_lines .js-plotly-plot")
     chart.scroll_into_view_if_needed()
-    settle(tab)
+    wait_rendered(tab)
     drawn = chart.evaluate(LINE_OPACITIES)
     for x, role, t in ((0, "query", 3), (1, "key", 0)):
         tab.mouse.move(*chart.evaluate(DOT, [x, t]))
@@ -182,14 +177,14 @@ def test_charts_save_as_large_png_or_svg_and_pages_save_numbers_and_trace(base_u
 
 @pytest.mark.parametrize("width,height", [(390, 844), (768, 1024)])
 def test_on_a_phone_or_tablet_the_sentence_box_is_on_the_page(base_url, browser, width, height):
-    page = browser.new_page(viewport={"width": width, "height": height})
+    page = new_tab(browser, viewport={"width": width, "height": height})
     page.goto(base_url + "/One_head")
     wait_rendered(page)
     box = page.locator('[data-testid="stMain"]').get_by_role("textbox", name="Sentence")
     assert box.is_visible() and box.bounding_box()["y"] + box.bounding_box()["height"] < height  # on the first screen
     box.fill("I love bears.")
     box.press("Control+Enter")
-    settle(page)
+    wait_rendered(page)
     assert "sentence=I+love+bears." in page.url
     page.close()
 
@@ -210,6 +205,6 @@ def test_clicking_a_token_in_the_line_view_keeps_only_its_lines(base_url, tab):
     queries = chart.locator(".scatterlayer .trace").nth(-2).locator(".points path")  # the query tokens' dots, left
     box = queries.nth(3).bounding_box()
     tab.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    settle(tab)
+    wait_rendered(tab)
     assert tab.locator(".st-key-multihead_line_token input").input_value().startswith("3: ")
     assert "multihead_line_token=3" in tab.url  # the link keeps it

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from scripts.browser import open_tab, settled, wait_rendered
+from scripts.browser import CUT, new_tab, open_tab, settled, wait_rendered
+from tests.browser.groups import by_group
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.browser
@@ -156,7 +157,7 @@ def measured(base_url, browser):
                 for other in shown.values():
                     other.close()
                 shown.clear()
-                page = shown[name] = browser.new_page(viewport={"width": width, "height": 900})
+                page = shown[name] = new_tab(browser, viewport={"width": width, "height": 900})
                 address, tab, button = PAGES[name]
                 page.goto(f"{base_url}/{address}")
                 wait_rendered(page)
@@ -164,10 +165,9 @@ def measured(base_url, browser):
                     open_tab(page, tab)
                 if button:
                     page.get_by_role("button", name=button).click()
-                    page.wait_for_timeout(500)
                     wait_rendered(page)
             assert page.locator('[data-testid="stException"]').count() == 0, (name, width)
-            cache[name, width] = settled(page, MEASURE)
+            cache[name, width] = {**settled(page, MEASURE), "cut": page.evaluate(CUT)}
         return cache[name, width]
 
     yield get
@@ -184,11 +184,11 @@ def listed(table: dict, name: str, title: str, width: int) -> bool:
     return any(name == n and title.startswith(prefix) and width in widths for (n, prefix), widths in table.items())
 
 
-CASES = [(name, width) for name in PAGES for width in WIDTHS]
-IDS = [f"{name}-{width}" for name, width in CASES]
+PAIRS = [(name, width) for name in PAGES for width in WIDTHS]
+CASES = by_group(PAIRS, [f"{name}-{width}" for name, width in PAIRS], [f"layout-{name}" for name, _ in PAIRS])
 
 
-@pytest.mark.parametrize(("name", "width"), CASES, ids=IDS)
+@pytest.mark.parametrize(("name", "width"), CASES)
 def test_legends_and_titles_do_not_overprint(measured, name, width):
     """(Softmax page: the legend over the entropy chart's and the √d_k charts' titles; Cross-attention: the y-axis title
     longer than the plot, into the chart title.) No legend box overlaps a title, and no two titles overlap."""
@@ -203,7 +203,7 @@ def test_legends_and_titles_do_not_overprint(measured, name, width):
     assert bad == []
 
 
-@pytest.mark.parametrize(("name", "width"), CASES, ids=IDS)
+@pytest.mark.parametrize(("name", "width"), CASES)
 def test_no_blank_band_under_a_chart(measured, name, width):
     """(Context cosine chart, the √d_k charts, the ablation chart: big empty space under the chart.) Between the plot
     area's bottom and the chart's bottom edge, nothing drawn leaves a band taller than MAX_BLANK_PX (BLANK_UNDER: a few
@@ -222,7 +222,7 @@ def test_no_blank_band_under_a_chart(measured, name, width):
     assert bad == []
 
 
-@pytest.mark.parametrize(("name", "width"), CASES, ids=IDS)
+@pytest.mark.parametrize(("name", "width"), CASES)
 def test_plot_areas_are_wide_enough(measured, name, width):
     """(Lecture page at 768 px: its matrices in three columns drawn 2 px wide; the binary counter likewise; Multi-head
     at 390 px: four maps of ~60 px in a row.) Every plot area is at least MIN_PLOT_PX wide, except the charts listed in
@@ -239,7 +239,7 @@ def test_plot_areas_are_wide_enough(measured, name, width):
     assert too_narrow == []
 
 
-@pytest.mark.parametrize(("name", "width"), CASES, ids=IDS)
+@pytest.mark.parametrize(("name", "width"), CASES)
 def test_tables_and_widget_labels_are_not_cut_off(measured, name, width):
     """(Softmax page at ×100: the worked table cut its e^z and weight columns; Masking: the future table's last column;
     Context: the toggle label.) An st.dataframe is a canvas, so its cells cannot be read: its scroller must not be wider
@@ -249,7 +249,7 @@ def test_tables_and_widget_labels_are_not_cut_off(measured, name, width):
     assert [lab["text"] for lab in m["labels"] if lab["scroll"] > lab["client"] + 1] == []
 
 
-@pytest.mark.parametrize(("name", "width"), CASES, ids=IDS)
+@pytest.mark.parametrize(("name", "width"), CASES)
 def test_bar_values_do_not_run_together(measured, name, width):
     """(Next token page: the generation step's bar values overprinted each other.) No two values written on bars overlap."""
     bad = []
@@ -259,9 +259,16 @@ def test_bar_values_do_not_run_together(measured, name, width):
     assert bad == []
 
 
-@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("width", by_group(list(WIDTHS), [str(w) for w in WIDTHS], ["layout-lecture"] * len(WIDTHS)))
 def test_lecture_weights_are_the_largest_matrix(measured, width):
     """(Lecture page: the attention weights, its point, drawn smaller than the other matrices.)"""
     areas = {c["title"]: c["plot"]["w"] * c["plot"]["h"] for c in measured("lecture", width)["charts"]}
     weights = areas.pop("weights = softmax (rows)")
     assert len(areas) == 10 and all(weights >= a for a in areas.values()), (weights, areas)
+
+
+@pytest.mark.parametrize(("name", "width"), CASES)
+def test_no_text_is_cut_off(measured, name, width):
+    """No text in the page ends in Streamlit's "…" (a button's, a metric's label, a page link's title), no select box
+    shows less than its value, no widget label runs under the next column (scripts.browser.CUT)."""
+    assert measured(name, width)["cut"] == []
