@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from transformer import ModelConfig, Trace
+from transformer.shortcuts import Tempered
 
 from .gqa import group_heads
 from .next_token import next_token_probs, top_tokens
@@ -42,23 +43,26 @@ class HeadSteps:
     tau: float  # the head's attention temperature
 
 
-def head_steps(tr: Trace, layer: int, head: int, scale: bool = True) -> HeadSteps:
-    """One head's steps from a trace. scale=False recomputes them without ÷√d_k: softmax(mask(Q·Kᵀ / τ)) and its weights·V."""
+def head_steps(tr: Trace | Tempered, layer: int, head: int, scale: bool = True) -> HeadSteps:
+    """One head's steps from a trace. scale=False recomputes them without ÷√d_k: softmax(mask(Q·Kᵀ / τ)) and its
+    weights·V. A Tempered view's weights are not those the model ran with: its z is their weights·V too."""
     a = f"blocks.{layer}.attn."
     q, k, v = tr.head_qkv(layer, head)  # (T, hs) each: the scored query and key (after RoPE), the group's value
     raw, masked = tr[a + "hook_scores_raw"][head], tr[a + "hook_scores_masked"][head]  # (T, T)
     visible = ~np.isneginf(masked)
-    taus = tr.interventions.temperatures(layer, tr[a + "hook_q"].shape[1])
-    tau = 1.0 if taus is None else float(taus[head])
+    tau = tr.head_temperature(layer, head)
     x = tr.attention_input(layer)  # (T, d)
     if scale:
-        scaled, weights, z = tr[a + "hook_scores_scaled"][head], tr[a + "hook_pattern"][head], tr[a + "hook_z"][:, head]
+        scaled, weights = tr[a + "hook_scores_scaled"][head], tr[a + "hook_pattern"][head]
     else:
         # without the scaling: e_ij = q_i·k_j / τ, then the mask and softmax as usual
         scaled = (raw / np.float32(tau)).astype(np.float32)  # (T, T)
         masked = np.where(visible, scaled, -np.inf).astype(np.float32)  # (T, T)
         weights = masked_softmax(raw, visible, temperature=tau)  # (T, T)
-        # z_i = Σ_j α_ij v_j
+    if scale and not isinstance(tr, Tempered):
+        z = tr[a + "hook_z"][:, head]  # (T, hs) the model's own output
+    else:
+        # z_i = Σ_j α_ij v_j, from the weights shown
         z = (weights @ v).astype(np.float32)  # (T, hs)
     divisor = float(np.sqrt(q.shape[1])) if scale else 1.0
     return HeadSteps(x, q, k, v, raw, scaled, masked, weights, z, visible, divisor, tau)

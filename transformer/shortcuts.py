@@ -1,13 +1,15 @@
 """Traces made from what other traces already computed, running only what changed.
 
-    tempered_pattern  one head's weights at another attention temperature, from its recorded raw scores (no block runs)
+    tempered          a layer's scores and weights at another attention temperature, from its recorded raw scores
+    Tempered          a trace seen with τ on every head's weights (each layer's from tempered), all else its own
+    tempered_pattern  one head's weights at another attention temperature (no block runs)
     derive            a text's trace under other interventions: a trace's arrays below the first layer they change
     extend            a decoder's trace of a text that begins with another trace's tokens: those tokens' arrays
                       are taken, the new tokens alone run through the blocks that trace ran (reading earlier K, V)
     trace_from        run_trace, made by whichever of derive or extend saves the most from the traces at hand
 
-Each gives the numbers a fresh run_trace gives: tempered_pattern and derive bit for bit (the same operations on the
-same inputs); extend up to float32 rounding (its products have other shapes, so their sums run in another order).
+Each gives the numbers a fresh run_trace gives: tempered, Tempered's weights and derive bit for bit (the same operations
+on the same inputs); extend up to float32 rounding (its products have other shapes, so their sums run in another order).
 """
 
 from __future__ import annotations
@@ -36,15 +38,70 @@ from .trace import (
     token_limit,
 )
 
+TEMPERED = ("attn.hook_scores_scaled", "attn.hook_scores_masked", "attn.hook_pattern")  # what a head's τ changes first
+
+
+def tempered(trace: Trace, layer: int, tau: float) -> dict[str, np.ndarray]:
+    """Layer `layer`'s scaled and masked scores and weights, (nh, T, T) each, with attention temperature τ on every head
+    of that layer only: softmax(mask(Q·Kᵀ / √d_head / τ)) by the attention core's own steps, from the layer's recorded
+    raw scores Q·Kᵀ. No block runs past reading those scores: a layer's τ changes nothing before its weights."""
+    raw = torch.from_numpy(np.array(trace[f"blocks.{layer}.attn.hook_scores_raw"]))  # (nh, T, T)
+    mask, _ = trace.forward.model.attention_context(raw.shape[-1], trace.interventions)  # (1, 1, T, T)
+    steps = weigh(raw[None], mask, trace.cfg.d_head, torch.full(raw.shape[:1], float(tau)))  # (1, nh, T, T) each
+    return {f"blocks.{layer}.{name}": read_only(t[0]) for name, t in zip(TEMPERED, steps, strict=True)}
+
 
 def tempered_pattern(trace: Trace, layer: int, head: int, tau: float) -> np.ndarray:
-    """(T, T) weights of one head with attention temperature τ on that head only: softmax(mask(Q·Kᵀ / √d_head / τ))
-    by the attention core's own steps, from the head's recorded raw scores Q·Kᵀ. No block runs (past the layer's
-    scores, which a page showing the head has read): a head's τ changes nothing before its weights."""
-    raw = torch.from_numpy(np.array(trace[f"blocks.{layer}.attn.hook_scores_raw"][head]))  # (T, T)
-    mask, _ = trace.forward.model.attention_context(raw.shape[0], trace.interventions)  # (1, 1, T, T)
-    _, _, weights = weigh(raw[None, None], mask, trace.cfg.d_head, torch.tensor([float(tau)]))  # (1, 1, T, T)
-    return read_only(weights[0, 0])
+    """(T, T) weights of one head with attention temperature τ on that head only (see tempered)."""
+    return tempered(trace, layer, tau)[f"blocks.{layer}.attn.hook_pattern"][head]
+
+
+class Tempered:
+    """`trace` seen with attention temperature τ on every head's weights, and nothing else changed.
+
+    Each layer's scaled and masked scores and weights (TEMPERED) are those a forward pass with τ on that layer's heads
+    alone records (tempered: computed when the layer is first read, from its recorded raw scores; the view keeps the
+    weights of every layer read, as a trace does, and the scores of the last one). Every other array, and everything
+    else a Trace answers (tokens, config, interventions: the forward pass that ran, logits, …), is the trace's own: the
+    heads' outputs and every later layer are the model's under the trace's interventions. τ in every layer of a
+    forward pass is another trace, Interventions(temperature=τ).
+    """
+
+    def __init__(self, trace: Trace, tau: float):
+        self.trace, self.tau = trace, float(tau)
+        self._read: dict[str, np.ndarray] = {}  # the tempered arrays kept: name → array
+
+    def __getattr__(self, name: str):
+        return getattr(self.trace, name)  # what τ on the weights does not change: the trace's own
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.trace
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        layer = layer_of(name)
+        if layer is None or not name.endswith(TEMPERED):
+            return self.trace[name]
+        arr = self._read.get(name)
+        if arr is None:  # this layer's, all three: every layer's weights stay, the scores of this layer only
+            arrays = tempered(self.trace, layer, self.tau)
+            weights = {n: a for n, a in self._read.items() if n.endswith("attn.hook_pattern")}
+            self._read, arr = weights | arrays, arrays[name]
+        return arr
+
+    def head_temperature(self, layer: int, head: int) -> float:
+        """τ, the attention temperature that divides the head's scaled scores as this view shows them."""
+        return self.tau
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held: the trace's, and the tempered arrays kept."""
+        return self.trace.nbytes + sum(arr.nbytes for arr in self._read.values())
+
+    arrays = Trace.arrays  # every array by name, tempered where τ changes it
+
+    def run_blocks(self) -> Tempered:
+        self.trace.run_blocks()
+        return self
 
 
 def same(a: torch.Tensor | None, b: torch.Tensor | None) -> bool:

@@ -294,6 +294,11 @@ class Trace:
         while len(self._open) > OPEN_LAYERS:
             self._held[0] -= _size(self._open.popitem(last=False)[1])
 
+    def head_temperature(self, layer: int, head: int) -> float:
+        """τ, the attention temperature that divided the head's scaled scores (1 unless the interventions change it)."""
+        taus = self.interventions.temperatures(layer, self.cfg.n_head)
+        return 1.0 if taus is None else float(taus[head])
+
     def attention_input(self, layer: int) -> np.ndarray:
         """(T, d) what the layer's attention reads: the normalized stream (pre-norm), or the stream itself (BERT)."""
         return self[f"blocks.{layer}.hook_resid_pre" if self.cfg.post_norm else f"blocks.{layer}.ln1.hook_normalized"]

@@ -1,18 +1,27 @@
-"""Shortcuts (transformer.shortcuts) against a full fresh recomputation: τ on one head from its recorded scores,
-a trace derived under ablations from a trace without them, a decoder's trace extended from a shorter text's, and
-trace_from's choice among traces at hand. Small random GPT, Llama (GQA, RoPE) and BERT models, and once SmolLM2."""
+"""Shortcuts (transformer.shortcuts) against a full fresh recomputation: τ on one head or on every head's weights (the
+Tempered view) from recorded scores, a trace derived under ablations from a trace without them, a decoder's trace
+extended from a shorter text's, and trace_from's choice among traces at hand. Small random GPT, Llama (GQA, RoPE) and
+BERT models, and once SmolLM2."""
 
 from __future__ import annotations
-
-from contextlib import contextmanager
 
 import numpy as np
 import pytest
 
 from tests.conftest import SENTENCES, small_model
+from tests.counting import block_calls
 from transformer import Interventions, run_trace
 from transformer.loading import load_model
-from transformer.shortcuts import common_prefix, derive, extend, shared_layers, tempered_pattern, trace_from
+from transformer.shortcuts import (
+    TEMPERED,
+    Tempered,
+    common_prefix,
+    derive,
+    extend,
+    shared_layers,
+    tempered_pattern,
+    trace_from,
+)
 from transformer.trace import encode_for_model, token_limit
 
 TEXT = SENTENCES[2]  # "ROMEO: But soft, what light through yonder window breaks?"
@@ -26,21 +35,6 @@ def models(tiny_model, tokenizer):
         "llama": small_model("llama", tokenizer, 4, seed=1),
         "bert": small_model("bert", tokenizer, 4, seed=2),
     }
-
-
-@contextmanager
-def block_calls(model):
-    """Records (layer, tokens in its input) for every block call while inside."""
-    calls = []
-    hooks = [
-        block.register_forward_pre_hook(lambda b, args: calls.append((b.layer, args[0].shape[1])))
-        for block in model.blocks
-    ]
-    try:
-        yield calls
-    finally:
-        for hook in hooks:
-            hook.remove()
 
 
 def assert_traces_equal(got, want, exact: bool, names=None):
@@ -82,6 +76,59 @@ def test_tempered_pattern_of_a_trace_run_at_another_temperature(models, tokenize
     hot = run_trace(model, tokenizer, TEXT, Interventions(temperature=2.0))
     whole = run_trace(model, tokenizer, TEXT, Interventions(temperature=2.0, head_temperature=((1, 2, 0.5),)))
     np.testing.assert_array_equal(tempered_pattern(hot, 1, 2, 0.5), whole["blocks.1.attn.hook_pattern"][2])
+
+
+# ---- a trace seen with τ on every head's weights (Tempered) ----
+
+
+@pytest.mark.parametrize("family", ["gpt", "llama", "bert"])
+def test_tempered_view_is_each_layer_run_with_tau_on_its_heads_and_the_trace_elsewhere(models, tokenizer, family):
+    """Each layer's tempered names equal a forward pass with τ on that layer's heads alone (the layers before it are
+    unchanged), to the bit; every other name equals a fresh trace at τ = 1."""
+    model, tau = models[family], 0.4
+    n_layer = model.cfg.n_layer
+    view = Tempered(run_trace(model, tokenizer, TEXT), tau)
+    plain = run_trace(model, tokenizer, TEXT)  # τ = 1, run on its own
+    for layer in (0, n_layer - 1):
+        alone = run_trace(model, tokenizer, TEXT, Interventions(head_temperature=((layer, None, tau),)))
+        for name in TEMPERED:
+            got = view[f"blocks.{layer}.{name}"]
+            np.testing.assert_array_equal(got, alone[f"blocks.{layer}.{name}"], err_msg=name)
+            assert not np.array_equal(got, plain[f"blocks.{layer}.{name}"])  # τ changed them
+    untempered = [name for name in view.names if not name.endswith(TEMPERED)]
+    assert len(untempered) == len(view.names) - len(TEMPERED) * n_layer
+    assert_traces_equal(view, plain, exact=True, names=untempered)
+
+
+def test_tempered_view_reads_recorded_scores_and_answers_like_a_trace(models, tokenizer):
+    model = models["llama"]
+    base = run_trace(model, tokenizer, TEXT)
+    view = Tempered(base, 2.5)
+    base["blocks.2.attn.hook_scores_raw"]  # the layer a page shows: its blocks have run
+    with block_calls(model) as calls:
+        weights = view["blocks.2.attn.hook_pattern"]  # (nh, T, T)
+    assert calls == []  # no block runs
+    np.testing.assert_allclose(weights.sum(axis=-1), 1.0, rtol=1e-5)
+    scaled = base["blocks.2.attn.hook_scores_scaled"].astype(np.float64)  # (nh, T, T) at τ = 1
+    e = np.exp(np.where(np.tril(np.ones(scaled.shape[1:], bool)), scaled / 2.5, -np.inf))
+    np.testing.assert_allclose(weights, e / e.sum(axis=-1, keepdims=True), rtol=1e-5, atol=1e-7)  # softmax(S / τ)
+    same = ("encoding", "cfg", "names", "interventions", "n_tokens_in", "truncated")
+    assert [getattr(view, a) for a in same] == [getattr(base, a) for a in same]
+    assert "blocks.2.attn.hook_pattern" in view and "blocks.9.attn.hook_pattern" not in view
+    for got, want in zip(view.head_qkv(2, 3), base.head_qkv(2, 3), strict=True):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(view.logits_at(4), base.logits_at(4))
+    assert view.head_temperature(2, 3) == 2.5 and base.head_temperature(2, 3) == 1.0
+    hot = run_trace(model, tokenizer, TEXT, Interventions(head_temperature=((2, 3, 0.7),)))
+    assert hot.head_temperature(2, 3) == pytest.approx(0.7) and hot.head_temperature(2, 2) == 1.0
+    assert view.nbytes == base.nbytes + 3 * weights.nbytes
+    arrays = view.arrays()
+    assert arrays.keys() == set(base.names)
+    n_layer = model.cfg.n_layer
+    assert view.nbytes == base.nbytes + (n_layer + 2) * weights.nbytes  # every layer's weights, the last layer's scores
+    np.testing.assert_array_equal(arrays["blocks.1.attn.hook_pattern"][0], tempered_pattern(base, 1, 0, 2.5))
+    np.testing.assert_array_equal(arrays["blocks.1.hook_resid_post"], base["blocks.1.hook_resid_post"])
+    assert view.run_blocks() is view
 
 
 # ---- ablation at layer L: blocks < L are the base trace's ----
@@ -237,6 +284,10 @@ def test_smollm2_shortcuts_equal_fresh_traces():
     base["blocks.13.attn.hook_scores_raw"]
     whole = run_trace(model, tok, text, Interventions(head_temperature=((13, 8, 0.4),)))
     np.testing.assert_array_equal(tempered_pattern(base, 13, 8, 0.4), whole["blocks.13.attn.hook_pattern"][8])
+    layer_13 = run_trace(model, tok, text, Interventions(head_temperature=((13, None, 0.4),)))
+    view = Tempered(base, 0.4)
+    for name in TEMPERED:
+        np.testing.assert_array_equal(view[f"blocks.13.{name}"], layer_13[f"blocks.13.{name}"], err_msg=name)
     base.run_blocks()
     iv = Interventions(ablate=frozenset({(25, 3)}))
     derived = derive(base, iv)

@@ -27,6 +27,7 @@ from lessons.padding import pad_id, padded_forward
 from lessons.probability import entropy_bits, masked_softmax
 from tests.conftest import SENTENCES
 from transformer import Interventions, ModelConfig, TraceInputError, run_trace
+from transformer.shortcuts import Tempered
 
 LLAMA = ModelConfig(family="llama", n_head=9, n_kv_head=3, d_model=72, pos_encoding="rotary", activation="silu")
 BERT = ModelConfig(family="bert", pos_encoding="learned", activation="gelu", has_lm_head=False, n_layer=6)
@@ -92,6 +93,22 @@ def test_head_steps_are_the_trace_tensors(tiny_model, tokenizer):
     # the weighted sum of values is the head's output
     T = len(tr.encoding)
     np.testing.assert_allclose(weighted_values(s.weights[T - 1], s.v).sum(axis=0), tr[a + "hook_z"][T - 1, 2], atol=1e-6)
+
+
+def test_head_steps_of_tau_on_the_weights_shown(tiny_model, tokenizer):
+    """A Tempered view: the weights at τ, τ in the formula, and Z from those weights (the model ran at τ = 1)."""
+    view = Tempered(run_trace(tiny_model, tokenizer, "the cat and the dog"), 0.5)
+    alone = run_trace(tiny_model, tokenizer, "the cat and the dog", Interventions(head_temperature=((1, None, 0.5),)))
+    a = "blocks.1.attn."
+    s = head_steps(view, 1, 2)
+    assert s.tau == 0.5
+    for got, name in ((s.scaled, "hook_scores_scaled"), (s.weights, "hook_pattern"), (s.raw, "hook_scores_raw")):
+        np.testing.assert_array_equal(got, alone[a + name][2])
+    np.testing.assert_array_equal(s.q, alone[a + "hook_q"][:, 2])
+    np.testing.assert_allclose(s.z, alone[a + "hook_z"][:, 2], rtol=1e-5, atol=1e-7)  # weights·V: the head's at τ
+    assert not np.allclose(s.z, view[a + "hook_z"][:, 2], atol=1e-4)  # not the model's own Z at τ = 1
+    unscaled = head_steps(view, 1, 2, scale=False)  # τ still divides the raw scores
+    np.testing.assert_allclose(unscaled.scaled, alone[a + "hook_scores_raw"][2] / 0.5, rtol=1e-6)
 
 
 def test_head_steps_without_scaling_is_softmax_of_raw_scores(tiny_model, tokenizer):
