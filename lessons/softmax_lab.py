@@ -151,9 +151,11 @@ def real_row_text(cfg: ModelConfig, layer: int, head: int) -> str:
     seen = "the earlier tokens and itself" if cfg.causal else "the whole sentence: an encoder has no causal mask"
     return (
         f"Now real scores: the sidebar sentence, layer {layer}, head {head}. Pick a query token; its scores are the model's {qk} / √d_k for every key it may see "
-        f"({seen}). The page's τ divides them before softmax. The orange bars come from running the model's layer {layer} again with τ applied to this one head "
-        "only (the layers before it do not change): they equal the blue ones. The sidebar's τ is different: it divides the scores of every head in every "
-        "layer, so later layers also receive different inputs."
+        f"({seen}). The page's τ divides them before softmax. The orange bars are the model's layer {layer} with τ "
+        "on this one head only (from its recorded scores: the layers before it do not change): they equal the blue "
+        "ones. The sidebar's τ does the same to every head's weights the other pages show; with its *τ in every layer* "
+        "on, it divides the scores of every head in a new forward pass instead, so later layers also receive different "
+        "inputs."
     )
 
 

@@ -62,9 +62,10 @@ if not word.strip():
     st.info("Type the word to follow, e.g. bear.")
     st.stop()
 
-key = ui.BatchKey(state.model, tuple(sentences), state.key.iv)  # the sentences in one batched pass
-word, traces = word.strip(), ui.get_traces(key)
-matches = cached.matches(key, word, forms)  # sentence number → where the word is, or None
+key = ui.BatchKey(state.model, tuple(sentences), state.key.iv, state.key.tau)  # the sentences in one batched pass
+vectors = key.untempered  # the word's vectors: τ on the weights shown changes none of them
+word, traces = word.strip(), ui.get_traces(vectors)
+matches = cached.matches(vectors, word, forms)  # sentence number → where the word is, or None
 rows = []  # one table row per sentence
 for n, (s, tr) in enumerate(zip(sentences, traces, strict=True), start=1):
     if tr.truncated:
@@ -86,7 +87,7 @@ ids = {traces[n - 1].encoding.ids[m.position] for n, m in found.items()}
 st.header("1 · How alike are the vectors, layer by layer?")
 ui.explain(read.similarity)
 st.markdown(cx.tokens_note(ids))
-cos_fig, cos = cached.cosine_figure(key, word, forms)
+cos_fig, cos = cached.cosine_figure(vectors, word, forms)
 ui.show_figure(cos_fig, key="context_cosine")
 st.caption(cx.cosine_note(cos))
 
@@ -97,9 +98,10 @@ ui.explain(
 )
 help_unit = "On: only directions count, as in the cosine above. Off: the vectors as they are; their lengths differ from layer to layer, which stretches the map."
 unit = st.toggle("Scale every vector to length 1 first", **ui.kept("context_unit", True), help=help_unit)
-pca_fig, explained = cached.pca_figure(key, word, forms, unit)
+pca_fig, explained = cached.pca_figure(vectors, word, forms, unit)
 ui.show_figure(pca_fig, key="context_pca")
 st.caption(cx.spread_note(explained, len(found) * (cfg.n_layer + 1)))  # (layers + embedding) vectors per sentence
+ui.as_trained(state, "The word's vectors, sections 1 and 2")
 
 st.header(f"3 · Where the word looks (layer {L}, head {H})")
 ui.explain(read.looks)

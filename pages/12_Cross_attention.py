@@ -36,6 +36,10 @@ with l3.expander("Experiments: the mask, switched-off heads (τ is in the sideba
     ablate_help = "A switched-off head's output is set to 0 (part, layer L, head H); 'cross' = cross-attention."
     ablated = st.multiselect("Switch off heads", xa.head_names(cfg.n_layer, cfg.n_head), bind="query-params", key="xattn_ablate", help=ablate_help)
     st.caption(f"Try switching off the four “cross L{cfg.n_layer - 1}” heads: the last layer no longer reads the English words. Watch the translation.")
+    st.caption(
+        "The sidebar's τ runs this small translator at τ in every layer, so the translation may change, whether or not "
+        "*τ in every layer* is on."
+    )
 L, H = xa.choice(layer_choice), xa.choice(head_choice)
 lq, h = (cfg.n_layer - 1 if L is None else L), (0 if H is None else H)  # the one head of section 3 (a mean shows the last layer, head 0)
 tr = cached.translation(src.words, state.temperature, causal, xa.parse_heads(ablated))

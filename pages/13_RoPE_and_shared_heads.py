@@ -75,7 +75,7 @@ def part_shift() -> None:
     if no_rope("shift"):
         return
     m, n = positions()
-    sh = cached.rope_shifts(state.key, L, H, m, n)
+    sh = cached.rope_shifts(state.key.untempered, L, H, m, n)  # q and k before any weights: τ changes neither
     lo, hi = int(sh.shifts[0]), int(sh.shifts[-1])
     s = st.slider("Shift s", lo, hi, **ui.kept_within("rope_shift", 100, lo, hi), help="Move the query to m + s and the key to n + s.")
     k = sh.index(s)

@@ -57,7 +57,8 @@ def trace_of(key: ui.TraceKey):
 
 
 CHOSEN = {"encoder": enc_name, "decoder": dec_name}
-KEYS = {kind: ui.TraceKey(name, text, state.key.iv) for kind, name in CHOSEN.items() if name}  # the text at the sidebar's τ
+# the text through each model, with the sidebar's τ (in every layer, or on the weights shown)
+KEYS = {kind: ui.TraceKey(name, text, state.key.iv, state.key.tau) for kind, name in CHOSEN.items() if name}
 MODELS = {kind: (key.model, trace_of(key), kind == "decoder") for kind, key in KEYS.items()}  # (model, trace, causal)
 found = ed.shared_words(text, [tr.encoding for _, tr, _ in MODELS.values()])
 if len(found) < 2:

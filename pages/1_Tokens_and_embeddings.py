@@ -18,9 +18,10 @@ read = es.reading(tok, cfg.d_model, words)  # the page's words for this tokenize
 st.title("Tokens and embeddings")
 ui.explain(read.intro)
 
-tr = ui.trace_or_stop(state.key)
+key = state.key.untempered  # the trace's key (embeddings only: τ on the weights changes nothing here)
+tr = ui.trace_or_stop(key)
 enc, labels, T = tr.encoding, tr.encoding.labels, len(tr.encoding)
-chips_fig, embed_fig, cosine_fig = cached.sentence_figures(state.key)
+chips_fig, embed_fig, cosine_fig = cached.sentence_figures(key)
 
 st.header("1. Text → tokens")
 ui.explain(read.chips)
@@ -48,7 +49,7 @@ if n_max > 50:  # a real vocabulary; a toy one is drawn whole
     help_n = "How many frequent vocabulary tokens to draw behind your sentence; the PCA is fitted on them."
     n_vocab = c1.slider("Vocabulary tokens in the map (N)", 50, min(3000, n_max), min(500, n_max), step=50, bind="query-params", key="tokens_n_vocab", help=help_n)
 k_dims = 3 if c2.toggle("3-D", bind="query-params", key="tokens_pca_3d", help="Show three principal components instead of two (drag to rotate).") else 2
-map_fig, shown_share = cached.map_figure(state.key, n_vocab, k_dims)
+map_fig, shown_share = cached.map_figure(key, n_vocab, k_dims)
 ui.show_figure(map_fig, key="tokens_pca")
 st.caption(f"These {k_dims} directions hold {100 * shown_share:.1f}% of the spread of the {n_vocab} vocabulary vectors; the rest is hidden, so points that look close may be far apart.")
 

@@ -67,7 +67,8 @@ if cfg.pos_encoding == "rotary":
         "**minilm-l6** (learned positions) in the sidebar to see position vectors added here."
     )
     st.stop()
-tr = ui.trace_or_stop(state.key)
+key = state.key.untempered  # the trace's key (the input only: τ on the weights changes nothing here)
+tr = ui.trace_or_stop(key)
 T = len(tr.encoding)
 if cfg.pos_encoding == "sinusoidal":
     diff = sinusoid_difference(lm.model.W_pos.detach().numpy())
@@ -87,7 +88,7 @@ ui.explain(
     f"Your sentence has {T} tokens, so it takes rows 0 … {T - 1} of W_pos. The input to the first block is the sum, token by token and dimension by dimension: "
     "the same token at two positions now gets two different input vectors."
 )
-figs = cached.input_figures(state.key)
+figs = cached.input_figures(key)
 keys = ("positions_sum_embed", "positions_sum_pos", "positions_sum_type", "positions_sum_input") if bert else ("positions_sum_embed", "positions_sum_pos", "positions_sum_input")
 per_row = 2 if bert else 3  # four panels in two rows: a quarter of the page is too narrow for a heatmap
 with ui.stacking("positions_panels", below_px=1600):  # one panel per row unless the screen is very wide

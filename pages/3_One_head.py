@@ -106,6 +106,11 @@ def step_output() -> None:
     st.latex(r"Z = \alpha V \quad (T \times d_k)")
     ui.explain("Every row of the weights mixes the values at once. The heads of a layer are then concatenated and projected back to the residual stream (see *Multi-head*).")
     ui.show_figure(fa.vectors_heatmap(s.z, labels, f"Z = αV, head {H}"), key="onehead_z")
+    if state.tau_on_weights_only:
+        st.caption(
+            f"Z mixes the values with the weights shown, at τ = {s.tau:g}. The model itself ran as trained (τ = 1), "
+            "so its later layers receive its own Z; switch on *τ in every layer* to run them at τ."
+        )
 
 
 STEPS = {

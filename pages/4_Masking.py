@@ -57,11 +57,12 @@ def future() -> None:
     ui.explain(read.unmasked)
     open_tr = ui.get_trace(state.key.but(causal=False))
     n_rows = min(T, st.slider("Positions in the table", 1, 32, **ui.kept("masking_rows", 8), help="How many of the first positions to compare (at most the sentence's length)."))
-    table, (top1, rose, n) = cached.future_comparison(state.key, n_rows)
+    table, (top1, rose, n) = cached.future_comparison(state.key.untempered, n_rows)  # logits: τ on weights changes none
     st.dataframe(table, hide_index=True, key="masking_table", column_order=one_head.FUTURE_ORDER, column_config=one_head.FUTURE_COLUMNS)
     st.markdown("**The three most likely next tokens** at each position, with and without the mask:")
     st.dataframe(one_head.top_rows(table), hide_index=True, key="masking_top", column_config=one_head.FUTURE_COLUMNS)
     st.markdown(one_head.changes_note(top1, rose, n, T))
+    ui.as_trained(state, "The predictions, with and without the mask")
     ui.show_figure(fa.pattern_heatmap(open_tr, L, H, f"Weights without the mask, layer {L}, head {H}"), key="masking_open")
 
 
@@ -78,7 +79,7 @@ def padded() -> None:
     causal_on = decoder and not no_causal
     use_pad = c2.toggle("Use the padding mask", **ui.kept("masking_padmask", True), help="Off: the padding tokens are visible keys like any other.")
     try:  # an encoder ignores the causal flag: its sentence alone is the page's own trace
-        chk = cached.padding_check(state.key.but(causal=causal_on or not decoder), other, use_pad)
+        chk = cached.padding_check(state.key.untempered.but(causal=causal_on or not decoder), other, use_pad)
     except TraceInputError as err:
         st.info(f"Second sentence: {err}")
         return

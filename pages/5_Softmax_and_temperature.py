@@ -102,7 +102,7 @@ def real_row_section() -> None:
     """The page's τ applied to one query row of the sidebar's layer and head."""
     st.subheader("3. The same temperature on one of the model's rows")
     st.markdown(lab.real_row_text(ui.get_model(state.model).cfg, state.layer, state.head))
-    key1 = state.key.but(temperature=1.0)  # the model as trained
+    key1 = state.key.untempered.but(temperature=1.0)  # the model as trained, its own weights
     tr1 = ui.trace_or_stop(key1)
     labels = tr1.encoding.labels
     q = st.selectbox(

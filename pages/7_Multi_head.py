@@ -86,10 +86,11 @@ def concat_wo() -> None:
     st.markdown(heads.concat_note(cfg, L, T))
     st.latex(rf"\mathrm{{out}}_i = [z_{{i,0}}\,;\dots;\,z_{{i,h-1}}]\,W_O{read.b_O} = \sum_{{h'}} z_{{i,h'}}\,W_O^{{(h')}}{read.b_O}")
     t = st.selectbox("Token", range(T), format_func=ui.token_names(labels), **ui.choice("multihead_token", range(T), T - 1), help="Whose vectors to follow through the concatenation and W_O.")
-    concat_fig, wo_fig, out_fig, error = cached.concat_figures(key, L, t)
+    concat_fig, wo_fig, out_fig, error = cached.concat_figures(key.untempered, L, t)  # τ on the weights: no change
     ui.show_figure(concat_fig, key="multihead_concat")
     ui.side_by_side({"multihead_wo": wo_fig, "multihead_out": out_fig})
     st.caption(f"Recomputed here: concat·W_O{read.b_O} differs from the model's attention output for token {t} by at most {error:.1e} (float32 rounding).")
+    ui.as_trained(state, "The heads' outputs z and the attention output")
 
 
 def switch_off() -> None:
@@ -102,10 +103,11 @@ def switch_off() -> None:
     chosen = c1.multiselect("Heads to switch off (layer.head)", every_head, bind="query-params", key="multihead_ablate", help=help_heads)
     k = c2.slider("Top tokens", 3, 20, **ui.kept("multihead_topk", 8), help="How many of the most likely next tokens to list (before, and after switching off).") if cfg.has_lm_head else 0
     ablate = tuple(sorted(heads.parse_head(n) for n in chosen))
-    fig, table, moved = cached.ablation(key, ablate, k)
+    fig, table, moved = cached.ablation(key.untempered, ablate, k)
     ui.show_figure(fig, key="multihead_ablation")
     kind, message = heads.ablation_verdict(cfg, chosen, moved, T)  # a result: shown in presenter view too
     getattr(st, kind)(message)
+    ui.as_trained(state, "Both runs, with all heads and with heads switched off")
     if table:
         prob = st.column_config.NumberColumn(format="%.5f")
         st.dataframe(table, hide_index=True, column_config={"p, all heads on": prob, "p, switched off": prob, "change": st.column_config.NumberColumn(format="%+.5f")})

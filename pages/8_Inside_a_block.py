@@ -16,9 +16,10 @@ st.title("🧱 Inside a block")
 ui.explain(read.intro)
 st.latex(read.block_latex)
 
-tr = ui.trace_or_stop(state.key)
+key = state.key.untempered  # the trace's key (no weights shown: τ on them changes nothing here); the figures read it
+tr = ui.trace_or_stop(key)
 labels, T = tr.encoding.labels, len(tr.encoding)
-key = state.key  # the trace's key: the cached figures read the trace by it
+ui.as_trained(state, "Every number on this page")
 
 st.header("1 · The residual stream")
 ui.explain(read.stream)

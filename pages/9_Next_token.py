@@ -15,7 +15,7 @@ lm = ui.get_model(state.model)
 vocab, cfg = lm.tokenizer.vocab_labels(), lm.cfg
 V, n_ctx = cfg.vocab_size, token_limit(cfg)
 read = sampling.reading(cfg, lm.name)  # the page's words for this model
-TIMELINE = "next_timeline"  # session_state: (model, sentence, τ) → the Generation grown from it
+TIMELINE = "next_timeline"  # session_state: (the trace's key, the Generation grown from its sentence)
 
 st.title("🎲 Next-token prediction")
 if not cfg.has_lm_head:
@@ -24,9 +24,10 @@ if not cfg.has_lm_head:
 ui.explain(read.intro)
 st.latex(r"z = \mathrm{N}_{\mathrm{final}}(h_t)\, W_U \in \mathbb{R}^{V}, \qquad p_i = \operatorname{softmax}(z / T)_i = \frac{e^{z_i / T}}{\sum_{j=1}^{V} e^{z_j / T}}")
 
-tr = ui.trace_or_stop(state.key)
+key = state.key.untempered  # the trace's key (no weights shown: τ on them changes nothing here); the figures read it
+tr = ui.trace_or_stop(key)
 labels, T = tr.encoding.labels, len(tr.encoding)
-key = state.key  # the trace's key: the cached figures read the trace by it
+ui.as_trained(state, "The predictions, the generated text and the logit lens")
 
 last_T = st.session_state.get("next_position_T", T)
 if last_T != T and st.session_state.get("next_position") == last_T - 1:  # a new sentence, and it was on the last token: keep it there
@@ -129,4 +130,4 @@ def lens() -> None:
 
 
 PARTS = {"1 · From logits to probabilities": probabilities, "2 · Generate text": generate, "3 · The logit lens": lens}
-ui.lazy_tabs(PARTS, "next_part")  # only the open part runs: the lens unembeds every layer's stream (~0.3 s for SmolLM2 after a τ change)
+ui.lazy_tabs(PARTS, "next_part")  # only the open part runs: the lens unembeds every layer's stream (~0.3 s for SmolLM2)

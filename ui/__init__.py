@@ -2,7 +2,25 @@
 
 from . import serving
 from .models import BatchKey, TraceKey, get_model, get_trace, get_traces, models_of
-from .page import SIDE_BY_SIDE_PX, choice, explain, folded, head_role, kept, kept_subset, kept_within, lazy_tabs, note, show_figure, side_by_side, stacking, token_clicks, token_names, trace_or_stop
+from .page import (
+    SIDE_BY_SIDE_PX,
+    as_trained,
+    choice,
+    explain,
+    folded,
+    head_role,
+    kept,
+    kept_subset,
+    kept_within,
+    lazy_tabs,
+    note,
+    show_figure,
+    side_by_side,
+    stacking,
+    token_clicks,
+    token_names,
+    trace_or_stop,
+)
 from .state import PRESETS, State, sidebar
 from .widths import panels_per_row
 
@@ -16,6 +34,7 @@ __all__ = [
     "get_model",
     "get_trace",
     "get_traces",
+    "as_trained",
     "choice",
     "explain",
     "folded",

@@ -71,7 +71,8 @@ def add_trace(get_trace: Callable[[], Trace], model: str) -> None:
     rec.has_trace = True
     help_npz = (
         "numpy.load(file) or `python -m transformer read-trace file`: the model, the tokens and their ids, and every "
-        "recorded array (embeddings, Q, K, V, scores, weights, …) by its engine name."
+        "recorded array (embeddings, Q, K, V, scores, weights, …) by its engine name. It holds the forward pass: at "
+        "the sidebar's τ with *τ in every layer* on, else the model as trained (τ = 1)."
     )
     npz = {"file_name": "atlas-trace.npz", "mime": "application/zip", "on_click": "ignore", "key": "save_npz", "help": help_npz}
     rec.trace_slot.download_button("The model's trace (NPZ)", data=lambda: trace_npz(get_trace(), model), **npz)

@@ -3,6 +3,7 @@
 A client's "clear cache" request empties Streamlit's caches, not this registry, so a bundled
 model is loaded once per process and never reloaded for everyone. Traces are cached per
 TraceKey (model, text, interventions) in TRACES, bounded in bytes; their arrays are read-only.
+A key's τ on the weights shown (TraceKey.tau) is a view of its trace (transformer.shortcuts.Tempered), made when asked.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import torch
 from lessons.encoder_decoder import family
 from transformer import Interventions, Trace, run_traces
 from transformer.loading import LoadedModel, bundled_models, is_loaded, local_models, missing_real_models, real_models, shared_model
-from transformer.shortcuts import trace_from
+from transformer.shortcuts import Tempered, trace_from
 
 _FROZEN: set[int] = set()  # ids of the models already moved out of the garbage collector's sight
 
@@ -149,32 +150,47 @@ TRACES = TraceCache(budget=256 * 2**20)
 
 @dataclass(frozen=True)
 class TraceKey:
-    """What fixes a trace: the model, the text and the changes to its forward pass. Hashable, so a cached function
-    takes the key and reads the trace itself with get_trace(key): its arguments alone fix its result."""
+    """What fixes a trace: the model, the text, the changes to its forward pass, and the attention temperature τ on
+    every head's weights shown (a view of that forward pass: Tempered). Hashable, so a cached function takes the key
+    and reads the trace itself with get_trace(key): its arguments alone fix its result."""
 
     model: str
     text: str
     iv: Interventions = Interventions()
+    tau: float = 1.0  # τ on the weights shown; the forward pass runs under iv (1: the trace as it ran)
 
     def but(self, **changes) -> TraceKey:
-        """The same model and text with some interventions changed: key.but(causal=False), key.but(ablate=pairs)."""
+        """The same model, text and τ on the weights with some interventions changed: key.but(causal=False),
+        key.but(ablate=pairs)."""
         if "ablate" in changes:
             changes["ablate"] = frozenset(changes["ablate"])  # in any order: one key
         return replace(self, iv=replace(self.iv, **changes))
 
+    @property
+    def untempered(self) -> TraceKey:
+        """The key of the forward pass alone (τ = 1 on the weights): for what τ on the weights does not change."""
+        return replace(self, tau=1.0)
+
 
 @dataclass(frozen=True)
 class BatchKey:
-    """What fixes the traces of several texts run in one batched pass (get_traces)."""
+    """What fixes the traces of several texts run in one batched pass (get_traces), and τ on their weights shown."""
 
     model: str
     texts: tuple[str, ...]
     iv: Interventions = Interventions()
+    tau: float = 1.0  # as TraceKey's
+
+    @property
+    def untempered(self) -> BatchKey:
+        return replace(self, tau=1.0)
 
 
-def get_trace(key: TraceKey) -> Trace:
-    """run_trace on a registry model, cached in TRACES; the trace's arrays are read-only."""
-
+def get_trace(key: TraceKey) -> Trace | Tempered:
+    """run_trace on a registry model, cached in TRACES; the trace's arrays are read-only. With key.tau ≠ 1, the
+    cached trace seen with that τ on every head's weights (a view, made anew: no forward pass)."""
+    if key.tau != 1:
+        return Tempered(get_trace(key.untempered), key.tau)
     return TRACES.get(key, lambda: make_trace(key.model, key.text, key.iv))
 
 
@@ -199,9 +215,12 @@ def together(*calls: Callable[[], object]) -> list:
     return [first, *(f.result() for f in others)]
 
 
-def get_traces(key: BatchKey) -> list[Trace]:
+def get_traces(key: BatchKey) -> list[Trace] | list[Tempered]:
     """run_traces on a registry model (several texts, one batched pass), cached in TRACES beside the single traces (their
-    numbers differ from run_trace's by float rounding, so under a key of their own); the arrays are read-only."""
+    numbers differ from run_trace's by float rounding, so under a key of their own); the arrays are read-only. With
+    key.tau ≠ 1, each seen with that τ on its weights (as get_trace)."""
+    if key.tau != 1:
+        return [Tempered(tr, key.tau) for tr in get_traces(key.untempered)]
 
     def make() -> tuple[Trace, ...]:
         lm = get_model(key.model)

@@ -12,14 +12,16 @@ from figures.common import Spec
 from figures.narrow import narrow
 from lessons import head_roles
 from transformer import Trace, TraceInputError
+from transformer.shortcuts import Tempered
 from transformer.trace import token_limit
 
 from . import export, presenter, widths
 from .caches.heads import head_scores
 from .models import TraceKey, get_model, get_trace
+from .state import State
 
 
-def trace_or_stop(key: TraceKey) -> Trace:
+def trace_or_stop(key: TraceKey) -> Trace | Tempered:
     """The trace of `key` (the sidebar's is state.key); stops the page with a message when the text cannot be run."""
     try:
         tr = get_trace(key)
@@ -29,8 +31,18 @@ def trace_or_stop(key: TraceKey) -> Trace:
     if tr.truncated:
         limit = token_limit(get_model(key.model).cfg)
         st.warning(f"The text is {tr.n_tokens_in:,} tokens long; this app reads at most {limit} tokens of it, so this page shows the first {len(tr.encoding)}.")
-    export.add_trace(functools.partial(get_trace, key), key.model)  # the cache's copy, or run again
+    export.add_trace(functools.partial(get_trace, key.untempered), key.model)  # the forward pass: cached, or run again
     return tr
+
+
+def as_trained(state: State, what: str) -> None:
+    """Say that `what` (something τ on the weights shown does not change: the model's outputs, its vectors) is the
+    model's as trained, while the sidebar's τ reshapes only the weights shown."""
+    if state.tau_on_weights_only:
+        st.caption(
+            f"{what}: the model's as trained (τ = 1). The sidebar's τ = {state.temperature:g} reshapes only the "
+            "attention weights shown; switch on *τ in every layer* to run the whole model at τ."
+        )
 
 
 def explain(text: str, where=st) -> None:

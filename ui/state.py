@@ -1,4 +1,4 @@
-"""State shared by every page: model, sentence, layer, head, attention temperature.
+"""State shared by every page: model, sentence, layer, head, attention temperature τ and where τ applies.
 
 Values live in plain session_state keys (prefixed "atlas_") so they survive page switches,
 and are mirrored into the URL query string so a shared link opens with the same state.
@@ -34,7 +34,7 @@ PRESETS = {
 }
 DEFAULT_SENTENCE = PRESETS["Bear country"]
 TEMPERATURE_RANGE = (0.05, 5.0)
-KEYS = ("model", "sentence", "layer", "head", "temperature")
+KEYS = ("model", "sentence", "layer", "head", "temperature", "tau_every_layer")
 
 
 @dataclass(frozen=True)
@@ -44,11 +44,20 @@ class State:
     layer: int
     head: int
     temperature: float
+    tau_every_layer: bool  # τ divides every head's scores in a forward pass, not only the weights shown
 
     @property
     def key(self) -> TraceKey:
-        """The key of the sidebar's trace: its sentence through its model at its τ."""
-        return TraceKey(self.model, self.sentence, Interventions(temperature=float(self.temperature)))
+        """The key of the sidebar's trace: its sentence through its model, with τ on every head's weights shown (the
+        model runs as trained: a τ move runs nothing), or, τ in every layer, a forward pass at τ."""
+        if self.tau_every_layer:
+            return TraceKey(self.model, self.sentence, Interventions(temperature=float(self.temperature)))
+        return TraceKey(self.model, self.sentence, tau=float(self.temperature))
+
+    @property
+    def tau_on_weights_only(self) -> bool:
+        """τ ≠ 1 reshapes the attention weights shown, and the model runs as trained."""
+        return self.temperature != 1 and not self.tau_every_layer
 
 
 BUNDLED_MODEL = "shakespeare-gpt"
@@ -67,6 +76,7 @@ def _loadable(name: str) -> str:
 def _clean(raw: dict) -> dict:
     """Validated values; anything missing or invalid falls back to its default."""
     out = {"model": default_model(model_choices()), "sentence": DEFAULT_SENTENCE, "layer": 0, "head": 0, "temperature": 1.0}
+    out["tau_every_layer"] = str(raw.get("tau_every_layer")) == "True"  # the URL holds str(bool)
     if raw.get("model") in model_choices():
         out["model"] = raw["model"]
     out["model"] = _loadable(out["model"])
@@ -115,7 +125,8 @@ def current() -> State:
 
 
 def _sentence_controls(prefix: str, where: tuple, cfg, compact: bool) -> None:
-    """The preset, sentence, layer, head and τ controls, bound to the shared state, drawn in the five containers `where`."""
+    """The preset, sentence, layer, head and τ controls (τ's slider and its switch "τ in every layer"), bound to the
+    shared state, drawn in the five containers `where`."""
     preset, sentence, layer, head, tau = where
     preset.selectbox("Preset sentences", ["(choose)", *PRESETS], key=prefix + "preset", on_change=_apply_preset, args=(prefix,), help="Sentences from the lecture: try the four 'bear' ones.")
     sentence.text_area("Sentence", max_chars=MAX_CHARS, height=68 if compact else 90, help=f"Any text; the model reads the first {token_limit(cfg)} tokens.", **_widget("sentence", prefix))
@@ -125,8 +136,18 @@ def _sentence_controls(prefix: str, where: tuple, cfg, compact: bool) -> None:
             box.slider(label, 0, top, help=text, **_widget(key, prefix))
         else:  # a slider needs two values
             box.caption(f"{label} 0 (the model has only one)")
-    tau_help = "Divides the scaled scores before softmax: τ < 1 sharpens, τ > 1 flattens. 1 = the model as trained."
+    tau_help = (
+        "Divides the scaled scores before softmax: τ < 1 sharpens, τ > 1 flattens; 1 = as trained. It reshapes the "
+        "attention weights shown, each head's from its own scores, and the rest of the model runs as trained (no new "
+        "forward pass), unless τ in every layer is on."
+    )
     tau.slider("Attention temperature τ", *TEMPERATURE_RANGE, step=0.05, help=tau_help, **_widget("temperature", prefix))
+    every_help = (
+        "On: the whole model runs again with τ in every head of every layer, so later layers, the vectors and the "
+        "prediction change too; each τ then takes a forward pass (a moment on a real model). Off: τ reshapes just the "
+        "attention weights shown."
+    )
+    tau.toggle("τ in every layer", help=every_help, **_widget("tau_every_layer", prefix))
 
 
 def sidebar() -> State:

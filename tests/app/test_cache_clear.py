@@ -21,6 +21,7 @@ from streamlit.runtime.scriptrunner.script_cache import ScriptCache
 import ui
 from tests.apptest_utils import ROOT, array, assert_ok, chart, charts, page_path, run_page
 from transformer import Interventions, loading, run_trace
+from transformer.shortcuts import Tempered
 
 MODEL = "shakespeare-gpt"
 
@@ -117,6 +118,25 @@ def test_one_trace_however_its_key_is_written(traces):
     ablated = ui.get_trace(ui.TraceKey(MODEL, text).but(ablate=[(1, 0), (0, 2)]))
     assert ui.get_trace(ui.TraceKey(MODEL, text).but(ablate=((0, 2), (1, 0)))) is ablated is not first
     assert traces == [text, text]
+
+
+def test_tau_on_the_weights_shown_is_a_view_of_the_cached_trace(traces):
+    """A key's τ on the weights (the sidebar's default) makes no trace: get_trace returns the cached one, seen through
+    Tempered; `but` keeps the τ, `untempered` drops it."""
+    text = "Another sentence no other test runs, seen at three temperatures."
+    plain = ui.get_trace(ui.TraceKey(MODEL, text))
+    for tau in (0.5, 2.0, 0.5):
+        key = ui.TraceKey(MODEL, text, tau=tau)
+        view = ui.get_trace(key)
+        assert isinstance(view, Tempered) and view.trace is plain and view.tau == tau
+        assert key.untempered == ui.TraceKey(MODEL, text) and key != key.untempered
+        assert key.but(causal=False).tau == tau
+    assert ui.get_trace(ui.TraceKey(MODEL, text).but(temperature=0.5)) is not plain  # τ in every layer: its own pass
+    assert traces == [text, text]
+    batch = ui.BatchKey(MODEL, (text, "A second one."), tau=0.5)
+    views = ui.get_traces(batch)
+    alone = ui.get_traces(batch.untempered)
+    assert len(views) == len(alone) == 2 and all(v.trace is t and v.tau == 0.5 for v, t in zip(views, alone, strict=True))
 
 
 def test_trace_cache_keeps_the_most_recent_traces_within_its_byte_budget():

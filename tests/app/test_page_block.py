@@ -164,13 +164,21 @@ def test_neuron_slider_sets_the_columns(lm):
 def test_temperature_and_head(lm):
     at = run_page(PAGE, sentence=REPEATED)
     before = array(chart(at, "block_norms")["data"][0]["z"])
+    # τ on the weights shown (the default): this page shows no weights, so nothing changes, and it says why
     at.slider(key="w_temperature").set_value(0.3).run()
+    assert_ok(at)
+    assert_block(at, lm, trace(lm), 0, "ln1", len(before[0]) - 1, 64)
+    np.testing.assert_array_equal(array(chart(at, "block_norms")["data"][0]["z"]), before)
+    assert "Every number on this page: the model's as trained (τ = 1)" in texts(at)
+    # τ in every layer: the model runs at τ
+    at.toggle(key="w_tau_every_layer").set_value(True).run()
     assert_ok(at)
     tr = trace(lm, temperature=0.3)
     assert_block(at, lm, tr, 0, "ln1", len(tr.encoding) - 1, 64)
     after = array(chart(at, "block_norms")["data"][0]["z"])
     np.testing.assert_array_equal(before[0], after[0])  # the input comes before any attention
     assert not np.allclose(before[1:], after[1:])
+    assert "the model's as trained" not in texts(at)
     # the head slider is not used here (every head is summed into attn_out): the page stays the same
     at.slider(key="w_head").set_value(2).run()
     assert_ok(at)

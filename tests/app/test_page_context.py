@@ -43,9 +43,14 @@ def cos(a, b) -> np.ndarray:
     return (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
 
 
-def assert_context(at, lm, sentences, pattern, layer=0, head=0, temperature=1.0, unit=True):
-    """Cosine lines, PCA trajectories and attention bars equal numpy on fresh traces of `sentences` (all containing the word)."""
-    traces = [run_trace(lm.model, lm.tokenizer, s, Interventions(temperature=temperature)) for s in sentences]
+def assert_context(at, lm, sentences, pattern, layer=0, head=0, temperature=1.0, unit=True, every_layer=False):
+    """Cosine lines, PCA trajectories and attention bars equal numpy on fresh traces of `sentences` (all containing the
+    word): with τ in every layer, traces at τ; else the vectors as trained and the bars of `layer` with τ on its heads
+    alone."""
+    forward = Interventions(temperature=temperature if every_layer else 1.0)
+    traces = [run_trace(lm.model, lm.tokenizer, s, forward) for s in sentences]
+    weights = Interventions(head_temperature=() if every_layer else ((layer, None, temperature),))
+    shown = [run_trace(lm.model, lm.tokenizer, s, forward if every_layer else weights) for s in sentences]
     pos = [last_token(tr.encoding, pattern) for tr in traces]
     vec = [vectors(lm, tr, p) for tr, p in zip(traces, pos, strict=True)]
     n = len(sentences)
@@ -78,7 +83,7 @@ def assert_context(at, lm, sentences, pattern, layer=0, head=0, temperature=1.0,
     assert f"{100 * s[0] ** 2 / (s**2).sum():.1f}% of variance" in traj["layout"]["xaxis"]["title"]["text"]
     assert ("unit length" if unit else "raw") in traj["layout"]["title"]["text"]
     # 3 · the word's attention row in every sentence
-    for i, (tr, p) in enumerate(zip(traces, pos, strict=True), start=1):
+    for i, (tr, p) in enumerate(zip(shown, pos, strict=True), start=1):
         bars = chart(at, f"context_attn_{i}")
         np.testing.assert_allclose(array(bars["data"][0]["y"]), tr[f"blocks.{layer}.attn.hook_pattern"][head, p], rtol=1e-5, atol=1e-7)  # two batched float32 passes
         assert bars["layout"]["title"]["text"] == f"Sentence {i} · token {p}"
@@ -166,10 +171,17 @@ def test_sidebar_layer_head_and_temperature(page, lm):
     assert_context(page, lm, BEARS, BEAR_FORMS, layer=2, head=3)
     assert "layer 2, head 3" in [h.value for h in page.header][2]
     before = array(chart(page, "context_attn_4")["data"][0]["y"])
-    page.slider(key="w_temperature").set_value(0.3).run()
+    cosines = array(chart(page, "context_cosine")["data"][0]["y"])
+    page.slider(key="w_temperature").set_value(0.3).run()  # τ on the weights shown: the bars change, the vectors do not
     assert_ok(page)
     assert_context(page, lm, BEARS, BEAR_FORMS, layer=2, head=3, temperature=0.3)
     assert not np.allclose(before, array(chart(page, "context_attn_4")["data"][0]["y"]))
+    np.testing.assert_array_equal(array(chart(page, "context_cosine")["data"][0]["y"]), cosines)
+    assert "The word's vectors, sections 1 and 2: the model's as trained (τ = 1)" in texts(page)
+    page.toggle(key="w_tau_every_layer").set_value(True).run()  # τ in every layer: the vectors change too
+    assert_ok(page)
+    assert_context(page, lm, BEARS, BEAR_FORMS, layer=2, head=3, temperature=0.3, every_layer=True)
+    assert not np.allclose(cosines, array(chart(page, "context_cosine")["data"][0]["y"]))
 
 
 def test_sentence_count_limits(page, lm):

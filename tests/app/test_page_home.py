@@ -14,9 +14,11 @@ from ui import navigation
 from ui.state import DEFAULT_SENTENCE, PRESETS
 
 
-def pattern(sentence: str, layer: int, head: int, tau: float = 1.0) -> np.ndarray:
+def pattern(sentence: str, layer: int, head: int, tau: float = 1.0, every_layer: bool = False) -> np.ndarray:
+    """The head's weights with τ in every layer, or (the sidebar's default) on the heads of its layer alone."""
     lm = ui.get_model("shakespeare-gpt")
-    return run_trace(lm.model, lm.tokenizer, sentence, Interventions(temperature=tau))[f"blocks.{layer}.attn.hook_pattern"][head]
+    iv = Interventions(temperature=tau) if every_layer else Interventions(head_temperature=((layer, None, tau),))
+    return run_trace(lm.model, lm.tokenizer, sentence, iv)[f"blocks.{layer}.attn.hook_pattern"][head]
 
 
 def shown(at) -> np.ndarray:
@@ -58,9 +60,12 @@ def test_controls_change_the_heatmap():
     assert "layer 2, head 3" in chart(at, "home_pattern")["layout"]["title"]["text"]
     at.slider(key="w_temperature").set_value(0.5).run()
     np.testing.assert_allclose(shown(at), pattern(DEFAULT_SENTENCE, 2, 3, 0.5), atol=1e-6)
+    at.toggle(key="w_tau_every_layer").set_value(True).run()
+    np.testing.assert_allclose(shown(at), pattern(DEFAULT_SENTENCE, 2, 3, 0.5, every_layer=True), atol=1e-6)
+    assert not np.allclose(shown(at), pattern(DEFAULT_SENTENCE, 2, 3, 0.5), atol=1e-4)  # layers 0 and 1 changed too
     at.selectbox(key="w_preset").select("The cat sat").run()
     assert at.text_area(key="w_sentence").value == PRESETS["The cat sat"]
-    np.testing.assert_allclose(shown(at), pattern(PRESETS["The cat sat"], 2, 3, 0.5), atol=1e-6)
+    np.testing.assert_allclose(shown(at), pattern(PRESETS["The cat sat"], 2, 3, 0.5, every_layer=True), atol=1e-6)
     assert at.query_params["sentence"] == PRESETS["The cat sat"]  # the address bar follows, for sharing
 
 

@@ -17,8 +17,9 @@ REPEATED = "the cat and the dog and the bird"  # "␣the" and "␣and" twice
 OTHER = "The cat sat."  # the page's default second sentence
 
 
-def trace(lm, text=REPEATED, temperature=1.0, causal=True):
-    return run_trace(lm.model, lm.tokenizer, text, Interventions(temperature=temperature, causal=causal))
+def trace(lm, text=REPEATED, temperature=1.0, causal=True, head_temperature=()):
+    iv = Interventions(temperature=temperature, causal=causal, head_temperature=head_temperature)
+    return run_trace(lm.model, lm.tokenizer, text, iv)
 
 
 def part(at, n: int):
@@ -73,16 +74,24 @@ def test_scores_before_and_after_the_mask_follow_layer_head_temperature(lm):
     at.slider(key="w_layer").set_value(1).run()
     at.slider(key="w_head").set_value(2).run()
     at.slider(key="w_temperature").set_value(0.5).run()
-    assert_ok(part(at, 2))
     a = "blocks.1.attn."
-    tr = trace(lm, temperature=0.5)
-    masked = tr[a + "hook_scores_masked"][2]
-    np.testing.assert_allclose(z(at, "Scores before the mask"), tr[a + "hook_scores_scaled"][2], rtol=1e-6)
-    np.testing.assert_allclose(z(at, "After the mask"), np.where(np.isneginf(masked), np.nan, masked), rtol=1e-6)
-    np.testing.assert_allclose(z(at, "After softmax"), np.where(np.isneginf(masked), np.nan, tr[a + "hook_pattern"][2]), rtol=1e-6)
-    # the scaled scores have the future filled in, the masked ones do not
-    assert not np.isnan(z(at, "Scores before the mask")).any() and np.isnan(z(at, "After the mask")).sum() == np.isneginf(masked).sum() > 0
-    np.testing.assert_allclose(z(part(at, 3), "Weights without the mask, layer 1, head 2"), trace(lm, temperature=0.5, causal=False)[a + "hook_pattern"][2], rtol=1e-6)
+    # τ on the weights shown (layer 1's heads at τ alone, as the page reads them), then τ in every layer
+    for every_layer, iv in ((False, {"head_temperature": ((1, None, 0.5),)}), (True, {"temperature": 0.5})):
+        at.toggle(key="w_tau_every_layer").set_value(every_layer).run()
+        assert_ok(part(at, 2))
+        tr = trace(lm, **iv)
+        masked = tr[a + "hook_scores_masked"][2]
+        np.testing.assert_allclose(z(at, "Scores before the mask"), tr[a + "hook_scores_scaled"][2], rtol=1e-6)
+        np.testing.assert_allclose(z(at, "After the mask"), np.where(np.isneginf(masked), np.nan, masked), rtol=1e-6)
+        weights = np.where(np.isneginf(masked), np.nan, tr[a + "hook_pattern"][2])
+        np.testing.assert_allclose(z(at, "After softmax"), weights, rtol=1e-6)
+        # the scaled scores have the future filled in, the masked ones do not
+        assert not np.isnan(z(at, "Scores before the mask")).any()
+        assert np.isnan(z(at, "After the mask")).sum() == np.isneginf(masked).sum() > 0
+        open_weights = trace(lm, causal=False, **iv)[a + "hook_pattern"][2]
+        np.testing.assert_allclose(z(part(at, 3), "Weights without the mask, layer 1, head 2"), open_weights, rtol=1e-6)
+        as_trained = "The predictions, with and without the mask: the model's as trained (τ = 1)"
+        assert (as_trained in texts(at)) != every_layer
 
 
 def test_future_table_equals_traces_with_and_without_the_mask(lm):

@@ -8,15 +8,19 @@ import numpy as np
 import pytest
 import torch
 
+import ui.models
 from figures.common import tick_labels
 from figures.multihead import OPACITY_STEP, mosaic_slices
 from tests.apptest_utils import BAD_INPUTS, EACH_BAD_INPUT, array, assert_bad_input_drawn, assert_ok, chart_titled, charts, each_tab, open_tab, page_path, run_page, run_typed, texts
 from tests.apptest_utils import chart_z as z
+from tests.counting import block_calls
 from transformer import Interventions, run_trace
+from transformer.loading import shared_model
 
 PAGE = page_path("7_Multi_head")
 REPEATED = "the cat and the dog and the bird"  # "␣the" and "␣and" twice
 NL = NH = 4  # the bundled model: 4 layers × 4 heads
+MODEL = "shakespeare-gpt"
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +36,9 @@ def part(at, n: int):
     return open_tab(at, "multihead_part", f"{n} ·")
 
 
-def trace(lm, text=REPEATED, temperature=1.0, ablate=frozenset()):
-    return run_trace(lm.model, lm.tokenizer, text, Interventions(temperature=temperature, ablate=ablate))
+def trace(lm, text=REPEATED, temperature=1.0, ablate=frozenset(), head_temperature=()):
+    iv = Interventions(temperature=temperature, ablate=ablate, head_temperature=head_temperature)
+    return run_trace(lm.model, lm.tokenizer, text, iv)
 
 
 def panels(at, title: str) -> dict[str, np.ndarray]:
@@ -141,17 +146,48 @@ def test_sidebar_layer_head_and_temperature_drive_the_page(lm):
     at = run_page(PAGE, sentence=REPEATED)
     at.slider(key="w_layer").set_value(2).run()
     at.slider(key="w_head").set_value(3).run()
-    at.slider(key="w_temperature").set_value(0.5).run()
+    T = len(trace(lm).encoding)
+    # τ on the weights shown (the default): no trace is made and no block runs but layer 2's, once, for its scores
+    traces = len(ui.models.TRACES)
+    with block_calls(shared_model(MODEL).model) as calls:
+        at.slider(key="w_temperature").set_value(0.6).run()
+        assert calls in ([], [(2, T)])
+        at.slider(key="w_temperature").set_value(0.5).run()
     assert_ok(at)
-    tr = trace(lm, temperature=0.5)
+    assert calls in ([], [(2, T)]) and len(ui.models.TRACES) == traces
+    at_1 = trace(lm)
+    masked = at_1["blocks.2.attn.hook_scores_masked"]  # (nh, T, T) at τ = 1
+    e = np.exp(masked.astype(np.float64) / 0.5 - masked.max(axis=-1, keepdims=True) / 0.5)
     maps = panels(at, "The heads of layer 2")
+    by_hand = e / e.sum(axis=-1, keepdims=True)  # softmax(S / τ) of the recorded scores
     for h in range(NH):
-        np.testing.assert_allclose(maps[f"head {h}"], shown(tr["blocks.2.attn.hook_pattern"][h]), rtol=1e-6)
+        np.testing.assert_allclose(maps[f"head {h}"], shown(by_hand[h]), rtol=1e-5, atol=1e-7)
+    alone = [trace(lm, head_temperature=((layer, None, 0.5),)) for layer in range(NL)]  # τ on one layer's heads each
+    tempered = np.stack([alone[layer][f"blocks.{layer}.attn.hook_pattern"] for layer in range(NL)])  # (NL, NH, T, T)
+    for h in range(NH):
+        np.testing.assert_allclose(maps[f"head {h}"], shown(tempered[2, h]), rtol=1e-6)
     assert part(at, 3).selectbox(key="multihead_open").value == "2.3"  # the opened head follows the sidebar
-    np.testing.assert_allclose(z(at, "Opened: layer 2, head 3"), shown(tr["blocks.2.attn.hook_pattern"][3]), rtol=1e-6)
-    np.testing.assert_allclose(panels(part(at, 2), "Averages")["AVERAGE over the 4 heads of layer 2"], shown(tr["blocks.2.attn.hook_pattern"].mean(axis=0)), rtol=1e-5)
-    T = len(tr.encoding)
-    np.testing.assert_allclose(z(part(at, 4), f"z of each head for token {T - 1}")[0], tr["blocks.2.attn.hook_z"][T - 1].reshape(-1), rtol=1e-6)
+    np.testing.assert_allclose(z(at, "Opened: layer 2, head 3"), shown(tempered[2, 3]), rtol=1e-6)
+    means = panels(part(at, 2), "Averages")
+    np.testing.assert_allclose(means["AVERAGE over the 4 heads of layer 2"], shown(tempered[2].mean(axis=0)), rtol=1e-5)
+    every = means["AVERAGE over all 16 heads (4 layers × 4 heads)"]
+    np.testing.assert_allclose(every, shown(tempered.mean(axis=(0, 1))), rtol=1e-5)
+    # the heads' outputs: the model's as trained, and the page says so
+    concat = z(part(at, 4), f"z of each head for token {T - 1}")[0]
+    np.testing.assert_allclose(concat, at_1["blocks.2.attn.hook_z"][T - 1].reshape(-1), rtol=1e-6)
+    assert "the model's as trained (τ = 1)" in texts(at)
+    # τ in every layer: the model runs again at τ
+    at.toggle(key="w_tau_every_layer").set_value(True).run()
+    assert_ok(at)
+    hot = trace(lm, temperature=0.5)
+    concat = z(at, f"z of each head for token {T - 1}")[0]
+    np.testing.assert_allclose(concat, hot["blocks.2.attn.hook_z"][T - 1].reshape(-1), rtol=1e-6)
+    assert "the model's as trained" not in texts(at)
+    maps = panels(part(at, 1), "The heads of layer 2")
+    for h in range(NH):
+        np.testing.assert_allclose(maps[f"head {h}"], shown(hot["blocks.2.attn.hook_pattern"][h]), rtol=1e-6)
+    mean = panels(part(at, 2), "Averages")["AVERAGE over the 4 heads of layer 2"]
+    np.testing.assert_allclose(mean, shown(hot["blocks.2.attn.hook_pattern"].mean(axis=0)), rtol=1e-5)
 
 
 def test_query_string_opens_the_same_view(lm):

@@ -350,13 +350,18 @@ def test_logit_lens_window_at_256_tokens(lm, text_of):
     assert_lens(at, lm, tr, range(0, 32), 5)
 
 
-def test_sidebar_attention_temperature_reaches_bars_lens_and_generation(lm):
-    at = run_page(PAGE, sentence=REPEATED, temperature="0.5")
-    tr = trace(lm, tau=0.5)
+@pytest.mark.parametrize("every_layer", [True, False])
+def test_sidebar_attention_temperature_reaches_bars_lens_and_generation(lm, every_layer):
+    """τ in every layer runs the model at τ; τ on the weights shown (the default) leaves the prediction as trained."""
+    at = run_page(PAGE, sentence=REPEATED, temperature="0.5", tau_every_layer=str(every_layer))
+    tau = 0.5 if every_layer else 1.0
+    tr = trace(lm, tau=tau)
     assert_bars(at, tr["logits"][-1], 1.0, 0, 0.9)
+    assert ("the model's as trained (τ = 1)" in texts(at)) != every_layer
     assert_lens(open_tab(at, PARTS, "3 ·"), lm, tr, range(len(tr.encoding)), len(tr.encoding) - 1)
     open_tab(at, PARTS, "2 ·").button(key="next_one").click().run()
-    want = sampling.generate(lm.model, lm.tokenizer, REPEATED, 1, 1.0, 0, 0.9, seed=0, interventions=Interventions(temperature=0.5))
+    iv = Interventions(temperature=tau)
+    want = sampling.generate(lm.model, lm.tokenizer, REPEATED, 1, 1.0, 0, 0.9, seed=0, interventions=iv)
     assert timeline(at) == [want.steps[0].id]
 
 

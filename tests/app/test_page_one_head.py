@@ -9,16 +9,26 @@ import torch
 
 from tests.apptest_utils import EACH_BAD_INPUT, array, assert_bad_input_drawn, assert_ok, chart_titled, charts, each_tab, open_tab, page_path, run_page, run_typed, texts
 from tests.apptest_utils import chart_z as z
+from tests.counting import block_calls
 from transformer import Interventions, run_trace
 from transformer import head_scores as hs
+from transformer.loading import shared_model
 from ui.state import DEFAULT_SENTENCE, PRESETS
 
 PAGE = page_path("3_One_head")
+MODEL = "shakespeare-gpt"  # the model the pages open in tests
 REPEATED = "the cat and the dog and the bird"  # "␣the" and "␣and" twice
 
 
-def trace(lm, text=REPEATED, temperature=1.0, causal=True):
-    return run_trace(lm.model, lm.tokenizer, text, Interventions(temperature=temperature, causal=causal))
+def trace(lm, text=REPEATED, temperature=1.0, causal=True, head_temperature=()):
+    iv = Interventions(temperature=temperature, causal=causal, head_temperature=head_temperature)
+    return run_trace(lm.model, lm.tokenizer, text, iv)
+
+
+def softmax_rows(scores: np.ndarray, tau: float) -> np.ndarray:
+    """softmax(S / τ) of each row in float64, −∞ (masked) cells 0."""
+    e = np.exp(scores.astype(np.float64) / tau - np.max(scores, axis=-1, keepdims=True) / tau)  # (…, T, T)
+    return e / e.sum(axis=-1, keepdims=True)
 
 
 def step(at, n: int):
@@ -123,9 +133,36 @@ def test_layer_head_and_temperature_drive_the_page(lm):
     T = len(trace(lm).encoding)
     assert not np.allclose(np.nan_to_num(before), np.nan_to_num(z(at, "Attention weights")))
     assert_head(at, trace(lm), 2, 3, T - 1)
-    at.slider(key="w_temperature").set_value(0.5).run()
-    assert_head(at, trace(lm, temperature=0.5), 2, 3, T - 1)
+    # τ on the weights shown (the default): no block runs, the weights are softmax(S / τ) of the recorded scores
+    with block_calls(shared_model(MODEL).model) as calls:
+        at.slider(key="w_temperature").set_value(0.5).run()
+    assert_ok(at)
+    assert calls == [] and at.query_params["tau_every_layer"] == "False"
+    masked = trace(lm)["blocks.2.attn.hook_scores_masked"][3]  # (T, T) at τ = 1, −∞ in the future
+    want = np.where(np.isneginf(masked), np.nan, softmax_rows(masked, 0.5))
+    np.testing.assert_allclose(z(step(at, 4), "Attention weights"), want, rtol=1e-5, atol=1e-7)
+    # every step: X, Q, K, V and the raw scores as trained, the weights and Z = weights·V of layer 2 at τ alone
+    assert_head(at, trace(lm, head_temperature=((2, None, 0.5),)), 2, 3, T - 1)
     assert "0.50" in texts(step(at, 3))  # τ in the formula
+    assert "ran as trained (τ = 1)" in texts(step(at, 6))
+    # τ in every layer: the model runs again at τ, and the link says so
+    at.toggle(key="w_tau_every_layer").set_value(True).run()
+    assert_ok(at)
+    assert at.query_params["tau_every_layer"] == "True"
+    assert_head(at, trace(lm, temperature=0.5), 2, 3, T - 1)
+    assert "ran as trained" not in texts(step(at, 6))
+
+
+def test_tau_in_every_layer_comes_from_the_link(lm):
+    at = run_page(PAGE, sentence=REPEATED, layer="1", temperature="2.0", tau_every_layer="True")
+    assert_ok(at)
+    assert at.toggle(key="w_tau_every_layer").value and at.toggle(key="bar_tau_every_layer").value  # sidebar and bar
+    T = len(trace(lm).encoding)
+    assert_head(at, trace(lm, temperature=2.0), 1, 0, T - 1)
+    for value in ("False", "yes", ""):  # anything but True: τ on the weights shown
+        at = run_page(PAGE, sentence=REPEATED, layer="1", temperature="2.0", tau_every_layer=value)
+        assert not at.toggle(key="w_tau_every_layer").value
+        assert_head(at, trace(lm, head_temperature=((1, None, 2.0),)), 1, 0, T - 1)
 
 
 def test_query_token_selects_the_row(lm):

@@ -12,8 +12,9 @@ PAGE = page_path("11_Query_key_map")
 REPEATED = "the cat and the dog and the bird"  # "␣the" and "␣and" twice
 
 
-def trace(lm, text=REPEATED, temperature=1.0):
-    return run_trace(lm.model, lm.tokenizer, text, Interventions(temperature=temperature))
+def trace(lm, text=REPEATED, temperature=1.0, head_temperature=()):
+    iv = Interventions(temperature=temperature, head_temperature=head_temperature)
+    return run_trace(lm.model, lm.tokenizer, text, iv)
 
 
 def figure(at) -> dict:
@@ -138,9 +139,14 @@ def test_layer_head_and_temperature_drive_the_map(lm):
     assert_ok(at)
     pts = assert_map(at, trace(lm), 3, 2)
     assert not np.allclose(np.abs(before), np.abs(pts))
-    at.slider(key="w_temperature").set_value(0.3).run()  # τ changes the weights, so the lines, not the points
+    at.slider(key="w_temperature").set_value(0.3).run()  # τ on the weights shown: the lines change, not the points
+    alone = trace(lm, head_temperature=((3, None, 0.3),))  # layer 3's heads at τ, the layers before as trained
+    np.testing.assert_allclose(assert_map(at, alone, 3, 2), pts, rtol=1e-6)
+    assert_lines(at, pts, expected_pairs(alone["blocks.3.attn.hook_pattern"][2], 1))
+    at.toggle(key="w_tau_every_layer").set_value(True).run()  # τ in every layer: the layers before change Q and K too
     tr = trace(lm, temperature=0.3)
     assert_lines(at, assert_map(at, tr, 3, 2), expected_pairs(tr["blocks.3.attn.hook_pattern"][2], 1))
+    assert not np.allclose(np.abs(shown_points(at)), np.abs(pts), atol=1e-3)
     assert "layer 3, head 2" in figure(at)["layout"]["title"]["text"]
 
 

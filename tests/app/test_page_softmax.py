@@ -234,6 +234,9 @@ def test_real_row_follows_sidebar_layer_head_and_temperature():
     np.testing.assert_allclose(y(figs["softmax_real_weights"], 1), model, rtol=1e-4, atol=1e-6)
     assert not np.allclose(before, y(figs["softmax_real_scores"]))
     assert "layer 3, head 1" in texts(at)
+    at.toggle(key="w_tau_every_layer").set_value(True).run()  # the sidebar's τ in every layer: the row stays as trained
+    assert_ok(at)
+    np.testing.assert_allclose(y(charts_by_key(at)["softmax_real_scores"]), scores, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize(("name", "text"), BAD_INPUTS, ids=[n for n, _ in BAD_INPUTS])

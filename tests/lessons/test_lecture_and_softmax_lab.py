@@ -233,7 +233,8 @@ def test_dk_note_by_hand():
 def test_real_row_words():
     rotary = lab.real_row_text(ModelConfig(family="llama", pos_encoding="rotary", activation="silu"), 3, 5)
     assert "layer 3, head 5" in rotary and "the model's q·k (after RoPE, as the model dots them) / √d_k" in rotary and "(the earlier tokens and itself)" in rotary
-    assert "running the model's layer 3 again" in rotary
+    assert "the model's layer 3 with τ on this one head only" in rotary
+    assert "*τ in every layer* on" in rotary  # the sidebar's τ: on the weights shown, or in a new forward pass
     encoder = lab.real_row_text(ModelConfig(family="bert", pos_encoding="learned", activation="gelu", has_lm_head=False), 0, 1)
     assert "the model's q·k / √d_k" in encoder and "(the whole sentence: an encoder has no causal mask)" in encoder
     # weights (½, ½): 1 bit; at τ = 1 (0.9, 0.1): −(0.9 log₂ 0.9 + 0.1 log₂ 0.1) = 0.1368 + 0.3322 = 0.469 bits
