@@ -28,7 +28,8 @@ def page_code(page_file: str) -> str:
 SENTENCE_PAGES = {f for f in PAGE_FILES if "trace_or_stop(" in page_code(f)}
 TIMEOUT = 60
 
-# The bad-input set every page must survive: (name, sentence). Each gives a clear message or a result, never an exception.
+# The bad-input set every page must survive: (name, sentence).
+# Each gives a clear message or a result, never an exception.
 BAD_INPUTS = [
     ("empty", ""),
     ("whitespace", "   \n\t  "),
@@ -39,8 +40,13 @@ BAD_INPUTS = [
     ("script", "<script>alert(1)</script>"),
     ("img", "<img src=x onerror=alert(1)>"),
 ]
-XSS_PAYLOADS = ["<script>window.__xss=1</script>", '<img src=x onerror="window.__xss=1">', '<svg onload="window.__xss=1">']  # in a browser: any one run sets window.__xss
-EACH_BAD_INPUT = pytest.mark.parametrize("name,text", BAD_INPUTS, ids=[n for n, _ in BAD_INPUTS])  # a test's (name, text) arguments
+XSS_PAYLOADS = [
+    "<script>window.__xss=1</script>",
+    '<img src=x onerror="window.__xss=1">',
+    '<svg onload="window.__xss=1">',
+]  # in a browser: any one run sets window.__xss
+# a test's (name, text) arguments
+EACH_BAD_INPUT = pytest.mark.parametrize("name,text", BAD_INPUTS, ids=[n for n, _ in BAD_INPUTS])
 
 
 def assert_escaped(figs) -> None:
@@ -168,7 +174,8 @@ def each_tab(at: AppTest) -> Iterator[str]:
 
 
 def open_tab(at: AppTest, key: str, label_start: str) -> AppTest:
-    """Open the one tab whose label starts with `label_start` in the lazy tabs st.tabs(key=key, on_change="rerun"), and rerun."""
+    """Open the one tab whose label starts with `label_start` in the lazy tabs
+    st.tabs(key=key, on_change="rerun"), and rerun."""
     found = [t.label for t in at.tabs if t.label.startswith(label_start)]
     assert len(found) == 1, [t.label for t in at.tabs]
     at.session_state[key] = found[0]

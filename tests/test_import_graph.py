@@ -71,7 +71,9 @@ def test_layers_import_only_downward():
     bad = []
     for layer, forbidden in NEVER.items():
         for path in python_files(layer):
-            bad += [f"{path.relative_to(ROOT)} imports {name}" for name in sorted(imported_top_levels(path) & forbidden)]
+            bad += [
+                f"{path.relative_to(ROOT)} imports {name}" for name in sorted(imported_top_levels(path) & forbidden)
+            ]
     assert not bad, "\n".join(bad)
 
 
@@ -81,7 +83,9 @@ def test_modules_inside_a_layer_keep_their_rules():
         paths = python_files(where)
         assert paths and all(path.is_file() for path in paths), f"{where}: nothing to check (moved or renamed?)"
         for path in paths:
-            bad += [f"{path.relative_to(ROOT)} imports {name}" for name in forbidden_among(imported_modules(path), never)]
+            bad += [
+                f"{path.relative_to(ROOT)} imports {name}" for name in forbidden_among(imported_modules(path), never)
+            ]
     assert not bad, "\n".join(bad)
 
 

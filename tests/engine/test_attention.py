@@ -60,7 +60,9 @@ def test_padding_mask_equals_sdpa(nh):
 
 def test_padding_through_gpt_forward(tiny_model, tokenizer):
     """Without the causal mask, padding keys would leak into real tokens unless attention_mask hides them."""
-    short, long = (tokenizer.encode(s).ids for s in ("the cat and the dog", "To be, or not to be, that is the question."))
+    short, long = (
+        tokenizer.encode(s).ids for s in ("the cat and the dog", "To be, or not to be, that is the question.")
+    )
     assert len(short) < len(long)
     pad = len(long) - len(short)
     idx = torch.tensor([list(long), list(short) + [0] * pad])  # (2, T), right-padded
@@ -80,7 +82,9 @@ def test_temperature_divides_scaled_scores():
     base, hot = {}, {}
     attention(q, k, v, causal(7), rec=base)
     attention(q, k, v, causal(7), tau, rec=hot)
-    torch.testing.assert_close(hot["hook_scores_scaled"], base["hook_scores_scaled"] / tau.view(1, -1, 1, 1), atol=0, rtol=1e-6)
+    torch.testing.assert_close(
+        hot["hook_scores_scaled"], base["hook_scores_scaled"] / tau.view(1, -1, 1, 1), atol=0, rtol=1e-6
+    )
     assert torch.equal(hot["hook_scores_raw"], base["hook_scores_raw"])
 
 

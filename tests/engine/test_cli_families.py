@@ -29,7 +29,8 @@ def test_trace_a_gguf_file_equals_hugging_face(tmp_path, capsys, llama_gguf, hf_
         ref = hf_llama(torch.from_numpy(data["token_ids"])[None], output_attentions=True)
     for layer, att in enumerate(ref.attentions):
         np.testing.assert_allclose(data[f"blocks.{layer}.attn.hook_pattern"], att[0], atol=1e-5)
-    assert data["blocks.0.attn.hook_k"].shape[1] == 2 and data["blocks.0.attn.hook_q"].shape[1] == 4  # GQA: 4 query heads, 2 key/value heads
+    # GQA: 4 query heads, 2 key/value heads
+    assert data["blocks.0.attn.hook_k"].shape[1] == 2 and data["blocks.0.attn.hook_q"].shape[1] == 4
 
 
 def test_trace_a_hugging_face_llama_directory(tmp_path, capsys, hf_llama, bpe):  # noqa: F811
@@ -44,7 +45,9 @@ def test_trace_a_hugging_face_llama_directory(tmp_path, capsys, hf_llama, bpe): 
 
 @pytest.mark.slow
 def test_trace_the_real_encoder_with_a_sentence_pair(tmp_path, capsys):
-    code, data, _ = trace(tmp_path, capsys, "--model", "minilm-l6", "--text", "I sat on the bank.", "--text-pair", "The river was cold.")
+    code, data, _ = trace(
+        tmp_path, capsys, "--model", "minilm-l6", "--text", "I sat on the bank.", "--text-pair", "The river was cold."
+    )
     types = data["token_type_ids"]
     assert code == 0 and types[0] == 0 and types[-1] == 1 and sorted(set(types.tolist())) == [0, 1]
     assert str(data["tokens"][0]) == "[CLS]" and list(data["tokens"]).count("[SEP]") == 2

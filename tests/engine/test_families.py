@@ -25,7 +25,16 @@ REAL = torch.tensor([[1] * 10, [1] * 6 + [0] * 4])  # (2, 10)
 @pytest.fixture(scope="module")
 def hf_bert():
     torch.manual_seed(1)
-    cfg = BertConfig(vocab_size=120, hidden_size=48, num_hidden_layers=2, num_attention_heads=4, intermediate_size=96, max_position_embeddings=32, type_vocab_size=2, attn_implementation="eager")
+    cfg = BertConfig(
+        vocab_size=120,
+        hidden_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=96,
+        max_position_embeddings=32,
+        type_vocab_size=2,
+        attn_implementation="eager",
+    )
     return BertModel(cfg, add_pooling_layer=False).eval()
 
 
@@ -33,8 +42,17 @@ def hf_bert():
 def hf_llama():
     torch.manual_seed(2)
     cfg = LlamaConfig(
-        vocab_size=120, hidden_size=48, intermediate_size=80, num_hidden_layers=2, num_attention_heads=6, num_key_value_heads=2,
-        rope_theta=500.0, rms_norm_eps=1e-5, max_position_embeddings=64, tie_word_embeddings=True, attn_implementation="eager",
+        vocab_size=120,
+        hidden_size=48,
+        intermediate_size=80,
+        num_hidden_layers=2,
+        num_attention_heads=6,
+        num_key_value_heads=2,
+        rope_theta=500.0,
+        rms_norm_eps=1e-5,
+        max_position_embeddings=64,
+        tie_word_embeddings=True,
+        attn_implementation="eager",
     )
     return LlamaForCausalLM(cfg).eval()
 
@@ -54,7 +72,8 @@ def test_bert_matches_hugging_face(hf_bert):
         rec = {}
         out = model(IDS, attention_mask=REAL, rec=rec, token_type_ids=types)
     for layer, att in enumerate(ref.attentions):  # (B, nh, T, T) each
-        for b, n in enumerate((10, 6)):  # padding rows differ by design (HF adds a large negative, we −∞): compare real rows
+        # padding rows differ by design (HF adds a large negative, we −∞): compare real rows
+        for b, n in enumerate((10, 6)):
             np.testing.assert_allclose(rec[f"blocks.{layer}.attn.hook_pattern"][b, :, :n], att[b, :, :n], atol=1e-6)
     np.testing.assert_allclose(out[0], ref.last_hidden_state[0], atol=1e-5)
     np.testing.assert_allclose(out[1, :6], ref.last_hidden_state[1, :6], atol=1e-5)
@@ -112,7 +131,9 @@ def test_rope_score_depends_only_on_the_offset():
     torch.manual_seed(3)
     q, k = torch.randn(1, 1, 1, 16), torch.randn(1, 1, 1, 16)  # (B, T, heads, hs)
     angles = rotary_angles(torch.arange(40), 16, 10000.0)  # (40, 8)
-    score = lambda m, n: float((rotate(q, rotation(angles[m : m + 1])) * rotate(k, rotation(angles[n : n + 1]))).sum())  # noqa: E731
+    score = lambda m, n: float(  # noqa: E731
+        (rotate(q, rotation(angles[m : m + 1])) * rotate(k, rotation(angles[n : n + 1]))).sum()
+    )
     for m, n, s in ((5, 2, 10), (7, 7, 30), (1, 9, 3)):
         assert score(m, n) == pytest.approx(score(m + s, n + s), abs=1e-4)
     assert score(5, 2) != pytest.approx(score(5, 3), abs=1e-3)  # a different offset, another score

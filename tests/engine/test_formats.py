@@ -17,7 +17,15 @@ import torch
 from gguf.quants import dequantize, quantize
 from safetensors.torch import save as save_safetensors
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
-from transformers import AutoModelForCausalLM, AutoTokenizer, BertConfig, BertModel, BertTokenizerFast, LlamaConfig, LlamaForCausalLM
+from transformers import (
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    BertConfig,
+    BertModel,
+    BertTokenizerFast,
+    LlamaConfig,
+    LlamaForCausalLM,
+)
 
 from transformer.formats import FormatError
 from transformer.formats.gguf_llama import read_gguf_llama
@@ -63,7 +71,12 @@ def bpe() -> Tokenizer:
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=SPECIALS, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=300,
+        special_tokens=SPECIALS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
     tokenizer.train_from_iterator(CORPUS, trainer)
     return tokenizer
 
@@ -71,8 +84,22 @@ def bpe() -> Tokenizer:
 @pytest.fixture(scope="module")
 def hf_llama(bpe) -> LlamaForCausalLM:
     torch.manual_seed(0)
-    sizes = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 128}
-    cfg = LlamaConfig(vocab_size=bpe.get_vocab_size(), **sizes, rope_theta=10000, tie_word_embeddings=True, bos_token_id=0, eos_token_id=2)  # BOS, EOS = <|endoftext|>, <|im_end|>
+    sizes = {
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 128,
+    }
+    cfg = LlamaConfig(
+        vocab_size=bpe.get_vocab_size(),
+        **sizes,
+        rope_theta=10000,
+        tie_word_embeddings=True,
+        bos_token_id=0,
+        eos_token_id=2,
+    )  # BOS, EOS = <|endoftext|>, <|im_end|>
     return LlamaForCausalLM(cfg).eval()
 
 
@@ -88,7 +115,9 @@ def gguf_tensors(model: LlamaForCausalLM) -> dict[str, np.ndarray]:
     if not cfg.tie_word_embeddings:
         out["output.weight"] = state["lm_head.weight"]
     for i in range(cfg.num_hidden_layers):
-        out.update({f"blk.{i}.{short}.weight": state[f"model.layers.{i}.{hf}.weight"] for hf, short in GGUF_LAYER.items()})
+        out.update(
+            {f"blk.{i}.{short}.weight": state[f"model.layers.{i}.{hf}.weight"] for hf, short in GGUF_LAYER.items()}
+        )
     arrays = {name: t.numpy() for name, t in out.items()}
     for name in arrays:
         kind = name.split(".")[-2]
@@ -97,7 +126,19 @@ def gguf_tensors(model: LlamaForCausalLM) -> dict[str, np.ndarray]:
     return arrays
 
 
-def write_gguf(path, model, bpe, *, cfg=None, arch="llama", matrix_type=None, embed_type=None, edit=dict, add_bos=False, tokenizer_model="gpt2"):
+def write_gguf(
+    path,
+    model,
+    bpe,
+    *,
+    cfg=None,
+    arch="llama",
+    matrix_type=None,
+    embed_type=None,
+    edit=dict,
+    add_bos=False,
+    tokenizer_model="gpt2",
+):
     """Write `model` and `bpe` as a llama.cpp GGUF, with metadata from `cfg` (default: the model's own) and the
     tensors `edit` returns; matrices quantized to `matrix_type`, norms always F32."""
     cfg = cfg or model.config
@@ -147,16 +188,23 @@ def test_gguf_f32_round_trip_equals_hf_state_and_config(llama_gguf, hf_llama):
         assert tensor.dtype == torch.float32 and tensor.is_contiguous(), name
         assert torch.equal(tensor, state[name]), name
     cfg = hf_llama.config
-    same = ["vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "max_position_embeddings"]
+    same = [
+        "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+        "num_key_value_heads", "head_dim", "max_position_embeddings",
+    ]
     expected = {key: getattr(cfg, key) for key in [*same, "tie_word_embeddings", "bos_token_id", "eos_token_id"]}
-    expected |= {"rope_theta": 10000.0, "rms_norm_eps": float(np.float32(cfg.rms_norm_eps)), "pad_token_id": None}  # GGUF stores eps as float32
+    # GGUF stores eps as float32
+    expected |= {"rope_theta": 10000.0, "rms_norm_eps": float(np.float32(cfg.rms_norm_eps)), "pad_token_id": None}
     assert files.config == expected
     assert LlamaConfig(**files.config).rope_parameters["rope_theta"] == 10000.0
 
 
 def test_gguf_reader_agrees_with_hf_gguf_loader(llama_gguf, hf_llama):
-    """Hugging Face's own GGUF loader reads the file back to the original weights: the writer's permutation is llama.cpp's."""
-    reference = AutoModelForCausalLM.from_pretrained(str(llama_gguf.parent), gguf_file=llama_gguf.name, dtype=torch.float32).state_dict()
+    """Hugging Face's own GGUF loader reads the file back to the original weights:
+    the writer's permutation is llama.cpp's."""
+    reference = AutoModelForCausalLM.from_pretrained(
+        str(llama_gguf.parent), gguf_file=llama_gguf.name, dtype=torch.float32
+    ).state_dict()
     files = read_gguf_llama(llama_gguf)
     for name, tensor in files.state.items():
         assert torch.equal(tensor, reference[name]), name
@@ -216,7 +264,8 @@ def test_gguf_wrong_magic(tmp_path):
         read_gguf_llama(path)
 
 
-@pytest.mark.parametrize("keep", [10, 3000, 6000, 100_000, -64])  # cut in: fixed header, metadata, tensor infos (5502-6688), data, last tensor
+# cut in: fixed header, metadata, tensor infos (5502-6688), data, last tensor
+@pytest.mark.parametrize("keep", [10, 3000, 6000, 100_000, -64])
 def test_gguf_truncated(tmp_path, llama_gguf, keep):
     data = llama_gguf.read_bytes()
     path = tmp_path / "cut.gguf"
@@ -233,9 +282,18 @@ def test_gguf_other_architecture(tmp_path, hf_llama, bpe):
 @pytest.mark.parametrize(
     ("edit", "problem"),
     [
-        (lambda arrays: {name: w for name, w in arrays.items() if name != "blk.1.ffn_up.weight"}, "missing 1 tensors a llama needs: blk.1.ffn_up.weight"),
-        (lambda arrays: arrays | {"rope_freqs.weight": np.ones(8, np.float32)}, "has tensors a plain llama does not: rope_freqs.weight"),
-        (lambda arrays: arrays | {"blk.0.attn_norm.weight": np.ones(64, np.int32)}, "blk.0.attn_norm.weight is stored as I32, which gguf cannot dequantize"),
+        (
+            lambda arrays: {name: w for name, w in arrays.items() if name != "blk.1.ffn_up.weight"},
+            "missing 1 tensors a llama needs: blk.1.ffn_up.weight",
+        ),
+        (
+            lambda arrays: arrays | {"rope_freqs.weight": np.ones(8, np.float32)},
+            "has tensors a plain llama does not: rope_freqs.weight",
+        ),
+        (
+            lambda arrays: arrays | {"blk.0.attn_norm.weight": np.ones(64, np.int32)},
+            "blk.0.attn_norm.weight is stored as I32, which gguf cannot dequantize",
+        ),
     ],
 )
 def test_gguf_bad_tensors(tmp_path, hf_llama, bpe, edit, problem):
@@ -265,9 +323,13 @@ def wordpiece() -> Tokenizer:
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tokenizer.decoder = decoders.WordPiece()
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    tokenizer.train_from_iterator(CORPUS, trainers.WordPieceTrainer(vocab_size=200, special_tokens=specials, show_progress=False))
+    tokenizer.train_from_iterator(
+        CORPUS, trainers.WordPieceTrainer(vocab_size=200, special_tokens=specials, show_progress=False)
+    )
     cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
-    tokenizer.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
+    )
     tokenizer.enable_padding(length=16)
     tokenizer.enable_truncation(max_length=16)
     return tokenizer
@@ -276,7 +338,14 @@ def wordpiece() -> Tokenizer:
 @pytest.fixture(scope="module")
 def bert_dir(tmp_path_factory, wordpiece):
     torch.manual_seed(2)
-    cfg = BertConfig(vocab_size=wordpiece.get_vocab_size(), hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64, max_position_embeddings=64)
+    cfg = BertConfig(
+        vocab_size=wordpiece.get_vocab_size(),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=64,
+    )
     folder = tmp_path_factory.mktemp("bert") / "model"
     BertModel(cfg).eval().save_pretrained(folder)
     wordpiece.save(str(folder / "tokenizer.json"))
@@ -319,8 +388,12 @@ def test_bert_dir_equals_zip(tmp_path, bert_dir):
 def test_bert_prefix_dropped_and_integer_buffers_left_out(tmp_path, bert_dir):
     """BertForMaskedLM-style names ("bert.") and a position_ids buffer as old transformers saved it."""
     state = BertModel.from_pretrained(bert_dir).state_dict()
-    prefixed = {f"bert.{name}": t.contiguous() for name, t in state.items()} | {"bert.embeddings.position_ids": torch.arange(64)[None]}
-    files = read_bert_zip(zip_folder(bert_dir, tmp_path / "mlm.zip", replace={"model.safetensors": save_safetensors(prefixed)}))
+    prefixed = {f"bert.{name}": t.contiguous() for name, t in state.items()} | {
+        "bert.embeddings.position_ids": torch.arange(64)[None]
+    }
+    files = read_bert_zip(
+        zip_folder(bert_dir, tmp_path / "mlm.zip", replace={"model.safetensors": save_safetensors(prefixed)})
+    )
     assert set(files.state) == set(state)
 
 
@@ -357,7 +430,9 @@ def test_bert_missing_files(tmp_path, bert_dir, prefix):
 def test_bert_other_model_type(tmp_path, bert_dir):
     config = json.loads((bert_dir / "config.json").read_text()) | {"model_type": "gpt2"}
     with pytest.raises(FormatError, match="model_type 'gpt2', not 'bert'"):
-        read_bert_zip(zip_folder(bert_dir, tmp_path / "model.zip", replace={"config.json": json.dumps(config).encode()}))
+        read_bert_zip(
+            zip_folder(bert_dir, tmp_path / "model.zip", replace={"config.json": json.dumps(config).encode()})
+        )
 
 
 def test_bert_bad_tokenizer_json(tmp_path, bert_dir):
@@ -390,8 +465,14 @@ def smollm2():
 @pytest.mark.slow
 def test_real_smollm2(smollm2):
     c = smollm2.config
-    assert (c["num_hidden_layers"], c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"], c["hidden_size"]) == (30, 9, 3, 64, 576)
-    assert (c["vocab_size"], c["intermediate_size"], c["rope_theta"], c["tie_word_embeddings"]) == (49152, 1536, 100000.0, True)
+    assert (
+        (c["num_hidden_layers"], c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"], c["hidden_size"])
+        == (30, 9, 3, 64, 576)
+    )
+    assert (
+        (c["vocab_size"], c["intermediate_size"], c["rope_theta"], c["tie_word_embeddings"])
+        == (49152, 1536, 100000.0, True)
+    )
     assert c["rms_norm_eps"] == pytest.approx(1e-5)
     assert len(smollm2.state) == 30 * 9 + 2 and "lm_head.weight" not in smollm2.state
     assert smollm2.state["model.layers.0.self_attn.k_proj.weight"].shape == (192, 576)
@@ -411,7 +492,10 @@ def test_real_minilm(tmp_path):
     path = find_package_file(*MINILM)
     files = read_bert_zip(path)
     c = files.config
-    assert (c["num_hidden_layers"], c["num_attention_heads"], c["hidden_size"], c["intermediate_size"], c["vocab_size"]) == (6, 12, 384, 1536, 30522)
+    assert (
+        (c["num_hidden_layers"], c["num_attention_heads"], c["hidden_size"], c["intermediate_size"], c["vocab_size"])
+        == (6, 12, 384, 1536, 30522)
+    )
     with zipfile.ZipFile(path) as archive:
         archive.extractall(tmp_path)
     reference = BertModel.from_pretrained(tmp_path).state_dict()

@@ -66,7 +66,8 @@ def test_sink_head():
 def test_uniform_head_spread_equals_the_lessons_entropy():
     s = hs.score_patterns(UNIFORM, IDS)
     np.testing.assert_allclose(s.spread, np.mean(np.log2(np.arange(2, T + 1))), rtol=1e-12)
-    np.testing.assert_allclose(s.spread, entropy_bits(UNIFORM)[1:].mean(), rtol=1e-12)  # the one entropy the lessons use
+    # the one entropy the lessons use
+    np.testing.assert_allclose(s.spread, entropy_bits(UNIFORM)[1:].mean(), rtol=1e-12)
     # a uniform query of the second copy (position i sees i + 1 keys) puts 1/(i + 1) on its one induction target
     np.testing.assert_allclose(s.induction, np.mean(1 / (np.arange(N, T) + 1)), rtol=1e-12)
 

@@ -92,7 +92,9 @@ def test_head_temperature_changes_only_that_head_and_downstream(tiny_model, toke
     # upstream: the embeddings, every entry of layer 0, and layer 1 up to the raw scores
     for name in ["hook_embed", "hook_pos_embed", *layer_names(base, 0)]:
         assert np.array_equal(tr[name], base[name]), name
-    for name in ("hook_resid_pre", "ln1.hook_normalized", "attn.hook_q", "attn.hook_k", "attn.hook_v", "attn.hook_scores_raw"):
+    for name in (
+        "hook_resid_pre", "ln1.hook_normalized", "attn.hook_q", "attn.hook_k", "attn.hook_v", "attn.hook_scores_raw",
+    ):
         assert np.array_equal(tr[f"blocks.{L}.{name}"], base[f"blocks.{L}.{name}"]), name
     # the chosen head: scaled scores are divided by τ, its pattern changes; the other heads stay identical
     others = [h for h in range(tiny_cfg.n_head) if h != H]
@@ -101,7 +103,12 @@ def test_head_temperature_changes_only_that_head_and_downstream(tiny_model, toke
     assert np.array_equal(tr[a + "hook_pattern"][others], base[a + "hook_pattern"][others])
     assert np.array_equal(tr[a + "hook_z"][:, others], base[a + "hook_z"][:, others])
     # downstream: the layer's output, the next layer and the logits
-    for name in (f"blocks.{L}.hook_attn_out", f"blocks.{L}.hook_resid_post", f"blocks.{L + 1}.attn.hook_pattern", "logits"):
+    for name in (
+        f"blocks.{L}.hook_attn_out",
+        f"blocks.{L}.hook_resid_post",
+        f"blocks.{L + 1}.attn.hook_pattern",
+        "logits",
+    ):
         assert not np.allclose(tr[name], base[name], atol=1e-5), name
 
 
@@ -109,7 +116,9 @@ def test_layer_wide_temperature_sets_every_head_of_that_layer(tiny_model, tokeni
     tr = trace(tiny_model, tokenizer, head_temperature=((0, None, 2.0),))
     for h in range(tiny_cfg.n_head):
         assert not np.allclose(tr["blocks.0.attn.hook_pattern"][h], base["blocks.0.attn.hook_pattern"][h], atol=1e-4)
-    np.testing.assert_allclose(tr["blocks.0.attn.hook_scores_scaled"], base["blocks.0.attn.hook_scores_scaled"] / 2.0, rtol=1e-6)
+    np.testing.assert_allclose(
+        tr["blocks.0.attn.hook_scores_scaled"], base["blocks.0.attn.hook_scores_scaled"] / 2.0, rtol=1e-6
+    )
 
 
 def test_mask_off_changes_early_positions_and_masks_nothing(tiny_model, tokenizer, base, tiny_cfg):
@@ -121,7 +130,9 @@ def test_mask_off_changes_early_positions_and_masks_nothing(tiny_model, tokenize
         assert np.array_equal(tr[a + "hook_scores_masked"], tr[a + "hook_scores_scaled"])
         assert (tr[a + "hook_pattern"] > 0).all()
     # the last position already saw everything: in layer 0 its row is unchanged
-    np.testing.assert_allclose(tr["blocks.0.attn.hook_pattern"][:, -1], base["blocks.0.attn.hook_pattern"][:, -1], atol=1e-6)
+    np.testing.assert_allclose(
+        tr["blocks.0.attn.hook_pattern"][:, -1], base["blocks.0.attn.hook_pattern"][:, -1], atol=1e-6
+    )
 
 
 def test_ablation_removes_exactly_that_heads_contribution(tiny_model, tokenizer, base, tiny_cfg):
@@ -131,10 +142,13 @@ def test_ablation_removes_exactly_that_heads_contribution(tiny_model, tokenizer,
     others = [h for h in range(tiny_cfg.n_head) if h != H]
     assert (tr[a + "hook_z"][:, H] == 0).all()
     assert (tr[a + "hook_result"][:, H] == 0).all()
-    assert np.array_equal(tr[a + "hook_pattern"], base[a + "hook_pattern"])  # the head still looks; its output is dropped
+    # the head still looks; its output is dropped
+    assert np.array_equal(tr[a + "hook_pattern"], base[a + "hook_pattern"])
     assert np.array_equal(tr[a + "hook_result"][:, others], base[a + "hook_result"][:, others])
     # attn_out(ablated) = attn_out(base) − that head's result
-    np.testing.assert_allclose(tr[f"blocks.{L}.hook_attn_out"], base[f"blocks.{L}.hook_attn_out"] - base[a + "hook_result"][:, H], atol=1e-5)
+    np.testing.assert_allclose(
+        tr[f"blocks.{L}.hook_attn_out"], base[f"blocks.{L}.hook_attn_out"] - base[a + "hook_result"][:, H], atol=1e-5
+    )
     assert base[a + "hook_result"][:, H].std() > 0.1  # the removed share was not negligible
     for name in layer_names(base, 0):
         assert np.array_equal(tr[name], base[name]), name
@@ -144,7 +158,9 @@ def test_ablation_removes_exactly_that_heads_contribution(tiny_model, tokenizer,
 def test_attn_out_is_the_sum_of_head_results(base, tiny_model, tiny_cfg):
     for layer in range(tiny_cfg.n_layer):
         b_O = tiny_model.blocks[layer].attn.b_O.numpy()
-        np.testing.assert_allclose(base[f"blocks.{layer}.attn.hook_result"].sum(1) + b_O, base[f"blocks.{layer}.hook_attn_out"], atol=1e-5)
+        np.testing.assert_allclose(
+            base[f"blocks.{layer}.attn.hook_result"].sum(1) + b_O, base[f"blocks.{layer}.hook_attn_out"], atol=1e-5
+        )
 
 
 def test_ablating_every_head_leaves_only_the_bias(tiny_model, tokenizer, tiny_cfg):

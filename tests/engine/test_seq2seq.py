@@ -1,4 +1,5 @@
-"""The encoder–decoder: trace names and shapes, the three attentions' masks, SDPA, interventions, decoding, loading, the bundled translator."""
+"""The encoder–decoder: trace names and shapes, the three attentions' masks, SDPA, interventions, decoding,
+loading, the bundled translator."""
 
 from __future__ import annotations
 
@@ -26,7 +27,12 @@ from transformer.vocabulary import BOS, MAX_UNKNOWN, PAD, Vocab, read_source
 
 SOURCE = "the european economic area".split()
 TARGET = "la zone économique européenne".split()
-PHRASES = ["the big red car", "an old man sees a beautiful tree", "my two black cats eat the white cheeses", "the european economic area"]
+PHRASES = [
+    "the big red car",
+    "an old man sees a beautiful tree",
+    "my two black cats eat the white cheeses",
+    "the european economic area",
+]
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +43,9 @@ def vocab() -> Vocab:
 @pytest.fixture(scope="module")
 def tiny(vocab) -> s2s.Seq2Seq:
     """A random 2-layer, 4-head encoder–decoder (never modified by tests)."""
-    cfg = s2s.Seq2SeqConfig(vocab_size=len(vocab), n_source=vocab.n_source, n_ctx=24, d_model=32, n_layer=2, n_head=4, d_mlp=64)
+    cfg = s2s.Seq2SeqConfig(
+        vocab_size=len(vocab), n_source=vocab.n_source, n_ctx=24, d_model=32, n_layer=2, n_head=4, d_mlp=64
+    )
     torch.manual_seed(0)
     return randomize(s2s.Seq2Seq(cfg), seed=1)
 
@@ -48,7 +56,8 @@ def bundled() -> LoadedModel:
 
 
 def record(model, vocab, src=SOURCE, tgt=TARGET, iv=s2s.NO_SEQ2SEQ_INTERVENTIONS) -> dict[str, np.ndarray]:
-    """One forward pass over a fixed source and decoder input [BOS] + tgt, every intermediate as numpy (no batch axis)."""
+    """One forward pass over a fixed source and decoder input [BOS] + tgt, every
+    intermediate as numpy (no batch axis)."""
     rec: dict[str, torch.Tensor] = {}
     with torch.no_grad():
         model(torch.tensor([vocab.encode(src)]), torch.tensor([[BOS, *vocab.encode(tgt)]]), interventions=iv, rec=rec)
@@ -57,7 +66,16 @@ def record(model, vocab, src=SOURCE, tgt=TARGET, iv=s2s.NO_SEQ2SEQ_INTERVENTIONS
 
 def documented_shapes(cfg, S: int, T: int) -> dict[str, tuple[int, ...]]:
     """The module docstring's table, read line by line and evaluated for this config."""
-    sizes = {"S": S, "T": T, "nh": cfg.n_head, "hs": cfg.d_head, "d": cfg.d_model, "d_mlp": cfg.d_mlp, "V": cfg.vocab_size, "nh·hs": cfg.n_head * cfg.d_head}
+    sizes = {
+        "S": S,
+        "T": T,
+        "nh": cfg.n_head,
+        "hs": cfg.d_head,
+        "d": cfg.d_model,
+        "d_mlp": cfg.d_mlp,
+        "V": cfg.vocab_size,
+        "nh·hs": cfg.n_head * cfg.d_head,
+    }
     shapes = {}
     for name, dims in re.findall(r"^ {4}(\S+)\s+\(([^)]*)\)", s2s.__doc__, flags=re.M):
         for layer in range(cfg.n_layer) if "{l}" in name else [None]:
@@ -83,7 +101,8 @@ def test_encoder_self_attention_is_not_masked(tiny, vocab):
         a = f"encoder.blocks.{layer}.attn."
         assert np.isfinite(c[a + "hook_scores_masked"]).all()
         p = c[a + "hook_pattern"]  # (nh, S, S)
-        assert (np.triu(p, k=1) > 0).sum() == p.shape[0] * (p.shape[1] * (p.shape[1] - 1) // 2)  # later words get weight
+        # later words get weight
+        assert (np.triu(p, k=1) > 0).sum() == p.shape[0] * (p.shape[1] * (p.shape[1] - 1) // 2)
         np.testing.assert_allclose(p.sum(-1), 1, atol=1e-5)
 
 
@@ -106,7 +125,8 @@ def test_cross_attention_rows_sum_to_one_over_the_source_and_are_not_causal(tiny
         p = c[a + "hook_pattern"]
         assert p.shape == (4, 3, 8)
         np.testing.assert_allclose(p.sum(-1), 1, atol=1e-5)
-        assert np.isfinite(c[a + "hook_scores_masked"]).all() and (p > 0).all()  # position 0 reads every source word, even the last
+        # position 0 reads every source word, even the last
+        assert np.isfinite(c[a + "hook_scores_masked"]).all() and (p > 0).all()
         assert c[a + "hook_k"].shape[0] == 8 and c[a + "hook_q"].shape[0] == 3
 
 
@@ -115,12 +135,26 @@ def test_cross_attention_keys_and_values_come_from_the_encoder(tiny, vocab):
     memory = c["encoder.ln_final.hook_normalized"]  # (S, d)
     for layer, blk in enumerate(tiny.decoder.blocks):
         a, W = f"decoder.blocks.{layer}.", blk.cross_attn
-        np.testing.assert_allclose(c[a + "cross_attn.hook_k"], np.einsum("sd,hdk->shk", memory, W.W_K.numpy()) + W.b_K.numpy(), atol=1e-4)
-        np.testing.assert_allclose(c[a + "cross_attn.hook_v"], np.einsum("sd,hdk->shk", memory, W.W_V.numpy()) + W.b_V.numpy(), atol=1e-4)
-        np.testing.assert_allclose(c[a + "cross_attn.hook_q"], np.einsum("td,hdk->thk", c[a + "ln_cross.hook_normalized"], W.W_Q.numpy()) + W.b_Q.numpy(), atol=1e-4)
-        np.testing.assert_allclose(c[a + "hook_resid_cross"], c[a + "hook_resid_mid"] + c[a + "hook_cross_attn_out"], atol=1e-5)
-        np.testing.assert_allclose(c[a + "hook_resid_post"], c[a + "hook_resid_cross"] + c[a + "hook_mlp_out"], atol=1e-5)
-        np.testing.assert_allclose(c[a + "hook_cross_attn_out"], c[a + "cross_attn.hook_result"].sum(1) + W.b_O.numpy(), atol=1e-4)
+        np.testing.assert_allclose(
+            c[a + "cross_attn.hook_k"], np.einsum("sd,hdk->shk", memory, W.W_K.numpy()) + W.b_K.numpy(), atol=1e-4
+        )
+        np.testing.assert_allclose(
+            c[a + "cross_attn.hook_v"], np.einsum("sd,hdk->shk", memory, W.W_V.numpy()) + W.b_V.numpy(), atol=1e-4
+        )
+        np.testing.assert_allclose(
+            c[a + "cross_attn.hook_q"],
+            np.einsum("td,hdk->thk", c[a + "ln_cross.hook_normalized"], W.W_Q.numpy()) + W.b_Q.numpy(),
+            atol=1e-4,
+        )
+        np.testing.assert_allclose(
+            c[a + "hook_resid_cross"], c[a + "hook_resid_mid"] + c[a + "hook_cross_attn_out"], atol=1e-5
+        )
+        np.testing.assert_allclose(
+            c[a + "hook_resid_post"], c[a + "hook_resid_cross"] + c[a + "hook_mlp_out"], atol=1e-5
+        )
+        np.testing.assert_allclose(
+            c[a + "hook_cross_attn_out"], c[a + "cross_attn.hook_result"].sum(1) + W.b_O.numpy(), atol=1e-4
+        )
     np.testing.assert_allclose(c["encoder.hook_embed"], tiny.W_E[vocab.encode(SOURCE)].numpy() * np.sqrt(32), rtol=1e-6)
     np.testing.assert_allclose(c["logits"], c["decoder.ln_final.hook_normalized"] @ tiny.W_E.numpy().T, atol=1e-4)
 
@@ -156,7 +190,8 @@ def test_traced_cross_attention_equals_sdpa(tiny, vocab):
 
 
 def test_padding_changes_nothing(tiny, vocab):
-    """A padded batch gives each phrase the logits it gets alone: padding is masked in the encoder and in cross-attention."""
+    """A padded batch gives each phrase the logits it gets alone: padding is masked in
+    the encoder and in cross-attention."""
     pairs = [td.reference(p.split()) for p in PHRASES]
     src, tgt_in, _ = tensors(pairs, vocab)
     with torch.no_grad():
@@ -169,7 +204,9 @@ def test_padding_changes_nothing(tiny, vocab):
 def test_temperature_divides_every_attention(tiny, vocab):
     c = record(tiny, vocab, iv=s2s.Seq2SeqInterventions(temperature=0.5))
     for a in ("encoder.blocks.1.attn.", "decoder.blocks.0.attn.", "decoder.blocks.1.cross_attn."):
-        np.testing.assert_allclose(c[a + "hook_scores_scaled"], c[a + "hook_scores_raw"] / np.sqrt(8) / 0.5, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(
+            c[a + "hook_scores_scaled"], c[a + "hook_scores_raw"] / np.sqrt(8) / 0.5, rtol=1e-5, atol=1e-6
+        )
 
 
 def test_causal_off_unmasks_only_the_decoder(tiny, vocab):
@@ -184,17 +221,29 @@ def test_causal_off_unmasks_only_the_decoder(tiny, vocab):
     assert not np.allclose(base["logits"][0], open_["logits"][0])  # position 0 now sees later words
 
 
-@pytest.mark.parametrize("part,prefix", [("cross", "decoder.blocks.0.cross_attn."), ("decoder", "decoder.blocks.0.attn."), ("encoder", "encoder.blocks.0.attn.")])
+@pytest.mark.parametrize(
+    "part,prefix",
+    [
+        ("cross", "decoder.blocks.0.cross_attn."),
+        ("decoder", "decoder.blocks.0.attn."),
+        ("encoder", "encoder.blocks.0.attn."),
+    ],
+)
 def test_ablation_zeroes_exactly_that_head(tiny, vocab, part, prefix):
     base = record(tiny, vocab)
     cut = record(tiny, vocab, iv=s2s.Seq2SeqInterventions(ablate=frozenset({(part, 0, 1)})))
     assert (cut[prefix + "hook_z"][:, 1] == 0).all() and (cut[prefix + "hook_result"][:, 1] == 0).all()
     np.testing.assert_array_equal(cut[prefix + "hook_z"][:, [0, 2, 3]], base[prefix + "hook_z"][:, [0, 2, 3]])
-    np.testing.assert_array_equal(cut[prefix + "hook_pattern"], base[prefix + "hook_pattern"])  # the weights are computed, the output dropped
+    # the weights are computed, the output dropped
+    np.testing.assert_array_equal(cut[prefix + "hook_pattern"], base[prefix + "hook_pattern"])
     assert not np.allclose(cut["logits"], base["logits"])
     others = [p for p in s2s.PARTS if p != part]
     for other in others:  # the same (layer, head) in the other parts is untouched
-        name = {"cross": "decoder.blocks.0.cross_attn.hook_z", "decoder": "decoder.blocks.0.attn.hook_z", "encoder": "encoder.blocks.0.attn.hook_z"}[other]
+        name = {
+            "cross": "decoder.blocks.0.cross_attn.hook_z",
+            "decoder": "decoder.blocks.0.attn.hook_z",
+            "encoder": "encoder.blocks.0.attn.hook_z",
+        }[other]
         assert (cut[name][:, 1] != 0).any()
 
 
@@ -206,7 +255,8 @@ def test_invalid_interventions_raise():
 
 
 def test_greedy_steps_are_the_traced_logits(tiny, vocab):
-    """Each decoding step's top words and probabilities are the softmax of the traced logits at that position (causal mask on)."""
+    """Each decoding step's top words and probabilities are the softmax of the traced logits
+    at that position (causal mask on)."""
     tr = translate(tiny, vocab, SOURCE, top_k=3)
     probs = torch.softmax(torch.tensor(tr["logits"]), -1).numpy()  # (T, V)
     assert len(tr.steps) == len(tr.output) + tr.finished
@@ -238,8 +288,13 @@ def test_threads_get_the_sequential_results(tiny, vocab):
 def test_read_source_flags_unknown_words(vocab):
     src = read_source(vocab, "The Europen economic AREA, teh cta!", 24)
     assert src.words == ("the", "economic", "area")
-    assert dict(src.unknown)["europen"][0] == "european" and "the" in dict(src.unknown)["teh"] and "cat" in dict(src.unknown)["cta"]
-    assert src.suggested == ("the", "european", "economic", "area", "the", "tea")  # each unknown word → its closest match
+    assert (
+        dict(src.unknown)["europen"][0] == "european"
+        and "the" in dict(src.unknown)["teh"]
+        and "cat" in dict(src.unknown)["cta"]
+    )
+    # each unknown word → its closest match
+    assert src.suggested == ("the", "european", "economic", "area", "the", "tea")
     assert src.n_ignored == 2 and not src.cut
     assert read_source(vocab, "zzzz qqqq", 24).words == ()
     assert read_source(vocab, "the " * 40, 24).cut and len(read_source(vocab, "the " * 40, 24).words) == 24
@@ -270,7 +325,12 @@ def test_weights_helper_averages_heads_and_layers(tiny, vocab):
 def test_save_and_load_round_trip(tiny, vocab, tmp_path):
     save_model(tmp_path / "t", tiny, vocab, "# card\n", {"data_seed": 0})
     lt = load_model(tmp_path / "t")
-    assert lt.meta == {"data_seed": 0} and lt.card == "# card\n" and lt.tokenizer.words == vocab.words and lt.tokenizer.n_source == vocab.n_source
+    assert (
+        lt.meta == {"data_seed": 0}
+        and lt.card == "# card\n"
+        and lt.tokenizer.words == vocab.words
+        and lt.tokenizer.n_source == vocab.n_source
+    )
     a, b = translate(tiny, vocab, SOURCE), translate(lt.model, lt.tokenizer, SOURCE)
     assert a.output == b.output and np.array_equal(a["logits"], b["logits"])
     assert get_translator(tmp_path / "t") is get_translator(str(tmp_path / "t"))  # loaded once
@@ -283,7 +343,10 @@ def test_save_and_load_round_trip(tiny, vocab, tmp_path):
 
 
 def test_training_command_writes_a_loadable_model(tmp_path):
-    args = ["--out", str(tmp_path / "m"), "--steps", "4", "--n-train", "400", "--n-test", "20", "--eval-every", "2", "--d-model", "16", "--n-layer", "1", "--n-head", "2", "--d-mlp", "32"]
+    args = [
+        "--out", str(tmp_path / "m"), "--steps", "4", "--n-train", "400", "--n-test", "20", "--eval-every", "2",
+        "--d-model", "16", "--n-layer", "1", "--n-head", "2", "--d-mlp", "32",
+    ]
     with redirect_stdout(io.StringIO()):
         assert main(args) == 0
     lt = load_model(tmp_path / "m")
@@ -297,7 +360,10 @@ def test_bundled_translator_meets_its_card(bundled):
     assert cfg["model_type"] == "atlas-seq2seq" and cfg["training"]["exact_match"] >= 0.95
     card = bundled.card
     n = cfg["training"]["n_test"]
-    assert f"**{accuracy_text(cfg['training']['exact_match'], n)}**" in card and "python -m transformer train-translator --eval assets/models/translator-en-fr" in card
+    assert (
+        f"**{accuracy_text(cfg['training']['exact_match'], n)}**" in card
+        and "python -m transformer train-translator --eval assets/models/translator-en-fr" in card
+    )
     acc, misses = exact_match(bundled.model, bundled.tokenizer, td.test_pairs(300, cfg["training"]["data_seed"]))
     assert acc >= 0.95, misses[:5]
 

@@ -70,7 +70,8 @@ def test_offsets_slice_the_text_back_into_tokens(tok, name):
 
 
 def test_offsets_of_multibyte_tokens(gpt2_tokenizer, tokenizer):
-    """Whole-character tokens for accents/CJK/RTL in GPT-2's vocabulary, byte pieces in the small one: both slice right."""
+    """Whole-character tokens for accents/CJK/RTL in GPT-2's vocabulary, byte pieces in
+    the small one: both slice right."""
     for tk in (gpt2_tokenizer, tokenizer):
         for text in ("café", "東京", "🐻‍❄️", "שלום"):
             enc = tk.encode(text)

@@ -39,7 +39,12 @@ def expected_shapes(cfg, T: int) -> dict[str, tuple[int, ...]]:
         "hook_mlp_out": (T, d),
         "hook_resid_post": (T, d),
     }
-    shapes = {"hook_embed": (T, d), "hook_pos_embed": (T, d), "ln_final.hook_normalized": (T, d), "logits": (T, cfg.vocab_size)}
+    shapes = {
+        "hook_embed": (T, d),
+        "hook_pos_embed": (T, d),
+        "ln_final.hook_normalized": (T, d),
+        "logits": (T, cfg.vocab_size),
+    }
     for layer in range(cfg.n_layer):
         shapes.update({f"blocks.{layer}.{k}": v for k, v in per_block.items()})
     return shapes
@@ -69,14 +74,20 @@ def test_trace_values_follow_the_architecture(tiny_model, tokenizer, tiny_cfg):
     np.testing.assert_allclose(tr["blocks.0.hook_resid_pre"], tr["hook_embed"] + tr["hook_pos_embed"], atol=1e-6)
     for layer in range(tiny_cfg.n_layer):
         b = f"blocks.{layer}."
-        np.testing.assert_allclose(tr[b + "hook_resid_mid"], tr[b + "hook_resid_pre"] + tr[b + "hook_attn_out"], atol=1e-5)
-        np.testing.assert_allclose(tr[b + "hook_resid_post"], tr[b + "hook_resid_mid"] + tr[b + "hook_mlp_out"], atol=1e-5)
+        np.testing.assert_allclose(
+            tr[b + "hook_resid_mid"], tr[b + "hook_resid_pre"] + tr[b + "hook_attn_out"], atol=1e-5
+        )
+        np.testing.assert_allclose(
+            tr[b + "hook_resid_post"], tr[b + "hook_resid_mid"] + tr[b + "hook_mlp_out"], atol=1e-5
+        )
         assert np.array_equal(tr[b + "attn.hook_concat"], tr[b + "attn.hook_z"].reshape(T, -1))
         if layer + 1 < tiny_cfg.n_layer:
             assert np.array_equal(tr[f"blocks.{layer + 1}.hook_resid_pre"], tr[b + "hook_resid_post"])
     last = tr[f"blocks.{tiny_cfg.n_layer - 1}.hook_resid_post"]
     x = (last - last.mean(-1, keepdims=True)) / np.sqrt(last.var(-1, keepdims=True) + tiny_cfg.ln_eps)
-    np.testing.assert_allclose(tr["ln_final.hook_normalized"], x * m.ln_final.w.numpy() + m.ln_final.b.numpy(), atol=1e-4)
+    np.testing.assert_allclose(
+        tr["ln_final.hook_normalized"], x * m.ln_final.w.numpy() + m.ln_final.b.numpy(), atol=1e-4
+    )
     np.testing.assert_allclose(tr["logits"], tr["ln_final.hook_normalized"] @ m.W_E.numpy().T, atol=1e-4)
 
 
@@ -129,7 +140,17 @@ def test_very_long_text_is_cut_by_characters_first(tiny_model, tokenizer, tiny_c
     assert tr.n_tokens_in == len(tokenizer.encode(text[:MAX_CHARS]))
 
 
-@pytest.mark.parametrize("text", ["\x00\x07\x1b", "a\x00b\x07c\x1b[31mred\u202edesrever", "I love 🐻 bears 🐻‍❄️!", "مرحبا بالعالم — שלום", "東京", "<script>alert(1)</script>"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\x00\x07\x1b",
+        "a\x00b\x07c\x1b[31mred\u202edesrever",
+        "I love 🐻 bears 🐻‍❄️!",
+        "مرحبا بالعالم — שלום",
+        "東京",
+        "<script>alert(1)</script>",
+    ],
+)
 def test_odd_characters_trace_fine(tiny_model, tokenizer, text):
     tr = run_trace(tiny_model, tokenizer, text)
     assert len(tr.encoding) > 0 and tr.encoding.text == text
@@ -186,7 +207,12 @@ def one_torch_thread():
 
 def test_threads_get_exactly_the_sequential_results(tiny_model, tokenizer, one_torch_thread):
     """8 threads on ONE model, different sentences and interventions, repeated: identical to one-at-a-time."""
-    ivs = [Interventions(), Interventions(temperature=0.5), Interventions(causal=False), Interventions(ablate=frozenset({(1, 2)}))]
+    ivs = [
+        Interventions(),
+        Interventions(temperature=0.5),
+        Interventions(causal=False),
+        Interventions(ablate=frozenset({(1, 2)})),
+    ]
     jobs = [(s, ivs[i % len(ivs)]) for i, s in enumerate(SENTENCES)] * 2
     sequential = [run_trace(tiny_model, tokenizer, s, iv) for s, iv in jobs]
     with ThreadPoolExecutor(max_workers=8) as pool:
@@ -242,16 +268,29 @@ def test_a_trace_runs_its_blocks_as_far_as_it_is_read(tiny_model, tokenizer, tin
     with torch.inference_mode():
         tiny_model(torch.tensor([tr.encoding.ids]), interventions=iv, rec=rec)
     assert np.array_equal(tr["blocks.1.attn.hook_pattern"], rec["blocks.1.attn.hook_pattern"][0].numpy())
-    assert tr.forward.done == 2 and "blocks.2.hook_resid_pre" in tr.cache and "blocks.2.attn.hook_pattern" not in tr.cache
+    assert (
+        tr.forward.done == 2
+        and "blocks.2.hook_resid_pre" in tr.cache
+        and "blocks.2.attn.hook_pattern" not in tr.cache
+    )
     assert "blocks.1.attn.hook_q" not in tr.cache and not tr._open  # a kept name read: no layer's internals recorded
     assert np.array_equal(tr["blocks.2.attn.hook_q"], rec["blocks.2.attn.hook_q"][0].numpy())
-    assert tr.forward.done == 3 and list(tr._open) == [2]  # an internal read: its block ran recording everything, and stays open
+    # an internal read: its block ran recording everything, and stays open
+    assert tr.forward.done == 3 and list(tr._open) == [2]
     for layer in (2, 1, 0, 2):  # opening a third layer closes the least recently read one
-        for name in (f"blocks.{layer}.attn.hook_q", f"blocks.{layer}.attn.hook_scores_raw", f"blocks.{layer}.mlp.hook_post", f"blocks.{layer}.attn.hook_z"):
+        for name in (
+            f"blocks.{layer}.attn.hook_q",
+            f"blocks.{layer}.attn.hook_scores_raw",
+            f"blocks.{layer}.mlp.hook_post",
+            f"blocks.{layer}.attn.hook_z",
+        ):
             assert np.array_equal(tr[name], rec[name][0].numpy()), name
         assert len(tr._open) <= 2
     assert tr.forward.done == 3 and "ln_final.hook_normalized" not in tr.cache
-    assert np.array_equal(tr["ln_final.hook_normalized"], rec["ln_final.hook_normalized"][0].numpy()) and tr.forward.done == 4
+    assert (
+        np.array_equal(tr["ln_final.hook_normalized"], rec["ln_final.hook_normalized"][0].numpy())
+        and tr.forward.done == 4
+    )
     with pytest.raises(KeyError):
         tr["blocks.9.attn.hook_q"]
 
@@ -261,7 +300,11 @@ def test_a_growing_trace_counts_its_bytes(tiny_model, tokenizer, tiny_cfg):
     tr = run_trace(tiny_model, tokenizer, SENTENCES[2])
 
     def held() -> int:
-        return sum(a.nbytes for a in tr.cache.values()) + sum(a.nbytes for arrays in tr._open.values() for a in arrays.values()) + sum(a.nbytes for a in tr._logits)
+        return (
+            sum(a.nbytes for a in tr.cache.values())
+            + sum(a.nbytes for arrays in tr._open.values() for a in arrays.values())
+            + sum(a.nbytes for a in tr._logits)
+        )
 
     sizes = [tr.nbytes]
     for name in ("blocks.0.attn.hook_pattern", "blocks.2.attn.hook_q", "blocks.1.mlp.hook_post", "logits"):
@@ -274,10 +317,17 @@ def test_a_growing_trace_counts_its_bytes(tiny_model, tokenizer, tiny_cfg):
 
 
 def test_threads_reading_one_trace_run_each_block_once(tiny_model, tokenizer, monkeypatch):
-    """Sessions share a cached trace: many threads reading it at once run each block once and all read the same arrays."""
+    """Sessions share a cached trace: many threads reading it at once run each block
+    once and all read the same arrays."""
     calls = []
     original = trace_module.run_block
-    monkeypatch.setattr(trace_module, "run_block", lambda model, x, layer, iv, rec, context=None: calls.append(layer) or original(model, x, layer, iv, rec, context))
+    monkeypatch.setattr(
+        trace_module,
+        "run_block",
+        lambda model, x, layer, iv, rec, context=None: (
+            calls.append(layer) or original(model, x, layer, iv, rec, context)
+        ),
+    )
     tr = run_trace(tiny_model, tokenizer, SENTENCES[3])
     with ThreadPoolExecutor(max_workers=8) as pool:
         got = list(pool.map(lambda i: tr[f"blocks.{i % 3}.attn.hook_pattern"], range(24)))
@@ -290,7 +340,8 @@ def test_logits_are_computed_when_first_read(tiny_model, tokenizer, tiny_cfg):
     tr = run_trace(tiny_model, tokenizer, SENTENCES[0], Interventions(temperature=0.7))
     assert "logits" in tr and "logits" not in tr.cache and not tr._logits
     with torch.inference_mode():
-        want = tiny_model(torch.tensor([tr.encoding.ids]), interventions=Interventions(temperature=0.7))[0].numpy()  # (T, vocab)
+        # (T, vocab)
+        want = tiny_model(torch.tensor([tr.encoding.ids]), interventions=Interventions(temperature=0.7))[0].numpy()
     tr["ln_final.hook_normalized"]  # every block has run: what is left to hold is the logits
     before = tr.nbytes
     got = tr["logits"]
@@ -304,7 +355,8 @@ def test_logits_at_one_position_unembed_only_that_row(tiny_model, tokenizer, tin
     (or holding) every position's; once every position's are held, their row itself."""
     tr = run_trace(tiny_model, tokenizer, SENTENCES[0], Interventions(temperature=0.7))
     with torch.inference_mode():
-        want = tiny_model(torch.tensor([tr.encoding.ids]), interventions=Interventions(temperature=0.7))[0].numpy()  # (T, vocab)
+        # (T, vocab)
+        want = tiny_model(torch.tensor([tr.encoding.ids]), interventions=Interventions(temperature=0.7))[0].numpy()
     T = len(tr.encoding)
     for pos in (0, T // 2, T - 1):
         np.testing.assert_allclose(tr.logits_at(pos), want[pos], rtol=1e-5, atol=1e-6)

@@ -21,7 +21,9 @@ from transformer.train import TrainConfig, train
 
 
 def run_cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "transformer", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "transformer", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
 
 
 # ---------------------------------------------------------------- train
@@ -105,7 +107,10 @@ def test_export_holds_every_traced_tensor(exported, tiny_dir, tiny_model, tokeni
     assert str(data["model"]) == str(tiny_dir) and str(data["text"]) == SENTENCES[2]
     assert list(data["tokens"]) == list(tr.encoding.tokens) and list(data["labels"]) == list(tr.encoding.labels)
     assert list(data["token_ids"]) == list(tr.encoding.ids)
-    assert data["offsets"].shape == (len(tr.encoding), 2) and [tuple(o) for o in data["offsets"]] == list(tr.encoding.offsets)
+    assert (
+        data["offsets"].shape == (len(tr.encoding), 2)
+        and [tuple(o) for o in data["offsets"]] == list(tr.encoding.offsets)
+    )
     for name in trace_names(tiny_cfg):
         assert data[name].dtype == np.float32 and np.array_equal(data[name], tr[name]), name
 

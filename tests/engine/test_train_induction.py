@@ -34,20 +34,25 @@ def induction_window(replay: ti.Replay) -> tuple[int, int]:
 def test_shipped_replay_shows_the_phase_change():
     snaps = REPLAY.snapshots
     recomputed = np.stack([hs.score_patterns(s.patterns, REPLAY.probe).induction for s in snaps])  # (S, L, nh)
-    np.testing.assert_allclose(recomputed, REPLAY.score("induction"), atol=2e-3)  # the stored scores, from float16 patterns
+    # the stored scores, from float16 patterns
+    np.testing.assert_allclose(recomputed, REPLAY.score("induction"), atol=2e-3)
     assert recomputed[0, 1].max() < 0.1 and recomputed[-1, 1].max() >= 0.5
     a, b = induction_window(REPLAY)
     loss = REPLAY.series("loss")
     assert loss[b] <= loss[a] - 0.3  # the loss falls by more than 0.3 nats inside the window …
     assert loss[a] - loss[b] > loss[0] - loss[a]  # … more than in all the training before it
-    assert REPLAY.series("loss_repeated")[b] < REPLAY.series("loss_repeated")[a] - 1.0  # the drop is on the predictable symbols
+    # the drop is on the predictable symbols
+    assert REPLAY.series("loss_repeated")[b] < REPLAY.series("loss_repeated")[a] - 1.0
     prev = np.stack([hs.score_patterns(s.patterns[0], REPLAY.probe).previous_token for s in snaps])  # (S, nh)
     assert prev[a].max() < 0.2 and prev[b].max() >= 0.5  # the layer-0 previous-token head forms in the same window
 
 
 def test_shipped_replay_files():
     files = {p.name: p.stat().st_size for p in ti.BUNDLED_REPLAY.iterdir()}
-    assert set(files) == {"README.md", "config.json", "model.safetensors", "tokenizer.json", ti.REPLAY_JSON, ti.REPLAY_ARRAYS}
+    assert (
+        set(files)
+        == {"README.md", "config.json", "model.safetensors", "tokenizer.json", ti.REPLAY_JSON, ti.REPLAY_ARRAYS}
+    )
     assert sum(files.values()) < 4 * 2**20  # a few MB at most; no pickle anywhere
     doc = json.loads((ti.BUNDLED_REPLAY / ti.REPLAY_JSON).read_text())
     assert doc["steps"][0] == 0 and doc["steps"][-1] == REPLAY.config.steps == len(doc["train_loss"])
@@ -98,7 +103,9 @@ def test_training_forms_the_induction_head_at_the_shipped_step():
     (step 603 of 1,500; the learning-rate schedule is the full run's, so every step until then is the same)."""
     formed = ti.induction_step(REPLAY).step
     seen = []
-    got, _ = ti.train_induction(replace(REPLAY.config, threads=1), on_snapshot=seen.append, stop=lambda: len(seen) and seen[-1].step >= formed)
+    got, _ = ti.train_induction(
+        replace(REPLAY.config, threads=1), on_snapshot=seen.append, stop=lambda: len(seen) and seen[-1].step >= formed
+    )
     assert got.snapshots[-1].step == formed and ti.induction_step(got).step == formed  # not formed before, formed there
     np.testing.assert_allclose(got.series("loss"), REPLAY.series("loss")[: len(got.snapshots)], atol=1e-4)
 
@@ -108,12 +115,14 @@ def test_trained_model_loads_and_scores():
     assert lm.cfg.attn_only and lm.cfg.pos_encoding == "rotary"
     assert not any("mlp" in name or "ln2" in name for name in lm.model.state_dict())
     s = hs.score_patterns(hs.patterns_of(lm.model, REPLAY.probe[None])[0], REPLAY.probe)
-    np.testing.assert_allclose(s.induction, REPLAY.snapshots[-1].scores.induction, atol=2e-3)  # the replay's last snapshot is this model
+    # the replay's last snapshot is this model
+    np.testing.assert_allclose(s.induction, REPLAY.snapshots[-1].scores.induction, atol=2e-3)
     text = " ".join(ti.SYMBOLS[i] for i in REPLAY.probe)
     tr = run_trace(lm.model, lm.tokenizer, text)
     assert list(tr.encoding.ids) == REPLAY.probe.tolist()
     assert set(tr.arrays()) == set(trace_names(lm.cfg))
-    assert run_trace(lm.model, lm.tokenizer, "A b ! c").encoding.labels[2] == ti.UNKNOWN  # an unknown word is the special token
+    # an unknown word is the special token
+    assert run_trace(lm.model, lm.tokenizer, "A b ! c").encoding.labels[2] == ti.UNKNOWN
 
 
 def test_attention_only_blocks_record_no_mlp(tiny_cfg):
@@ -125,12 +134,16 @@ def test_attention_only_blocks_record_no_mlp(tiny_cfg):
     with torch.no_grad():
         logits = model(x, rec=rec)
     assert not [n for n in rec if ".mlp." in n or ".ln2." in n or n.endswith("hook_mlp_out")]
-    torch.testing.assert_close(rec["blocks.0.hook_resid_post"], rec["blocks.0.hook_resid_pre"] + rec["blocks.0.hook_attn_out"])
+    torch.testing.assert_close(
+        rec["blocks.0.hook_resid_post"], rec["blocks.0.hook_resid_pre"] + rec["blocks.0.hook_attn_out"]
+    )
     torch.testing.assert_close(rec["blocks.1.hook_resid_pre"], rec["blocks.0.hook_resid_post"])
     assert logits.shape == (1, 7, cfg.vocab_size)
     with pytest.raises(ValueError, match="pre-norm"):
         ModelConfig(family="bert", attn_only=True)
-    assert ModelConfig.from_dict({k: v for k, v in ModelConfig().to_dict().items() if k != "attn_only"}).attn_only is False  # old config.json files
+    assert (
+        ModelConfig.from_dict({k: v for k, v in ModelConfig().to_dict().items() if k != "attn_only"}).attn_only is False
+    )  # old config.json files
 
 
 def test_repeated_runs_data():

@@ -111,7 +111,10 @@ def test_generator_covers_reordering_agreement_and_sentences():
     assert len(flipped) > len(SAMPLE) / 3
     institutions = {n.en for n in lx.INSTITUTIONS} | {n.en_pl for n in lx.INSTITUTIONS}
     assert sum(p.source[-1] in institutions and len(p.source) >= 4 for p in SAMPLE) > 100
-    assert sum(any(w in lx.VERBS or w in {pl for pl, _, _ in lx.VERBS.values()} for w in p.source) for p in SAMPLE) > 500
+    assert (
+        sum(any(w in lx.VERBS or w in {pl for pl, _, _ in lx.VERBS.values()} for w in p.source) for p in SAMPLE)
+        > 500
+    )
     targets = Counter(w for p in SAMPLE for w in p.target)
     assert all(targets[w] > 10 for w in ("l'", "cet", "mon", "une", "les", "la", "le"))
     assert max(len(p.source) for p in SAMPLE) <= 16
@@ -137,7 +140,10 @@ def test_parse_inverts_the_generator():
 
 @pytest.mark.parametrize(
     "en",
-    ["cat the", "the cats sees the dog", "a cats", "these cat", "two cat", "one cats", "the one cat", "cats", "the cat the dog", "the big", "", "the cat with"],
+    [
+        "cat the", "the cats sees the dog", "a cats", "these cat", "two cat", "one cats", "the one cat", "cats",
+        "the cat the dog", "the big", "", "the cat with",
+    ],
 )
 def test_phrases_outside_the_grammar_have_no_reference(en):
     assert td.reference(en.split()) is None

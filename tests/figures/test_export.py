@@ -31,7 +31,14 @@ def test_a_heatmap_gives_a_row_per_cell_with_its_token_labels():
 
 def test_bars_and_a_formula_looking_label():
     fig = bars(np.array([0.5, 0.125]), ["=cmd()", "+1"], title="p")
-    rows = read(to_csv({"a": fig.to_dict(), "b": {"data": [{"type": "scatter", "x": [1, 2], "y": [3, 4], "name": "line"}], "layout": {}}}))
+    rows = read(
+        to_csv(
+            {
+                "a": fig.to_dict(),
+                "b": {"data": [{"type": "scatter", "x": [1, 2], "y": [3, 4], "name": "line"}], "layout": {}},
+            }
+        )
+    )
     body = [r[2:] for r in rows[1:]]
     assert body[:2] == [["'=cmd()", "0.5", ""], ["'+1", "0.125", ""]]  # a spreadsheet would run "=cmd()"
     assert rows[3:] == [["b", "line", "1", "3", ""], ["b", "line", "2", "4", ""]]
@@ -39,6 +46,14 @@ def test_bars_and_a_formula_looking_label():
 
 def test_plotly_typed_arrays_are_decoded():
     z = np.arange(6, dtype=np.float32).reshape(2, 3)
-    spec = {"data": [{"type": "heatmap", "z": {"dtype": "f4", "bdata": base64.b64encode(z.tobytes()).decode(), "shape": "2, 3"}}], "layout": {}}
+    spec = {
+        "data": [
+            {"type": "heatmap", "z": {"dtype": "f4", "bdata": base64.b64encode(z.tobytes()).decode(), "shape": "2, 3"}}
+        ],
+        "layout": {},
+    }
     rows = read(to_csv({"m": spec}))
-    assert [float(r[4]) for r in rows[1:]] == list(range(6)) and [r[2:4] for r in rows[1:4]] == [["0", "0"], ["1", "0"], ["2", "0"]]
+    assert (
+        [float(r[4]) for r in rows[1:]] == list(range(6))
+        and [r[2:4] for r in rows[1:4]] == [["0", "0"], ["1", "0"], ["2", "0"]]
+    )

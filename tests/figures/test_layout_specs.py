@@ -27,7 +27,9 @@ def test_legends_sit_under_everything_in_the_figures_own_coordinates():
         temperature_curves(np.geomspace(0.05, 5, 8), np.ones(8), np.ones(8), 1.0, 1.0, 0.5, 1.58),
         dk_lines(d_ks, {"a": np.ones(4), "b": np.ones(4)}, title="t", y_title="y", chosen=1, log_y=True),
         grouped_bars({"a": np.ones(3), "b": np.ones(3)}, ["x", "y", "z"], title="t"),
-        cosine_lines(np.ones((2, 3)), ["1 vs 2", "1 vs 3"], ["embedding W_E[id]", "after block 0", "after block 1"], "t"),
+        cosine_lines(
+            np.ones((2, 3)), ["1 vs 2", "1 vs 3"], ["embedding W_E[id]", "after block 0", "after block 1"], "t"
+        ),
     ]
     for fig in figs:
         assert layout(fig)["legend"] == LEGEND_BELOW
@@ -35,7 +37,15 @@ def test_legends_sit_under_everything_in_the_figures_own_coordinates():
 
 def test_log_axis_ticks_are_written_in_full():
     """plotly's own log ticks read "1, 2, 5, 10, 2, 5, 100" (minor ticks as bare digits)."""
-    y = layout(dk_lines(np.array([1, 4, 16, 64, 256, 512]), {"q·k": np.sqrt([1, 4, 16, 64, 256, 512.0])}, title="t", y_title="std", log_y=True))["yaxis"]
+    y = layout(
+        dk_lines(
+            np.array([1, 4, 16, 64, 256, 512]),
+            {"q·k": np.sqrt([1, 4, 16, 64, 256, 512.0])},
+            title="t",
+            y_title="std",
+            log_y=True,
+        )
+    )["yaxis"]
     assert y["type"] == "log" and y["tickmode"] == "array"
     assert y["ticktext"] == ["1", "2", "5", "10", "20"] and y["tickvals"] == [1, 2, 5, 10, 20]  # √512 ≈ 22.6
 
@@ -50,7 +60,10 @@ def test_softmax_table_numbers_stay_short():
 
 
 def test_bar_values_hide_rather_than_overlap():
-    assert layout(grouped_bars({"a": np.ones(8), "b": np.ones(8)}, list("abcdefgh")))["uniformtext"] == {"minsize": 9, "mode": "hide"}
+    assert (
+        layout(grouped_bars({"a": np.ones(8), "b": np.ones(8)}, list("abcdefgh")))["uniformtext"]
+        == {"minsize": 9, "mode": "hide"}
+    )
 
 
 def test_context_cosine_ticks_are_short():
@@ -60,7 +73,8 @@ def test_context_cosine_ticks_are_short():
 
 
 def test_cell_valued_maps_have_no_colour_bar():
-    """A colour bar takes ~110 px of a narrow column: the binary counter and the lecture's matrices write their values."""
+    """A colour bar takes ~110 px of a narrow column: the binary counter and the
+    lecture's matrices write their values."""
     bits = bits_heatmap(np.array([[0, 1], [1, 0]]))
     assert bits.to_dict()["data"][0]["showscale"] is False and layout(bits)["xaxis"]["ticktext"] == ["0", "1"]
     m = {
@@ -87,7 +101,8 @@ def test_panel_maps_wrap_into_rows_of_per_row():
     visible = np.ones((3, 3), dtype=bool)
     assert map_rows(weight_panels(maps, labels, visible, ["0", "1", "2", "3"], "t")) == [[0, 1, 2, 3]]
     assert map_rows(weight_panels(maps, labels, visible, ["0", "1", "2", "3"], "t", per_row=2)) == [[0, 1], [2, 3]]
-    assert map_rows(weight_panels(maps, labels, visible, ["0", "1", "2", "3"], "t", per_row=3)) == [[0, 1], [2, 3]]  # rows of equal length
+    # rows of equal length
+    assert map_rows(weight_panels(maps, labels, visible, ["0", "1", "2", "3"], "t", per_row=3)) == [[0, 1], [2, 3]]
     assert map_rows(weight_panels(maps, labels, visible, ["0", "1", "2", "3"], "t", per_row=1)) == [[0], [1], [2], [3]]
 
 
@@ -98,11 +113,16 @@ def test_a_layers_heads_never_share_a_row_with_the_next_layers():
     titles = [f"head {layer}.{h}" for layer in range(2) for h in range(4)]
     rows = map_rows(head_patterns(patterns, list("abcdef"), titles, "t", repeat_from=3, run=3, per_row=3))
     assert rows == [[0, 1], [2, 3], [4, 5], [6, 7]]
-    assert map_rows(head_patterns(patterns, list("abcdef"), titles, "t", repeat_from=3, run=3)) == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert (
+        map_rows(head_patterns(patterns, list("abcdef"), titles, "t", repeat_from=3, run=3))
+        == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    )
 
 
 def test_key_and_value_panels_wrap_like_the_weight_maps():
     arrays = np.zeros((3, 5, 8))  # K of three key/value heads, 5 tokens × 8 dimensions
-    fig = head_panels(arrays, list("abcde"), ["K/V head 0", "K/V head 1", "K/V head 2"], "t", value_name="K after RoPE", per_row=1)
+    fig = head_panels(
+        arrays, list("abcde"), ["K/V head 0", "K/V head 1", "K/V head 2"], "t", value_name="K after RoPE", per_row=1
+    )
     assert map_rows(fig) == [[0], [1], [2]]
     assert map_rows(head_panels(arrays, list("abcde"), ["0", "1", "2"], "t", value_name="V")) == [[0, 1, 2]]

@@ -1,4 +1,5 @@
-"""figures.narrow: in a narrow column the colour bar and a legend beside the plot go under it, and the plot keeps its height."""
+"""figures.narrow: in a narrow column the colour bar and a legend beside the plot go under
+it, and the plot keeps its height."""
 
 from __future__ import annotations
 
@@ -20,7 +21,14 @@ def plot_box(layout: dict) -> tuple[float, float]:
 
 
 def test_a_colour_bar_goes_under_the_plot_which_keeps_its_height_and_gains_the_width():
-    spec = heatmap(np.random.default_rng(0).random((5, 5)), list("abcde"), list("abcde"), title="weights", x_title="key", y_title="query").to_dict()
+    spec = heatmap(
+        np.random.default_rng(0).random((5, 5)),
+        list("abcde"),
+        list("abcde"),
+        title="weights",
+        x_title="key",
+        y_title="query",
+    ).to_dict()
     before = copy.deepcopy(spec)
     out = narrow(spec)
     assert spec == before  # the cached figure is not changed
@@ -37,7 +45,10 @@ def test_a_shared_colour_axis_moves_its_bar_and_keeps_its_title():
     spec = weight_panels(maps, list("abcd"), np.tril(np.ones((4, 4), bool)), ["head 0", "head 1"], "heads").to_dict()
     out = narrow(spec)
     bar = out["layout"]["coloraxis"]["colorbar"]
-    assert bar["orientation"] == "h" and bar["title"]["text"] == spec["layout"]["coloraxis"]["colorbar"]["title"]["text"]
+    assert (
+        bar["orientation"] == "h"
+        and bar["title"]["text"] == spec["layout"]["coloraxis"]["colorbar"]["title"]["text"]
+    )
     assert plot_box(out["layout"])[0] == plot_box(spec["layout"])[0]
     assert out["layout"]["margin"]["r"] < spec["layout"]["margin"]["r"] - 90
     go.Figure(out)
@@ -58,5 +69,7 @@ def test_figures_with_nothing_beside_the_plot_or_two_colour_bars_stay_as_they_ar
     no_height = {**line, "layout": {k: v for k, v in line["layout"].items() if k != "height"}}
     assert narrow(no_height) is no_height  # no height is set: Streamlit's default stays
     z = np.zeros((2, 2))
-    two = figure([{"type": "heatmap", "z": z}, {"type": "heatmap", "z": z, "xaxis": "x2"}], layout_dict("two bars", 300)).to_dict()
+    two = figure(
+        [{"type": "heatmap", "z": z}, {"type": "heatmap", "z": z, "xaxis": "x2"}], layout_dict("two bars", 300)
+    ).to_dict()
     assert narrow(two) == two

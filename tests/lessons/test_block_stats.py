@@ -29,7 +29,10 @@ def norm64(x: np.ndarray) -> np.ndarray:
 def test_stream_stages_follow_the_forward_pass(tr, tiny_cfg):
     stages = bs.stream_stages(tiny_cfg)
     assert len(stages) == 2 * tiny_cfg.n_layer + 1
-    assert [n for n, _ in stages[:3]] == ["blocks.0.hook_resid_pre", "blocks.0.hook_resid_mid", "blocks.0.hook_resid_post"]
+    assert (
+        [n for n, _ in stages[:3]]
+        == ["blocks.0.hook_resid_pre", "blocks.0.hook_resid_mid", "blocks.0.hook_resid_post"]
+    )
     assert stages[-1] == (f"blocks.{tiny_cfg.n_layer - 1}.hook_resid_post", f"{tiny_cfg.n_layer - 1}: + MLP")
     for name, _ in stages:
         tr[name]
@@ -118,7 +121,9 @@ def test_gelu_is_the_models_activation(tr, tiny_cfg, tokenizer):
     # a model with the exact GELU records exactly that
     exact_model = randomize(GPT(replace(tiny_cfg, activation="gelu")), seed=1)
     t2 = run_trace(exact_model, tokenizer, TEXT)
-    np.testing.assert_allclose(bs.gelu(t2["blocks.0.mlp.hook_pre"], "gelu"), t2["blocks.0.mlp.hook_post"], rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(
+        bs.gelu(t2["blocks.0.mlp.hook_pre"], "gelu"), t2["blocks.0.mlp.hook_post"], rtol=1e-6, atol=1e-7
+    )
 
 
 # ---- the other families: Llama (RMSNorm, SwiGLU, RoPE) and BERT (post-norm) on tiny random models ----
@@ -156,8 +161,11 @@ def test_rmsnorm_steps_rebuild_the_models_output(llama_tr, ln, stream):
         steps = bs.norm_steps(llama_tr, layer, ln)
         x = llama_tr[f"blocks.{layer}.{stream}"].astype(np.float64)
         np.testing.assert_array_equal(steps.x, llama_tr[f"blocks.{layer}.{stream}"])
-        np.testing.assert_allclose(steps.x_hat, x / np.sqrt((x**2).mean(-1, keepdims=True) + cfg.ln_eps), rtol=1e-5, atol=1e-6)
-        # the model's ln output = x̂ ⊙ w (no bias): recover w from the recorded output and check it is one vector for every token
+        np.testing.assert_allclose(
+            steps.x_hat, x / np.sqrt((x**2).mean(-1, keepdims=True) + cfg.ln_eps), rtol=1e-5, atol=1e-6
+        )
+        # the model's ln output = x̂ ⊙ w (no bias): recover w from the recorded output and
+        # check it is one vector for every token
         w = steps.y / steps.x_hat  # (T, d)
         np.testing.assert_allclose(w, np.broadcast_to(w[0], w.shape), rtol=1e-3, atol=1e-4)
 
@@ -168,7 +176,10 @@ def test_post_norm_reads_the_sums_and_labels_the_stream(bert_tr):
     assert (bs.norm_input(cfg, "ln1"), bs.norm_input(cfg, "ln2")) == ("hook_resid_mid", "hook_resid_post")
     stages = bs.stream_stages(cfg)
     assert len(stages) == 4 * cfg.n_layer + 1
-    assert [label for _, label in stages[:5]] == ["LN(e+pos+type)", "0: + attention", "0: LN1", "0: + MLP", "0: LN2 (out)"]
+    assert (
+        [label for _, label in stages[:5]]
+        == ["LN(e+pos+type)", "0: + attention", "0: LN1", "0: + MLP", "0: LN2 (out)"]
+    )
     assert all(len(label) <= 14 for _, label in stages)
     for layer in range(cfg.n_layer):
         b = f"blocks.{layer}."
@@ -178,9 +189,13 @@ def test_post_norm_reads_the_sums_and_labels_the_stream(bert_tr):
             want = F.layer_norm(torch.from_numpy(x), (cfg.d_model,), eps=cfg.ln_eps).numpy()
             np.testing.assert_allclose(steps.x_hat, want, rtol=1e-4, atol=1e-5)
             mod = getattr(model.blocks[layer], ln)
-            np.testing.assert_allclose(steps.x_hat * mod.w.detach().numpy() + mod.b.detach().numpy(), steps.y, rtol=1e-4, atol=1e-5)
+            np.testing.assert_allclose(
+                steps.x_hat * mod.w.detach().numpy() + mod.b.detach().numpy(), steps.y, rtol=1e-4, atol=1e-5
+            )
         # h = LN1(x + attn) is what the MLP's output is added to; the block's output is LN2(h + mlp)
-        np.testing.assert_allclose(tr[b + "ln1.hook_normalized"] + tr[b + "hook_mlp_out"], tr[b + "hook_resid_post"], rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(
+            tr[b + "ln1.hook_normalized"] + tr[b + "hook_mlp_out"], tr[b + "hook_resid_post"], rtol=1e-5, atol=1e-5
+        )
         np.testing.assert_array_equal(bs.block_output(tr, layer), tr[b + "ln2.hook_normalized"])
     norms = bs.residual_norms(tr)
     for row, (name, _) in enumerate(stages):
@@ -233,27 +248,56 @@ def test_stand_out_finds_one_huge_token():
 
 # ---- the Inside a block page's words ----
 
-LLAMA_CFG = ModelConfig(family="llama", n_head=4, n_kv_head=2, d_model=32, d_mlp=48, pos_encoding="rotary", activation="silu")
-BERT_CFG = ModelConfig(family="bert", n_head=4, d_model=32, d_mlp=48, pos_encoding="learned", activation="gelu", has_lm_head=False)
+LLAMA_CFG = ModelConfig(
+    family="llama", n_head=4, n_kv_head=2, d_model=32, d_mlp=48, pos_encoding="rotary", activation="silu"
+)
+BERT_CFG = ModelConfig(
+    family="bert", n_head=4, d_model=32, d_mlp=48, pos_encoding="learned", activation="gelu", has_lm_head=False
+)
 
 
 def test_reading_names_each_familys_norm_and_mlp(tiny_cfg):
     gpt = bs.reading(tiny_cfg, 1)
-    assert gpt.norm == "LayerNorm" and "Before each step a **LayerNorm**" in gpt.intro and "picks block **1**" in gpt.intro
+    assert (
+        gpt.norm == "LayerNorm"
+        and "Before each step a **LayerNorm**" in gpt.intro
+        and "picks block **1**" in gpt.intro
+    )
     assert r"\mathrm{Attn}\big(\mathrm{LN}_1(x)\big)" in gpt.block_latex and "(embed + pos)" in gpt.stream
-    assert "GELU" in gpt.mlp_text and len(gpt.mlp_latex) == 2 and "tanh form" in gpt.mlp_latex[1] and r"\mathbb{R}^{32 \times 64}" in gpt.mlp_latex[0]
-    assert gpt.ln_names["ln2"] == "LayerNorm 2 (before the MLP, reads x_mid)" and "Right: block 1, token by token" in gpt.adds_text
+    assert (
+        "GELU" in gpt.mlp_text
+        and len(gpt.mlp_latex) == 2
+        and "tanh form" in gpt.mlp_latex[1]
+        and r"\mathbb{R}^{32 \times 64}" in gpt.mlp_latex[0]
+    )
+    assert (
+        gpt.ln_names["ln2"] == "LayerNorm 2 (before the MLP, reads x_mid)"
+        and "Right: block 1, token by token" in gpt.adds_text
+    )
     llama = bs.reading(LLAMA_CFG, 0)
     assert llama.norm == "RMSNorm" and r"\mathrm{RMSNorm}_1" in llama.block_latex and "(here 1e-05)" in llama.norm_text
-    assert "**SwiGLU**" in llama.mlp_text and len(llama.mlp_latex) == 2 and "W_{\\mathrm{gate}}" in llama.mlp_latex[0] and "SiLU}(g)" in llama.mlp_latex[1]
+    assert (
+        "**SwiGLU**" in llama.mlp_text
+        and len(llama.mlp_latex) == 2
+        and "W_{\\mathrm{gate}}" in llama.mlp_latex[0]
+        and "SiLU}(g)" in llama.mlp_latex[1]
+    )
     bert = bs.reading(BERT_CFG, 0)
-    assert "come *after* each step (post-norm)" in bert.intro and r"h = \mathrm{LN}_1(x_{\mathrm{mid}})" in bert.block_latex
-    assert bert.ln_names["ln1"].startswith("LayerNorm 1 (after attention") and "In BERT, LN1 reads x + attention" in bert.norm_text
+    assert (
+        "come *after* each step (post-norm)" in bert.intro
+        and r"h = \mathrm{LN}_1(x_{\mathrm{mid}})" in bert.block_latex
+    )
+    assert (
+        bert.ln_names["ln1"].startswith("LayerNorm 1 (after attention")
+        and "In BERT, LN1 reads x + attention" in bert.norm_text
+    )
     assert "exact form" in bert.mlp_latex[1] and r"\lVert h_t \rVert_2" in bert.adds_latex
 
 
 def test_block_notes_by_hand():
-    assert bs.stand_out_note((0, 20000.0, 300.0), "The").startswith("Token 0 (The) grows to 20,000, far longer than any other (at most 300), so the colours stop at 300")
+    assert bs.stand_out_note((0, 20000.0, 300.0), "The").startswith(
+        "Token 0 (The) grows to 20,000, far longer than any other (at most 300), so the colours stop at 300"
+    )
     # LayerNorm of (1, 2, 3) and (−1, 0, 1): each has σ² = 2/3, so x̂ has std √(σ² / (σ² + ε)), a hair under 1
     x = np.array([[1.0, 2.0, 3.0], [-1.0, 0.0, 1.0]])
     steps = bs.NormSteps(x, bs.normalize(x, 1e-5), x)
@@ -265,11 +309,21 @@ def test_block_notes_by_hand():
     x = np.array([[3.0, 4.0]])
     note = bs.norm_note(bs.NormSteps(x, bs.normalize(x, 1e-5, "rmsnorm"), x), "rmsnorm", 1e-5)
     mean_hat = 3.5 / math.sqrt(12.5 + 1e-5)
-    assert "(ε = 1e-05 is too small to show here)" in note and f"its mean is not moved to 0: {mean_hat:.3g} … {mean_hat:.3g}" in note
-    # neurons above 0.1: token 0 has one (0.5), all tokens three of six; by size token 0 has two (0.5, −0.2), all four of six
+    assert (
+        "(ε = 1e-05 is too small to show here)" in note
+        and f"its mean is not moved to 0: {mean_hat:.3g} … {mean_hat:.3g}" in note
+    )
+    # neurons above 0.1: token 0 has one (0.5), all tokens three of six;
+    # by size token 0 has two (0.5, −0.2), all four of six
     post = np.array([[0.5, 0.05, -0.2], [0.2, 0.3, 0.0]])
-    assert bs.active_note(post, 0, by_size=False) == "For this token 1 of 3 neurons have an output above 0.1; over all tokens, 50.0% do."
-    assert bs.active_note(post, 0, by_size=True) == "For this token 2 of 3 neurons have |output| above 0.1; over all tokens, 66.7% do."
+    assert (
+        bs.active_note(post, 0, by_size=False)
+        == "For this token 1 of 3 neurons have an output above 0.1; over all tokens, 50.0% do."
+    )
+    assert (
+        bs.active_note(post, 0, by_size=True)
+        == "For this token 2 of 3 neurons have |output| above 0.1; over all tokens, 66.7% do."
+    )
 
 
 def test_adds_note_reads_the_average_lengths(tr):
@@ -278,5 +332,8 @@ def test_adds_note_reads_the_average_lengths(tr):
         return float(np.linalg.norm(np.asarray(tr[f"blocks.1.{name}"], dtype=np.float64), axis=-1).mean())
 
     attn, x, mlp, mid = (mean_norm(n) for n in ("hook_attn_out", "hook_resid_pre", "hook_mlp_out", "hook_resid_mid"))
-    expected = f"In block 1, attention adds vectors of average length {attn:.3g} to a stream of average length {x:.3g} ({attn / x:.1%} of it); the MLP adds {mlp:.3g} to {mid:.3g} ({mlp / mid:.1%})."
+    expected = (
+        f"In block 1, attention adds vectors of average length {attn:.3g} to a stream of average "
+        f"length {x:.3g} ({attn / x:.1%} of it); the MLP adds {mlp:.3g} to {mid:.3g} ({mlp / mid:.1%})."
+    )
     assert bs.adds_note(tr, 1) == expected

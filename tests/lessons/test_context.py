@@ -148,7 +148,15 @@ def test_pair_cosines_and_table_rows(lm):
         "sentence": 3, "text": BEARS[2], "word": "Bears", "tokens": " + ".join(enc.labels[p] for p in m.tokens),
         "followed token": enc.labels[m.position], "position": m.position, "id": enc.ids[m.position],
     }  # fmt: skip
-    assert cx.match_row(1, "x" * 300, enc, None) == {"sentence": 1, "text": "x" * 200, "word": "—", "tokens": "—", "followed token": "—", "position": None, "id": None}
+    assert cx.match_row(1, "x" * 300, enc, None) == {
+        "sentence": 1,
+        "text": "x" * 200,
+        "word": "—",
+        "tokens": "—",
+        "followed token": "—",
+        "position": None,
+        "id": None,
+    }
 
 
 # ---- the Context page's words ----
@@ -156,14 +164,29 @@ def test_pair_cosines_and_table_rows(lm):
 
 def test_reading_names_each_familys_first_block_and_followed_token(tiny_cfg):
     gpt = cx.reading(tiny_cfg, byte_level=True)
-    assert r"x^{(1)} = \mathrm{Block}_0\big(x^{(0)} + PE_t\big)" in gpt.latex and gpt.latex.endswith(r"\\ \cos(a, b) = \frac{a \cdot b}{\lVert a\rVert\,\lVert b\rVert}\end{gathered}")
-    assert gpt.followed.startswith("A word may be split into several tokens (*Bears* → B + ears).") and "causal mask that is the first position" in gpt.followed
-    assert "W_E[id], before the position vector is added:" in gpt.similarity and "after its LayerNorm" not in gpt.similarity
+    assert (
+        r"x^{(1)} = \mathrm{Block}_0\big(x^{(0)} + PE_t\big)" in gpt.latex
+        and gpt.latex.endswith(r"\\ \cos(a, b) = \frac{a \cdot b}{\lVert a\rVert\,\lVert b\rVert}\end{gathered}")
+    )
+    assert (
+        gpt.followed.startswith("A word may be split into several tokens (*Bears* → B + ears).")
+        and "causal mask that is the first position" in gpt.followed
+    )
+    assert (
+        "W_E[id], before the position vector is added:" in gpt.similarity
+        and "after its LayerNorm" not in gpt.similarity
+    )
     assert gpt.looks.startswith("The attention weights of the word's token") and "both sides" not in gpt.looks
     llama = cx.reading(ModelConfig(family="llama", pos_encoding="rotary", activation="silu"), byte_level=True)
     assert r"\mathrm{Block}_0\big(x^{(0)}\big)" in llama.latex and "RoPE turns queries and keys" in llama.similarity
-    bert = cx.reading(ModelConfig(family="bert", pos_encoding="learned", activation="gelu", has_lm_head=False), byte_level=False)
-    assert "T_{A}" in bert.latex and "(*didn't* → didn + ' + t)" in bert.followed and "this model is an encoder" in bert.followed
+    bert = cx.reading(
+        ModelConfig(family="bert", pos_encoding="learned", activation="gelu", has_lm_head=False), byte_level=False
+    )
+    assert (
+        "T_{A}" in bert.latex
+        and "(*didn't* → didn + ' + t)" in bert.followed
+        and "this model is an encoder" in bert.followed
+    )
     assert "hands on, after its LayerNorm," in bert.similarity and "on both sides" in bert.looks
 
 
@@ -171,5 +194,10 @@ def test_context_notes_by_hand():
     assert cx.tokens_note({5}).startswith("Every sentence uses the **same token** (id 5)")
     assert cx.tokens_note({7, 3}).startswith("The sentences use **different tokens** here (ids 3, 7;")
     # two pairs: (1.0 + 0.8) / 2 = 0.9 at the embedding, (0.5 + 0.1) / 2 = 0.3 at the end
-    assert cx.cosine_note(np.array([[1.0, 0.7, 0.5], [0.8, 0.4, 0.1]])) == "Averaged over the pairs: cos = 0.900 at the embedding, 0.300 after the last block."
-    assert cx.spread_note(np.array([0.5, 0.25]), 12).startswith("These two directions hold 75.0% of the spread of the 12 vectors;")
+    assert (
+        cx.cosine_note(np.array([[1.0, 0.7, 0.5], [0.8, 0.4, 0.1]]))
+        == "Averaged over the pairs: cos = 0.900 at the embedding, 0.300 after the last block."
+    )
+    assert cx.spread_note(np.array([0.5, 0.25]), 12).startswith(
+        "These two directions hold 75.0% of the spread of the 12 vectors;"
+    )

@@ -67,12 +67,15 @@ def test_cross_head_scores_are_q_times_k_over_root_d_and_tau(lt):
     assert x.q.shape == (T, lt.cfg.d_head) and x.k.shape == x.v.shape == (S, lt.cfg.d_head)
     np.testing.assert_allclose(x.scores, x.q @ x.k.T / math.sqrt(lt.cfg.d_head) / 2.0, rtol=1e-4, atol=1e-5)
     weights = np.exp(x.scores - x.scores.max(-1, keepdims=True))
-    np.testing.assert_allclose(weights / weights.sum(-1, keepdims=True), tr["decoder.blocks.1.cross_attn.hook_pattern"][3], atol=1e-5)
+    np.testing.assert_allclose(
+        weights / weights.sum(-1, keepdims=True), tr["decoder.blocks.1.cross_attn.hook_pattern"][3], atol=1e-5
+    )
 
 
 def test_weights_mean_and_future_mask(lt):
     tr = translate(lt)
-    stack = np.stack([tr[f"encoder.blocks.{layer}.attn.hook_pattern"] for layer in range(lt.cfg.n_layer)])  # (L, nh, S, S)
+    # (L, nh, S, S)
+    stack = np.stack([tr[f"encoder.blocks.{layer}.attn.hook_pattern"] for layer in range(lt.cfg.n_layer)])
     np.testing.assert_allclose(xa.weights(tr, "encoder", None, None), stack.mean(axis=(0, 1)), rtol=1e-6)
     np.testing.assert_allclose(xa.weights(tr, "encoder", 1, 2), stack[1, 2], rtol=1e-6)
     T = len(tr.decoder_input)
@@ -94,13 +97,26 @@ def test_texts(lt):
     n_params = sum(p.numel() for p in lt.model.parameters())
     assert f"{n_params:,} parameters, {lt.cfg.n_layer} encoder + {lt.cfg.n_layer} decoder blocks" in xa.intro(lt.model)
     r = xa.reading(ref, gold, None, 2, causal=True)
-    assert r.where == "all layers, head 2" and "Same as the reference" in r.reference and "(all layers, head 2)" in r.others
+    assert (
+        r.where == "all layers, head 2"
+        and "Same as the reference" in r.reference
+        and "(all layers, head 2)" in r.others
+    )
     assert xa.reading(ref, gold, 1, None, causal=False).where == "layer 1, mean of the heads"
-    assert "does not fit the grammar of the phrases the translator learned from" in xa.reading(None, (), 0, 0, causal=True).reference
+    assert (
+        "does not fit the grammar of the phrases the translator learned from"
+        in xa.reading(None, (), 0, 0, causal=True).reference
+    )
     other = xa.reading(ref, (), 0, 0, causal=False)  # the model wrote another translation
-    assert other.reference.startswith(f"The reference translation is “{ref.french_text}”") and other.weights_note.startswith("Mask off")
+    assert (
+        other.reference.startswith(f"The reference translation is “{ref.french_text}”")
+        and other.weights_note.startswith("Mask off")
+    )
     assert f"French position ({len(tr.written)}), K and V one row per English word (4)" in xa.qkv_text(tr, 1, 0)
     assert xa.step_text(tr, 1).startswith("Step 1: having written **(nothing yet)**, the decoder writes **la**")
     unknown = (("teh", ("the", "tea")), ("zzz", ()))
     src = SourceText(words=("big",), unknown=unknown, suggested=("the", "big"), n_ignored=0, n_known=1)
-    assert xa.unknown_words(src) == "Not in the translator's lexicon, so left out: `teh` (did you mean `the` / `tea`?), `zzz`."
+    assert (
+        xa.unknown_words(src)
+        == "Not in the translator's lexicon, so left out: `teh` (did you mean `the` / `tea`?), `zzz`."
+    )

@@ -1,4 +1,5 @@
-"""Embedding-space helpers against independent computations: SVD / covariance PCA, cosine by formula, brute-force neighbours."""
+"""Embedding-space helpers against independent computations: SVD / covariance PCA, cosine by
+formula, brute-force neighbours."""
 
 from __future__ import annotations
 
@@ -8,7 +9,17 @@ from tokenizers import Tokenizer as HFTokenizer
 from tokenizers import models, normalizers, pre_tokenizers, processors
 
 from lessons import embedding_space as es
-from lessons.embedding_space import NotOneToken, analogy, binary_bits, cosine_matrix, frequent_ids, merged_ids, nearest, single_token_id, unit_rows
+from lessons.embedding_space import (
+    NotOneToken,
+    analogy,
+    binary_bits,
+    cosine_matrix,
+    frequent_ids,
+    merged_ids,
+    nearest,
+    single_token_id,
+    unit_rows,
+)
 from lessons.pca import pca
 from transformer import sinusoidal_encoding
 from transformer.loading import load_model
@@ -50,7 +61,8 @@ def test_pca_matches_covariance_eigenvectors_and_projects():
     coords = fit.project(x)
     assert coords.shape == (200, 2) and coords.dtype == np.float32
     np.testing.assert_allclose(coords, (x - x.mean(0)) @ fit.components.T, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(coords.var(0, ddof=1), np.sort(val.real)[::-1][:2], rtol=1e-4)  # variance along PC k = k-th eigenvalue
+    # variance along PC k = k-th eigenvalue
+    np.testing.assert_allclose(coords.var(0, ddof=1), np.sort(val.real)[::-1][:2], rtol=1e-4)
 
 
 def test_pca_sign_is_fixed():
@@ -77,7 +89,9 @@ def test_unit_rows_keeps_a_zero_row_zero():
 
 def brute_force(w: np.ndarray, v: np.ndarray, k: int, exclude: set[int]) -> list[tuple[int, float]]:
     """Every row's cosine to v, by the formula, sorted; the k best not excluded."""
-    scores = [(i, float(w[i] @ v / (np.linalg.norm(w[i]) * np.linalg.norm(v)))) for i in range(len(w)) if i not in exclude]
+    scores = [
+        (i, float(w[i] @ v / (np.linalg.norm(w[i]) * np.linalg.norm(v)))) for i in range(len(w)) if i not in exclude
+    ]
     return sorted(scores, key=lambda p: -p[1])[:k]
 
 
@@ -156,7 +170,10 @@ def test_binary_bits():
 
 # ---- a WordPiece vocabulary (BERT's kind), built here ----
 
-WORDPIECE = ["[PAD]", "[unused0]", "[UNK]", "[CLS]", "[SEP]", "a", "b", "k", "!", "##s", "the", "king", "man", "woman", "queen", "bank", "walk", "##ing", "he", "she"]
+WORDPIECE = [
+    "[PAD]", "[unused0]", "[UNK]", "[CLS]", "[SEP]", "a", "b", "k", "!", "##s", "the", "king", "man", "woman", "queen",
+    "bank", "walk", "##ing", "he", "she",
+]
 
 
 @pytest.fixture(scope="module")
@@ -164,7 +181,9 @@ def wordpiece() -> Tokenizer:
     hf = HFTokenizer(models.WordPiece({t: i for i, t in enumerate(WORDPIECE)}, unk_token="[UNK]"))
     hf.normalizer = normalizers.BertNormalizer(lowercase=True)
     hf.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    hf.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 3), ("[SEP]", 4)])
+    hf.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 3), ("[SEP]", 4)]
+    )
     for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]"):
         hf.add_special_tokens([t])
     return Tokenizer(hf, add_special_tokens=True)
@@ -191,7 +210,10 @@ def test_analogy_words_fall_back_when_woman_is_two_tokens(bundled):
     assert len(bundled.tokenizer.encode(" woman")) > 1
     assert es.analogy_words(bundled.tokenizer) == ("king", "he", "she")
     ids, bad = es.read_words(bundled.tokenizer, {"a": "king", "b": "he"}, space=True)
-    assert ids == {"a": bundled.tokenizer.encode(" king").ids[0], "b": bundled.tokenizer.encode(" he").ids[0]} and not bad
+    assert (
+        ids == {"a": bundled.tokenizer.encode(" king").ids[0], "b": bundled.tokenizer.encode(" he").ids[0]}
+        and not bad
+    )
 
 
 def test_directions_equal_unit_rows():
@@ -201,16 +223,25 @@ def test_directions_equal_unit_rows():
     v = RNG.normal(size=9).astype(np.float32)
     np.testing.assert_allclose(d.cosines(v), unit @ (v / np.linalg.norm(v)), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(d.unit(3), unit[3], rtol=1e-6)
-    for a, b in ((nearest(d, v, 7, {1}), nearest(unit, v, 7, {1})), (analogy(d, 2, 3, 4, 6), analogy(unit, 2, 3, 4, 6))):
+    for a, b in (
+        (nearest(d, v, 7, {1}), nearest(unit, v, 7, {1})),
+        (analogy(d, 2, 3, 4, 6), analogy(unit, 2, 3, 4, 6)),
+    ):
         assert a[0].tolist() == b[0].tolist()
         np.testing.assert_allclose(a[1], b[1], rtol=1e-5)
 
 
 def test_position_helpers():
     pe = sinusoidal_encoding(20, 16).numpy().astype(np.float64)
-    np.testing.assert_allclose(es.position_similarity(pe), [[pe[i] @ pe[j] for j in range(20)] for i in range(20)], rtol=1e-6)
+    np.testing.assert_allclose(
+        es.position_similarity(pe), [[pe[i] @ pe[j] for j in range(20)] for i in range(20)], rtol=1e-6
+    )
     assert es.wavelengths([0, 1, 6], 16) == pytest.approx([2 * np.pi, 2 * np.pi, 2 * np.pi * 10000 ** (6 / 16)])
-    assert es.counter_bits(16).shape == (16, 4) and es.counter_bits(10).shape == (10, 4) and es.counter_bits(2).shape == (2, 1)
+    assert (
+        es.counter_bits(16).shape == (16, 4)
+        and es.counter_bits(10).shape == (10, 4)
+        and es.counter_bits(2).shape == (2, 1)
+    )
     assert es.sinusoid_difference(sinusoidal_encoding(30, 8).numpy()) == 0
     assert es.sinusoid_difference(sinusoidal_encoding(30, 8).numpy() + 0.25) == pytest.approx(0.25)
     assert es.mean_length(np.array([[3.0, 4.0], [0.0, 1.0]])) == pytest.approx(3.0)
@@ -222,20 +253,37 @@ def test_position_helpers():
 def test_reading_for_byte_level_bpe(tokenizer):
     r = es.reading(tokenizer, 64, ("king", "he", "she"))
     assert "(byte-pair encoding, BPE): common words" in r.intro and "A token like `<F0>` holds one byte" in r.chips
-    assert r.map.startswith("Each token is a point in 64 dimensions.") and '"Frequent" here means the first tokens BPE learned' in r.map
+    assert (
+        r.map.startswith("Each token is a point in 64 dimensions.")
+        and '"Frequent" here means the first tokens BPE learned' in r.map
+    )
     assert "Here the defaults are *king − he + she*, because *woman* is two tokens" in r.analogy
-    pieces = [tokenizer.label(t) for t in tokenizer.hf.encode(" bank", add_special_tokens=False).tokens]  # this 400-token vocabulary splits it
-    assert len(pieces) > 1 and f"This small vocabulary splits ␣bank into {' + '.join(pieces)}, but the point stands" in r.bank
+    # this 400-token vocabulary splits it
+    pieces = [tokenizer.label(t) for t in tokenizer.hf.encode(" bank", add_special_tokens=False).tokens]
+    assert (
+        len(pieces) > 1
+        and f"This small vocabulary splits ␣bank into {' + '.join(pieces)}, but the point stands" in r.bank
+    )
 
 
 def test_reading_for_wordpiece(wordpiece):
     r = es.reading(wordpiece, 384, ("king", "man", "woman"))
-    assert "(WordPiece, BERT's tokenizer)" in r.intro and "**[CLS]** at the start" in r.chips and "the first words of the WordPiece vocabulary" in r.map
-    assert "Here the defaults are *king − man + woman*. Type" in r.analogy and "In this vocabulary bank is a single token, so every sense shares one row" in r.bank
+    assert (
+        "(WordPiece, BERT's tokenizer)" in r.intro
+        and "**[CLS]** at the start" in r.chips
+        and "the first words of the WordPiece vocabulary" in r.map
+    )
+    assert (
+        "Here the defaults are *king − man + woman*. Type" in r.analogy
+        and "In this vocabulary bank is a single token, so every sense shares one row" in r.bank
+    )
 
 
 def test_analogy_note():
     assert es.analogy_note("smollm2-135m", ("king", "man", "woman"), "␣queen").startswith(
-        "An honest note: smollm2-135m learned its embeddings from billions of words, so classic analogies often work when every word is one token (king − man + woman gives ␣queen here)."
+        "An honest note: smollm2-135m learned its embeddings from billions of words, "
+        "so classic analogies often work when every word is one token (king − man + woman gives ␣queen here)."
     )
-    assert es.analogy_note("shakespeare-gpt", ("king", "he", "she"), None).startswith("An honest note: this is a small model trained on about a million characters of Shakespeare.")
+    assert es.analogy_note("shakespeare-gpt", ("king", "he", "she"), None).startswith(
+        "An honest note: this is a small model trained on about a million characters of Shakespeare."
+    )

@@ -18,7 +18,8 @@ def scores(**set_to) -> HeadScores:
 
 
 def test_badges_name_each_labelled_head_and_only_those():
-    s = scores(previous_token_0_1=0.9, first_token_0_1=0.7, induction_1_2=0.45, duplicate_token_1_0=0.39)  # 0.39 < 0.4: no badge
+    # 0.39 < 0.4: no badge
+    s = scores(previous_token_0_1=0.9, first_token_0_1=0.7, induction_1_2=0.45, duplicate_token_1_0=0.39)
     assert head_roles.badges(s) == {(0, 1): "prev·sink", (1, 2): "ind"}
 
 

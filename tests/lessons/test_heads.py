@@ -1,4 +1,5 @@
-"""lessons.heads: names, averages, pooling, line pairs, W_O, ablation, the query–key map — each against an independent computation."""
+"""lessons.heads: names, averages, pooling, line pairs, W_O, ablation, the query–key map — each
+against an independent computation."""
 
 from __future__ import annotations
 
@@ -43,17 +44,22 @@ def test_visible_keys_is_the_causal_mask(tr, tiny_cfg):
 def test_mean_pattern(tr, tiny_cfg):
     stacked = np.stack([tr[f"blocks.{lay}.attn.hook_pattern"] for lay in range(tiny_cfg.n_layer)]).astype(np.float64)
     np.testing.assert_allclose(heads.mean_pattern(tr, 1), stacked[1].mean(axis=0), rtol=1e-6)
-    np.testing.assert_allclose(heads.mean_pattern(tr, None), stacked.reshape(-1, *stacked.shape[2:]).mean(axis=0), rtol=1e-6)
-    np.testing.assert_allclose(heads.mean_pattern(tr, None).sum(axis=1), 1, rtol=1e-5)  # an average of rows summing to 1 sums to 1
+    np.testing.assert_allclose(
+        heads.mean_pattern(tr, None), stacked.reshape(-1, *stacked.shape[2:]).mean(axis=0), rtol=1e-6
+    )
+    # an average of rows summing to 1 sums to 1
+    np.testing.assert_allclose(heads.mean_pattern(tr, None).sum(axis=1), 1, rtol=1e-5)
 
 
 def test_sink_share(tr):
     w = tr["blocks.0.attn.hook_pattern"]
     T = w.shape[-1]
-    want = [np.mean([w[h, i, 0] for i in range(1, T)]) for h in range(w.shape[0])]  # a decoder: the first token, rows 1…T−1
+    # a decoder: the first token, rows 1…T−1
+    want = [np.mean([w[h, i, 0] for i in range(1, T)]) for h in range(w.shape[0])]
     np.testing.assert_allclose(heads.sink_share(w, (0,), True), want, rtol=1e-6)
     assert np.isnan(heads.sink_share(np.ones((2, 1, 1)), (0,), True)).all()  # one token: no row can choose
-    want = [np.mean([w[h, i, 0] + w[h, i, T - 1] for i in range(T)]) for h in range(w.shape[0])]  # an encoder: [CLS] + [SEP], every row
+    # an encoder: [CLS] + [SEP], every row
+    want = [np.mean([w[h, i, 0] + w[h, i, T - 1] for i in range(T)]) for h in range(w.shape[0])]
     np.testing.assert_allclose(heads.sink_share(w, (0, T - 1), False), want, rtol=1e-6)
 
 
@@ -96,7 +102,10 @@ def test_line_pairs(tr):
     assert set(zip(i.tolist(), j.tolist(), strict=True)) == want and len(i) == len(want)
     np.testing.assert_array_equal(lw, w[i, j])
     i, j, _ = heads.line_pairs(w, vis, 0.0, token=4)
-    assert set(zip(i.tolist(), j.tolist(), strict=True)) == {(4, b) for b in range(5)} | {(a, 4) for a in range(4, len(w))}
+    assert (
+        set(zip(i.tolist(), j.tolist(), strict=True))
+        == {(4, b) for b in range(5)} | {(a, 4) for a in range(4, len(w))}
+    )
 
 
 def test_strongest_keys(tr):
@@ -120,7 +129,12 @@ def test_out_projection_gives_attn_out(tiny_model, tr, tiny_cfg):
     np.testing.assert_array_equal(concat, tr["blocks.1.attn.hook_z"].reshape(len(concat), -1))
     np.testing.assert_allclose(concat @ W_O + b_O, tr["blocks.1.hook_attn_out"], rtol=1e-4, atol=1e-5)
     # head h's block of rows gives its share z_h·W_O[h]
-    np.testing.assert_allclose(tr["blocks.1.attn.hook_z"][:, 2] @ W_O[2 * hs : 3 * hs], tr["blocks.1.attn.hook_result"][:, 2], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        tr["blocks.1.attn.hook_z"][:, 2] @ W_O[2 * hs : 3 * hs],
+        tr["blocks.1.attn.hook_result"][:, 2],
+        rtol=1e-4,
+        atol=1e-5,
+    )
 
 
 def test_next_token_change_equals_the_engine_ablation(tiny_model, tokenizer, tr):
@@ -166,7 +180,8 @@ def test_qk_map_of_one_token():
 def test_map_measures(tr):
     m = qk_map.qk_map(tr["blocks.0.attn.hook_q"][:, 2], tr["blocks.0.attn.hook_k"][:, 2])
     meas = qk_map.map_measures(m)
-    np.testing.assert_allclose(meas["distance"][3, 1], np.linalg.norm(m.q2[3] - m.k2[1]), rtol=1e-6)  # the map points are float32
+    # the map points are float32
+    np.testing.assert_allclose(meas["distance"][3, 1], np.linalg.norm(m.q2[3] - m.k2[1]), rtol=1e-6)
     np.testing.assert_allclose(meas["dot"][3, 1], m.q2[3] @ m.k2[1], rtol=1e-6)
 
 
@@ -177,7 +192,8 @@ def test_row_rank_correlations(tr):
     noise = np.random.default_rng(2).random(w.shape)
     noise[5, :3] = 0.25  # ties
     rho = qk_map.row_rank_correlations({"score": scores, "minus": -scores, "noise": noise}, w, vis)
-    assert rho["score"] == pytest.approx(1.0) and rho["minus"] == pytest.approx(-1.0)  # softmax keeps the order of the scores
+    # softmax keeps the order of the scores
+    assert rho["score"] == pytest.approx(1.0) and rho["minus"] == pytest.approx(-1.0)
     want = np.mean([spearman(noise[i, : i + 1], w[i, : i + 1]) for i in range(2, len(w))])
     assert rho["noise"] == pytest.approx(want, abs=1e-9)
     short = qk_map.row_rank_correlations({"score": scores[:2, :2]}, w[:2, :2], vis[:2, :2])
@@ -207,16 +223,28 @@ def bert(tokenizer):
 
 
 def test_key_mask_is_the_mask_the_scores_had(tr, llama, bert, tokenizer):
-    for t in (tr, run_trace(llama, tokenizer, TEXT), run_trace(bert, tokenizer, TEXT), run_trace(llama, tokenizer, TEXT, Interventions(causal=False))):
+    for t in (
+        tr,
+        run_trace(llama, tokenizer, TEXT),
+        run_trace(bert, tokenizer, TEXT),
+        run_trace(llama, tokenizer, TEXT, Interventions(causal=False)),
+    ):
         mask = heads.key_mask(t)
         for layer in range(t.cfg.n_layer):
             assert (heads.visible_keys(t, layer) == mask).all()
     T = len(tr.encoding)
-    assert heads.key_mask(run_trace(bert, tokenizer, TEXT)).all() and heads.key_mask(tr).sum() == T * (T + 1) // 2  # encoder: every key
+    # encoder: every key
+    assert heads.key_mask(run_trace(bert, tokenizer, TEXT)).all() and heads.key_mask(tr).sum() == T * (T + 1) // 2
 
 
 def test_sink_columns():
-    enc = Encoding("x", (101, 7, 8, 102, 9, 102), ("[CLS]", "a", "b", "[SEP]", "c", "[SEP]"), ((0, 0),) * 6, ("[CLS]", "a", "b", "[SEP]", "c", "[SEP]"))
+    enc = Encoding(
+        "x",
+        (101, 7, 8, 102, 9, 102),
+        ("[CLS]", "a", "b", "[SEP]", "c", "[SEP]"),
+        ((0, 0),) * 6,
+        ("[CLS]", "a", "b", "[SEP]", "c", "[SEP]"),
+    )
     assert heads.sink_columns(enc, ModelConfig()) == (0,)
     assert heads.sink_columns(enc, ModelConfig(family="bert", pos_encoding="learned", activation="gelu")) == (0, 3, 5)
 
@@ -227,8 +255,12 @@ def test_out_projection_without_bias_gives_attn_out(llama, tokenizer):
     assert b_O is None and W_O.shape == (4 * 8, 32)
     np.testing.assert_allclose(t["blocks.1.attn.hook_concat"] @ W_O, t["blocks.1.hook_attn_out"], rtol=1e-4, atol=1e-5)
     sh = heads.output_shares(t, llama, 1, 3)
-    assert sh.names == [*(f"head {h}: z·W_O[{h}]" for h in range(4)), "sum = attention output"] and sh.rows.shape == (5, 32)
-    np.testing.assert_allclose(sh.rows[:4].sum(0), sh.rows[4], rtol=1e-4, atol=1e-5)  # the heads' shares add up to attn_out
+    assert (
+        sh.names == [*(f"head {h}: z·W_O[{h}]" for h in range(4)), "sum = attention output"]
+        and sh.rows.shape == (5, 32)
+    )
+    # the heads' shares add up to attn_out
+    np.testing.assert_allclose(sh.rows[:4].sum(0), sh.rows[4], rtol=1e-4, atol=1e-5)
     assert sh.error < 1e-4
 
 
@@ -243,7 +275,10 @@ def test_output_change_of_an_encoder(bert, tokenizer):
     before = run_trace(bert, tokenizer, TEXT)
     after = run_trace(bert, tokenizer, TEXT, Interventions(ablate=frozenset({(0, 1), (1, 3)})))
     oc = heads.output_change(before, after)
-    a, b = before["blocks.1.ln2.hook_normalized"].astype(np.float64), after["blocks.1.ln2.hook_normalized"].astype(np.float64)  # the last block's output
+    a, b = (
+        before["blocks.1.ln2.hook_normalized"].astype(np.float64),
+        after["blocks.1.ln2.hook_normalized"].astype(np.float64),
+    )  # the last block's output
     cos = [x @ y / (np.linalg.norm(x) * np.linalg.norm(y)) for x, y in zip(a, b, strict=True)]
     np.testing.assert_allclose(oc.cosine, cos, rtol=1e-5)
     np.testing.assert_allclose(oc.relative, np.linalg.norm(b - a, axis=1) / np.linalg.norm(a, axis=1), rtol=1e-5)
@@ -269,41 +304,82 @@ BERT = ModelConfig(family="bert", pos_encoding="learned", activation="gelu", has
 
 def test_reading_names_each_familys_heads_sink_and_ablation(tiny_cfg):
     gpt = heads.reading(tiny_cfg, 2)
-    assert "each with its own W_Q, W_K, W_V (d_head = d_model / h = 32 / 4 = 8)" in gpt.intro and "**layer 2**" in gpt.intro and "encoder" not in gpt.intro
+    assert (
+        "each with its own W_Q, W_K, W_V (d_head = d_model / h = 32 / 4 = 8)" in gpt.intro
+        and "**layer 2**" in gpt.intro
+        and "encoder" not in gpt.intro
+    )
     assert gpt.b_O == heads.out_bias(tiny_cfg) == " + b_O" and r"W_O + b_O, \\" in gpt.formula
     assert (gpt.sink, gpt.sink_to, gpt.columns) == ("first-token", "the first token", "first-token column")
     assert gpt.sink_label == "Hide the first-token column (attention sink)" and "very first token" in gpt.sink_note
-    assert "prediction of the next token" in gpt.ablation and not gpt.encoder_note and r"\mathrm{logits}_{T-1}" in gpt.ablation_latex
+    assert (
+        "prediction of the next token" in gpt.ablation
+        and not gpt.encoder_note
+        and r"\mathrm{logits}_{T-1}" in gpt.ablation_latex
+    )
     llama = heads.reading(LLAMA, 0)
-    assert "groups of 3 share one W_K and W_V (3 key/value heads" in llama.intro and llama.b_O == "" and r"W_O, \\" in llama.formula
+    assert (
+        "groups of 3 share one W_K and W_V (3 key/value heads" in llama.intro
+        and llama.b_O == ""
+        and r"W_O, \\" in llama.formula
+    )
     bert = heads.reading(BERT, 0)
     assert bert.intro.endswith("This model is an encoder: no causal mask (M = 0), every token sees the whole sentence.")
     assert bert.sink_label == "Hide the [CLS] and [SEP] columns (attention sinks)" and bert.sink == "[CLS]/[SEP]"
-    assert "final vector of every token" in bert.ablation and bert.encoder_note and r"\cos(x_t, x'_t)" in bert.ablation_latex and "the output needs it" in bert.caveat
+    assert (
+        "final vector of every token" in bert.ablation
+        and bert.encoder_note
+        and r"\cos(x_t, x'_t)" in bert.ablation_latex
+        and "the output needs it" in bert.caveat
+    )
 
 
 def test_sink_notes_by_hand(tiny_cfg):
     read = heads.reading(tiny_cfg, 1)
     # one row 0.5 | 0.3 0.2 with column 0 hidden: 0.5 still shown, 0.5 hidden
-    expected = "First-token column hidden, weights not renormalised: in layer 1, head 2, the last row's weights still shown add up to 0.500, not 1 (the hidden 0.500 went to the first token)."
+    expected = (
+        "First-token column hidden, weights not renormalised: in layer 1, head 2, "
+        "the last row's weights still shown add up to 0.500, not 1 (the hidden 0.500 went to the first token)."
+    )
     assert heads.hidden_note(read, np.array([0.5, 0.3, 0.2]), (0,), 1, 2) == expected
     bert_note = heads.hidden_note(heads.reading(BERT, 0), np.array([0.5, 0.3, 0.2]), (0, 2), 0, 1)
-    assert bert_note.startswith("[CLS] and [SEP] columns hidden") and "still shown add up to 0.300" in bert_note  # the tokens' names keep their case
+    # the tokens' names keep their case
+    assert bert_note.startswith("[CLS] and [SEP] columns hidden") and "still shown add up to 0.300" in bert_note
     # a decoder's rows 1 and 2 on column 0: head 0 (0.6 + 0.2) / 2 = 40 %, head 1 (0.1 + 0.4) / 2 = 25 %
     w = np.array([[[1, 0, 0], [0.6, 0.4, 0], [0.2, 0.3, 0.5]], [[1, 0, 0], [0.1, 0.9, 0], [0.4, 0.4, 0.2]]])
-    assert heads.sink_share_note(read, w, (0,), True) == "Weight on the first token, averaged over rows 1…T−1: head 0 40.0%, head 1 25.0%."
+    assert (
+        heads.sink_share_note(read, w, (0,), True)
+        == "Weight on the first token, averaged over rows 1…T−1: head 0 40.0%, head 1 25.0%."
+    )
 
 
 def test_overview_concat_and_ablation_words(tiny_cfg):
-    assert "each cell is the mean of a 2 × 2 block of weights, future cells left out, so 16 tokens fit in 8 cells" in heads.overview_note(2, 8, 16, True)
+    assert (
+        "each cell is the mean of a 2 × 2 block of weights, future cells left out, so 16 tokens fit in 8 cells"
+        in heads.overview_note(2, 8, 16, True)
+    )
     assert "(every weight is shown)" in heads.overview_note(1, 5, 5, False)
     # T = 5, 4 heads of 8: concat (5, 32), W_O (32, 32), b_O (32,)
     note = heads.concat_note(tiny_cfg, 1, 5)
-    assert note.startswith("Layer 1: the heads' outputs Z **(5, 4, 8)**") and "concatenated **(5, 32)** → times W_O **(32, 32)** plus b_O (one vector of 32 numbers)" in note
+    assert (
+        note.startswith("Layer 1: the heads' outputs Z **(5, 4, 8)**")
+        and "concatenated **(5, 32)** → times W_O **(32, 32)** plus b_O (one vector of 32 numbers)" in note
+    )
     assert "(this model has no bias b_O)" in heads.concat_note(LLAMA, 0, 5)
-    assert heads.ablation_verdict(tiny_cfg, [], 0.0, 5) == ("info", "No head is switched off: both bars are the model as trained. Choose heads above.")
-    assert heads.ablation_verdict(tiny_cfg, ["0.1", "2.3"], 0.1234, 5)[1].startswith("Switched off: 0.1, 2.3. **12.3%** of the probability moved")
-    assert heads.ablation_verdict(BERT, ["0.1"], 0.01234, 7) == ("markdown", "Switched off: 0.1. The final vectors turned by **0.0123** on average (1 − cos over the 7 tokens; 0 = unchanged).")
+    assert (
+        heads.ablation_verdict(tiny_cfg, [], 0.0, 5)
+        == ("info", "No head is switched off: both bars are the model as trained. Choose heads above.")
+    )
+    assert heads.ablation_verdict(tiny_cfg, ["0.1", "2.3"], 0.1234, 5)[1].startswith(
+        "Switched off: 0.1, 2.3. **12.3%** of the probability moved"
+    )
+    assert heads.ablation_verdict(BERT, ["0.1"], 0.01234, 7) == (
+        "markdown",
+        (
+            "Switched off: 0.1. The final vectors turned by **0.0123** "
+            "on average (1 − cos over the 7 tokens; 0 = unchanged)."
+        ),
+    )
 
 
 def test_overview_leaves_out_the_future_and_hidden_columns(tr):

@@ -5,7 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lessons.logit_lens import column, logit_lens, residual_streams, stage_logits, stage_names, top_table, window, window_size
+from lessons.logit_lens import (
+    column,
+    logit_lens,
+    residual_streams,
+    stage_logits,
+    stage_names,
+    top_table,
+    window,
+    window_size,
+)
 from tests.conftest import SENTENCES, small_model
 from transformer import Interventions, run_trace
 from transformer.loading import load_model
@@ -91,12 +100,14 @@ def test_rmsnorm_lens_of_a_llama(tokenizer):
     tr = run_trace(model, tokenizer, "the cat and the dog")
     T = len(tr.encoding)
     x = residual_streams(tr, range(T)).astype(np.float64)  # (L+1, T, d)
-    np.testing.assert_array_equal(x[0], tr["hook_embed"])  # no position vector: the stream starts at the token embedding
+    # no position vector: the stream starts at the token embedding
+    np.testing.assert_array_equal(x[0], tr["hook_embed"])
     y = x / np.sqrt((x**2).mean(-1, keepdims=True) + model.ln_final.eps) * model.ln_final.w.double().numpy()
     want = y @ model.W_E.T.double().numpy()  # tied unembedding
     lz = logit_lens(model, tr, range(T))
     np.testing.assert_allclose(lz.logits, want, rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(lz.logits[-1], tr["logits"], rtol=1e-4, atol=1e-4)  # the last stage is the model's output
+    # the last stage is the model's output
+    np.testing.assert_allclose(lz.logits[-1], tr["logits"], rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(lz.top_probs, np_softmax(want).max(-1), rtol=1e-5)
 
 
@@ -111,7 +122,13 @@ def test_top_table_and_window(tiny_model, tokenizer):
         top = np.argsort(-p)[:3]
         assert stage == [f"{labels[i]}  {p[i]:.3f}" for i in top]
     assert window_size(1024) == 32 and window_size(49_152) == 16 and window_size(10**6) == 16
-    assert window(255, 256, 16) == range(240, 256) and window(255, 256) == range(224, 256) and window(100, 256) == range(69, 101) and window(5, 256) == range(0, 32) and window(3, 10) == range(0, 10)
+    assert (
+        window(255, 256, 16) == range(240, 256)
+        and window(255, 256) == range(224, 256)
+        and window(100, 256) == range(69, 101)
+        and window(5, 256) == range(0, 32)
+        and window(3, 10) == range(0, 10)
+    )
 
 
 def test_a_column_is_the_lens_at_one_position(tiny_model, tokenizer):

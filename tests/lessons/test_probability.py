@@ -1,4 +1,5 @@
-"""lessons.probability and lessons.pca: the one softmax, masked softmax, entropy and PCA, against torch, numpy and hand values."""
+"""lessons.probability and lessons.pca: the one softmax, masked softmax, entropy and PCA,
+against torch, numpy and hand values."""
 
 from __future__ import annotations
 

@@ -28,7 +28,8 @@ def corpus_lines(n_chars: int = 60_000) -> list[str]:
 
 
 def write_llama(out: Path, n_head: int = 6, n_kv: int = 2, seed: int = 0) -> Path:
-    """A 2-layer random LlamaForCausalLM (hidden 48, head 8, GQA n_head/n_kv) and a byte-level BPE tokenizer, as an HF directory."""
+    """A 2-layer random LlamaForCausalLM (hidden 48, head 8, GQA n_head/n_kv) and a byte-level
+    BPE tokenizer, as an HF directory."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     tok = Tokenizer.train(corpus_lines(), vocab_size=400)
@@ -51,18 +52,32 @@ def write_llama(out: Path, n_head: int = 6, n_kv: int = 2, seed: int = 0) -> Pat
 
 
 def write_bert(out: Path, seed: int = 0) -> Path:
-    """A 2-layer random BertModel (hidden 48, 4 heads) and a lower-casing WordPiece tokenizer adding [CLS] … [SEP], as an HF directory."""
+    """A 2-layer random BertModel (hidden 48, 4 heads) and a lower-casing WordPiece tokenizer adding
+    [CLS] … [SEP], as an HF directory."""
     from transformers import BertConfig, BertModel
 
     hf = HFTokenizer(models.WordPiece(unk_token="[UNK]"))
     hf.normalizer = normalizers.BertNormalizer(lowercase=True)
     hf.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     hf.decoder = decoders.WordPiece()
-    hf.train_from_iterator(corpus_lines(), trainers.WordPieceTrainer(vocab_size=400, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]))
+    hf.train_from_iterator(
+        corpus_lines(),
+        trainers.WordPieceTrainer(vocab_size=400, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]),
+    )
     cls, sep = hf.token_to_id("[CLS]"), hf.token_to_id("[SEP]")
-    hf.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
+    hf.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
+    )
     torch.manual_seed(seed)
-    cfg = BertConfig(vocab_size=hf.get_vocab_size(), hidden_size=48, num_hidden_layers=2, num_attention_heads=4, intermediate_size=96, max_position_embeddings=128, initializer_range=0.2)
+    cfg = BertConfig(
+        vocab_size=hf.get_vocab_size(),
+        hidden_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=96,
+        max_position_embeddings=128,
+        initializer_range=0.2,
+    )
     BertModel(cfg, add_pooling_layer=False).save_pretrained(out)
     hf.save(str(out / "tokenizer.json"))
     return out
@@ -88,7 +103,10 @@ def llama_trace(llama):
 
 def test_checkpoint_is_a_rotary_gqa_model(llama):
     cfg = llama.cfg
-    assert (cfg.family, cfg.pos_encoding, cfg.n_head, cfg.n_kv_heads, cfg.d_head, cfg.rope_theta) == ("llama", "rotary", 6, 2, 8, THETA)
+    assert (
+        (cfg.family, cfg.pos_encoding, cfg.n_head, cfg.n_kv_heads, cfg.d_head, cfg.rope_theta)
+        == ("llama", "rotary", 6, 2, 8, THETA)
+    )
     assert rope.has_rope(cfg) and gqa.has_gqa(cfg)
 
 
@@ -100,7 +118,9 @@ def test_angle_table_is_m_times_theta_power_by_hand(llama):
     for m in range(40):
         for i in range(d // 2):
             assert table[m, i] == pytest.approx(m * THETA ** (-2 * i / d), rel=1e-6, abs=1e-6)
-    np.testing.assert_allclose(rope.wavelengths(cfg), [2 * math.pi * THETA ** (2 * i / d) for i in range(d // 2)], rtol=1e-6)
+    np.testing.assert_allclose(
+        rope.wavelengths(cfg), [2 * math.pi * THETA ** (2 * i / d) for i in range(d // 2)], rtol=1e-6
+    )
 
 
 def test_pairs_are_i_and_i_plus_half():
@@ -119,7 +139,9 @@ def test_query_key_reads_the_trace_and_rotating_by_hand_gives_the_rotated_vector
     for vec, rot, pos in ((qk.q, qk.rot_q, m), (qk.k, qk.rot_k, n)):
         for i, (x, y) in enumerate(rope.pairs(vec.astype(np.float64))):
             a = pos * THETA ** (-2 * i / cfg.d_head)
-            np.testing.assert_allclose(rope.pairs(rot)[i], [x * math.cos(a) - y * math.sin(a), y * math.cos(a) + x * math.sin(a)], atol=1e-5)
+            np.testing.assert_allclose(
+                rope.pairs(rot)[i], [x * math.cos(a) - y * math.sin(a), y * math.cos(a) + x * math.sin(a)], atol=1e-5
+            )
     assert qk.score == pytest.approx(float(qk.rot_q.astype(np.float64) @ qk.rot_k), abs=1e-4)
     assert qk.pair_dots.sum() == pytest.approx(qk.score, abs=1e-4)
     np.testing.assert_allclose(rope.rotate_at(qk.q, np.array([m]), cfg)[0], qk.rot_q, atol=1e-5)
@@ -160,15 +182,23 @@ def test_the_pages_numbers_and_texts_by_hand(llama, llama_trace):
     cfg = llama.cfg
     qk = rope.query_key(llama_trace, cfg, 1, 4, 9, 3)
     np.testing.assert_array_equal(qk.vectors, [qk.q, qk.rot_q, qk.k, qk.rot_k])
-    shares = [float(qk.rot_q[i]) * float(qk.rot_k[i]) + float(qk.rot_q[i + 4]) * float(qk.rot_k[i + 4]) for i in range(4)]  # pair i = (i, i + 4)
+    shares = [
+        float(qk.rot_q[i]) * float(qk.rot_k[i]) + float(qk.rot_q[i + 4]) * float(qk.rot_k[i + 4]) for i in range(4)
+    ]  # pair i = (i, i + 4)
     assert qk.top_pairs() == sorted(range(4), key=lambda i: -abs(shares[i]))[:3]
-    assert f"pairs {', '.join(map(str, qk.top_pairs()))} add the most here" in rope.score_text(qk) and "= 6·ω_i" in rope.score_text(qk)
+    assert (
+        f"pairs {', '.join(map(str, qk.top_pairs()))} add the most here" in rope.score_text(qk)
+        and "= 6·ω_i" in rope.score_text(qk)
+    )
     sh = rope.shift_scores(qk.q, qk.k, 9, 3, np.arange(-3, 50), cfg)
     assert sh.index(-3) == 0 and sh.index(37) == 40 and sh.shifts[sh.index(37)] == 37
     assert f"Over all 53 shifts the blue line moves by at most {sh.largest_change:.1e}" in rope.shift_caption(sh)
     assert "q_9 and k_3 (before turning)" in rope.shift_text(9, 3) and "at 9 + s and 3 + s" in rope.shift_text(9, 3)
     w = [2 * math.pi * THETA ** (2 * i / 8) for i in range(4)]
-    assert f"Each head has 4 pairs of numbers. Pair 0 turns fastest, once every {w[0]:.1f} positions" in rope.angles_text(cfg)
+    assert (
+        f"Each head has 4 pairs of numbers. Pair 0 turns fastest, once every {w[0]:.1f} positions"
+        in rope.angles_text(cfg)
+    )
     assert f"once every {w[-1]:,.0f} positions" in rope.angles_text(cfg) and "(θ = 500, d = 8)" in rope.angles_text(cfg)
 
 
@@ -185,7 +215,8 @@ def test_sharing_table_matches_kv_head(llama):
 
 
 def scores_from_shared_keys(tr, cfg, layer: int) -> np.ndarray:
-    """score_h = Q_h · K_gᵀ with g = kv_head(h), for every query head, from the queries and keys the page shows: (nh, T, T)."""
+    """score_h = Q_h · K_gᵀ with g = kv_head(h), for every query head, from the queries and
+    keys the page shows: (nh, T, T)."""
     rot = "rot_" if cfg.pos_encoding == "rotary" else ""
     q, k = tr[f"blocks.{layer}.attn.hook_{rot}q"], gqa.keys_used(tr, cfg, layer)  # (T, nh, d), (T, n_kv, d)
     return np.stack([q[:, h] @ k[:, cfg.kv_head(h)].T for h in range(cfg.n_head)])
@@ -215,7 +246,10 @@ def test_group_holds_its_keys_values_and_patterns(llama, llama_trace):
     assert diff[0, 1] > 0.01  # shared keys, own queries: the patterns differ
     assert grp.mean_difference() == pytest.approx((diff[0, 1] + diff[0, 2] + diff[1, 2]) / 3, abs=1e-6)
     assert f"two heads of this group differ by {grp.mean_difference():.2f} on average" in gqa.differences_text(grp)
-    assert "Each key/value head serves 3 query heads" in gqa.sharing_text(cfg) and "keeps 2 keys and values per token and layer instead of 6: 3× less" in gqa.sharing_text(cfg)
+    assert (
+        "Each key/value head serves 3 query heads" in gqa.sharing_text(cfg)
+        and "keeps 2 keys and values per token and layer instead of 6: 3× less" in gqa.sharing_text(cfg)
+    )
 
 
 def test_gpt_has_one_kv_head_per_query_head(lm):
@@ -231,7 +265,10 @@ def test_gpt_has_one_kv_head_per_query_head(lm):
 
 def test_words_and_their_tokens_in_both_tokenizers(llama, bert):
     ws = ed.words(SENTENCE)
-    assert [w.text for w in ws] == ["The", "animal", "didn't", "cross", "the", "street", "because", "it", "was", "too", "tired"]
+    assert (
+        [w.text for w in ws]
+        == ["The", "animal", "didn't", "cross", "the", "street", "because", "it", "was", "too", "tired"]
+    )
     it = ws[7]
     for lm in (llama, bert):
         enc = lm.tokenizer.encode(SENTENCE)
@@ -255,7 +292,9 @@ def test_weight_grid_and_best_head(llama, bert):
         assert grid.shape == (lm.cfg.n_layer, lm.cfg.n_head)
         for layer in range(lm.cfg.n_layer):
             for h in range(lm.cfg.n_head):
-                assert grid[layer, h] == pytest.approx(sum(float(tr[f"blocks.{layer}.attn.hook_pattern"][h, src[-1], j]) for j in tgt), abs=1e-6)
+                assert grid[layer, h] == pytest.approx(
+                    sum(float(tr[f"blocks.{layer}.attn.hook_pattern"][h, src[-1], j]) for j in tgt), abs=1e-6
+                )
         layer, head, w = ed.best_head(grid)
         assert w == grid.max() and grid[layer, head] == w
 
@@ -278,11 +317,17 @@ def test_sinks_by_hand(llama, bert):
     s = ed.sinks(tr, bert.cfg.n_layer, causal=False)
     assert s.positions == [0, T - 1] and s.rows == list(range(1, T - 1)) and s.even == pytest.approx(2 / T)
     p = tr["blocks.1.attn.hook_pattern"]
-    assert s.share[1] == pytest.approx(float(np.mean([p[h, i, 0] + p[h, i, T - 1] for h in range(4) for i in range(1, T - 1)])), abs=1e-6)
+    assert s.share[1] == pytest.approx(
+        float(np.mean([p[h, i, 0] + p[h, i, T - 1] for h in range(4) for i in range(1, T - 1)])), abs=1e-6
+    )
     tr = run_trace(llama.model, llama.tokenizer, SENTENCE)
     T = len(tr.encoding)
     s = ed.sinks(tr, llama.cfg.n_layer, causal=True)
-    assert s.positions == [0] and s.rows == list(range(1, T)) and s.even == pytest.approx(np.mean([1 / (i + 1) for i in range(1, T)]))
+    assert (
+        s.positions == [0]
+        and s.rows == list(range(1, T))
+        and s.even == pytest.approx(np.mean([1 / (i + 1) for i in range(1, T)]))
+    )
     p = tr["blocks.0.attn.hook_pattern"]
     assert s.share[0] == pytest.approx(float(p[:, 1:, 0].mean()), abs=1e-6)
     one = run_trace(llama.model, llama.tokenizer, "a")
@@ -290,7 +335,11 @@ def test_sinks_by_hand(llama, bert):
 
 
 def test_family_without_loading(tmp_path, llama, bert, lm):
-    assert ed.family(str(llama.path)) == "llama" and ed.family(str(bert.path)) == "bert" and ed.family("shakespeare-gpt") == "gpt"
+    assert (
+        ed.family(str(llama.path)) == "llama"
+        and ed.family(str(bert.path)) == "bert"
+        and ed.family("shakespeare-gpt") == "gpt"
+    )
     assert ed.family(str(tmp_path / "nothing")) is None
 
 
@@ -304,10 +353,15 @@ def test_shared_words_pair_tokens_and_default_decoder(llama, bert):
     encodings = [lm.tokenizer.encode(SENTENCE) for lm in (llama, bert)]
     ws = ed.words(SENTENCE)
     for enc in encodings:
-        assert ed.pair_tokens(enc, SENTENCE, 7, 1) == (ed.tokens_of(enc, ws[7]), ed.tokens_of(enc, ws[1]))  # "it", "animal"
-    assert ed.shared_words(SENTENCE, encodings) == [(i, w.text) for i, w in enumerate(ed.words(SENTENCE))]  # both hold every word
+        # "it", "animal"
+        assert ed.pair_tokens(enc, SENTENCE, 7, 1) == (ed.tokens_of(enc, ws[7]), ed.tokens_of(enc, ws[1]))
+    # both hold every word
+    assert ed.shared_words(SENTENCE, encodings) == [(i, w.text) for i, w in enumerate(ed.words(SENTENCE))]
     cut = bert.tokenizer.encode(SENTENCE[: SENTENCE.index(" because")])  # as if a model had read only the first words
-    assert ed.shared_words(SENTENCE, [encodings[0], cut]) == [(0, "The"), (1, "animal"), (2, "didn't"), (3, "cross"), (4, "the"), (5, "street")]
+    assert (
+        ed.shared_words(SENTENCE, [encodings[0], cut])
+        == [(0, "The"), (1, "animal"), (2, "didn't"), (3, "cross"), (4, "the"), (5, "street")]
+    )
     assert ed.default_decoder(["a", ed.FALLBACK_DECODER, ed.DECODER], "a") == "a"
     assert ed.default_decoder(["a", ed.FALLBACK_DECODER, ed.DECODER], None) == ed.DECODER
     assert ed.default_decoder(["a", ed.FALLBACK_DECODER], "missing") == ed.FALLBACK_DECODER
@@ -317,11 +371,23 @@ def test_shared_words_pair_tokens_and_default_decoder(llama, bert):
 def test_the_pages_texts(llama, bert):
     row = np.array([0.1, 0.2, 0.3, 0.15, 0.25], dtype=np.float32)
     assert ed.row_text(row, 2, [0, 1], "cat_s", causal=False) == "On “cat\\_s”: 0.300. On tokens after the word: 0.400."
-    assert ed.row_text(row, 4, [3], "it", causal=True) == "On “it”: 0.150. On tokens after the word: 0.000 (a decoder cannot look ahead)."
+    assert (
+        ed.row_text(row, 4, [3], "it", causal=True)
+        == "On “it”: 0.150. On tokens after the word: 0.000 (a decoder cannot look ahead)."
+    )
     assert "The word “it” is found in each" in ed.tokens_text("it")
-    sinks = [ed.sinks(run_trace(lm.model, lm.tokenizer, SENTENCE), lm.cfg.n_layer, causal) for lm, causal in ((bert, False), (llama, True))]
+    sinks = [
+        ed.sinks(run_trace(lm.model, lm.tokenizer, SENTENCE), lm.cfg.n_layer, causal)
+        for lm, causal in ((bert, False), (llama, True))
+    ]
     text = ed.sinks_text([("models/tiny-bert", False), ("tiny-llama", True)], sinks)
     enc, dec = sinks
     assert text.startswith("Many heads have nothing useful to look at")
-    assert f"In tiny\\-bert the text's tokens put on average {enc.share.mean():.0%} of their attention on [CLS] and [SEP] (most in layer {int(enc.share.argmax())}" in text
-    assert f"In tiny\\-llama the later tokens put on average {dec.share.mean():.0%} on the first token" in text and f"spread evenly it would be {dec.even:.0%}." in text
+    assert (
+        f"In tiny\\-bert the text's tokens put on average {enc.share.mean():.0%} of "
+        f"their attention on [CLS] and [SEP] (most in layer {int(enc.share.argmax())}"
+    ) in text
+    assert (
+        f"In tiny\\-llama the later tokens put on average {dec.share.mean():.0%} on the first token" in text
+        and f"spread evenly it would be {dec.even:.0%}." in text
+    )

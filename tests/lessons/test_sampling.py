@@ -6,13 +6,27 @@ import numpy as np
 import pytest
 import torch
 
-from lessons.sampling import GREEDY_BELOW, actual_next, actual_next_note, distribution, distribution_rows, draw, generate, probabilities, reading, sample_next, step_generator, timeline_rows
+from lessons.sampling import (
+    GREEDY_BELOW,
+    actual_next,
+    actual_next_note,
+    distribution,
+    distribution_rows,
+    draw,
+    generate,
+    probabilities,
+    reading,
+    sample_next,
+    step_generator,
+    timeline_rows,
+)
 from tests.conftest import CORPUS
 from transformer import Interventions, ModelConfig, TraceInputError, run_trace
 
 
 def reference(logits: np.ndarray, T: float, k: int, p: float) -> tuple[np.ndarray, np.ndarray]:
-    """Independent reference: (softmax(z/T), filtered). Sort with numpy, cumulative sum, keep the top k ∩ the nucleus, renormalise."""
+    """Independent reference: (softmax(z/T), filtered). Sort with numpy, cumulative sum, keep the
+    top k ∩ the nucleus, renormalise."""
     z = np.asarray(logits, dtype=np.float64) / T
     q = np.exp(z - z.max())
     q /= q.sum()
@@ -36,7 +50,13 @@ def logits() -> np.ndarray:
 
 
 @pytest.mark.parametrize("T", [1.0, 0.3, 2.5])
-@pytest.mark.parametrize(("k", "p"), [(0, 1.0), (1, 1.0), (40, 1.0), (4096, 1.0), (10_000, 1.0), (0, 0.9), (0, 0.5), (0, 0.0), (0, 0.999), (50, 0.9), (3, 0.99), (500, 0.2)])
+@pytest.mark.parametrize(
+    ("k", "p"),
+    [
+        (0, 1.0), (1, 1.0), (40, 1.0), (4096, 1.0), (10_000, 1.0), (0, 0.9), (0, 0.5), (0, 0.0), (0, 0.999), (50, 0.9),
+        (3, 0.99), (500, 0.2),
+    ],
+)
 def test_top_k_top_p_equal_the_reference(logits, T, k, p):
     d = distribution(logits, T, k, p)
     q, want = reference(logits, T, k, p)
@@ -151,7 +171,8 @@ def test_generate_records_the_model_distribution(tiny_model, tokenizer):
 
 def test_greedy_takes_the_argmax_and_repeated_tokens_are_fine(tiny_model, tokenizer):
     g = generate(tiny_model, tokenizer, "the the the the", 10, seed=5, greedy=True)
-    assert generate(tiny_model, tokenizer, "the the the the", 10, temperature=0.0, seed=99).ids == g.ids  # T = 0 is greedy too, whatever the seed
+    # T = 0 is greedy too, whatever the seed
+    assert generate(tiny_model, tokenizer, "the the the the", 10, temperature=0.0, seed=99).ids == g.ids
     assert len(g.steps) == 10
     for i, s in enumerate(g.steps):
         tr_ids = g.ids[: len(g.prompt_ids) + i]
@@ -167,7 +188,9 @@ def test_generate_stops_at_the_context(tiny_model, tokenizer, tiny_cfg):
     n_ctx = tiny_cfg.n_ctx
     near = text[: enc.offsets[n_ctx - 4][1]]  # n_ctx − 3 tokens
     calls = []
-    g = generate(tiny_model, tokenizer, near, 10, seed=0, on_step=lambda done, total, s: calls.append((done, total, s.id)))
+    g = generate(
+        tiny_model, tokenizer, near, 10, seed=0, on_step=lambda done, total, s: calls.append((done, total, s.id))
+    )
     assert len(g.steps) == 3 and len(g.ids) == n_ctx and g.at_context
     assert calls == [(i + 1, 3, s.id) for i, s in enumerate(g.steps)]
     assert generate(tiny_model, tokenizer, near, 10, seed=0, previous=g.steps).steps == g.steps  # nothing more fits
@@ -216,13 +239,25 @@ def test_table_rows(logits, tiny_model, tokenizer):
 def test_actual_next_note_by_hand():
     # softmax(2, 1, 0, −1): e^0 / (e² + e¹ + e⁰ + e⁻¹) = 1 / 11.475 = 0.0871 for id 2, rank 3; top-2 drops it
     dist = distribution(np.array([2.0, 1.0, 0.0, -1.0]), 1.0, top_k=2)
-    assert actual_next_note(dist, 2, 5) == "The token that really follows (position 5) has p = 0.0871, rank 3 of 4: dropped by the filters."
+    assert (
+        actual_next_note(dist, 2, 5)
+        == "The token that really follows (position 5) has p = 0.0871, rank 3 of 4: dropped by the filters."
+    )
     assert actual_next_note(distribution(np.array([2.0, 1.0, 0.0, -1.0])), 0, 1).endswith("rank 1 of 4: kept.")
 
 
 def test_reading_names_the_final_norm_and_the_unembedding():
-    llama = reading(ModelConfig(family="llama", vocab_size=49152, pos_encoding="rotary", activation="silu"), "smollm2-135m")
-    assert "a final RMSNorm, each position" in llama.intro and "(49,152 **logits**: in this model W_U is W_E transposed)" in llama.intro
+    llama = reading(
+        ModelConfig(family="llama", vocab_size=49152, pos_encoding="rotary", activation="silu"), "smollm2-135m"
+    )
+    assert (
+        "a final RMSNorm, each position" in llama.intro
+        and "(49,152 **logits**: in this model W_U is W_E transposed)" in llama.intro
+    )
     assert llama.lens.startswith("The final RMSNorm and W_U normally read only the **last** block's output.")
     gpt = reading(ModelConfig(vocab_size=65, tie_embeddings=False), "shakespeare-gpt")
-    assert "a final LayerNorm" in gpt.intro and "(65 **logits**)" in gpt.intro and gpt.no_head.startswith("**shakespeare-gpt is an encoder")
+    assert (
+        "a final LayerNorm" in gpt.intro
+        and "(65 **logits**)" in gpt.intro
+        and gpt.no_head.startswith("**shakespeare-gpt is an encoder")
+    )
