@@ -1,6 +1,7 @@
 """Browser latency: from a key press on a slider to the updated plots being painted, on every page.
 
-    .venv/bin/python bench/bench_browser.py [--tokens 16 64] [--samples 8] [--repeats 2] [--pages One_head home] [--model smollm2-135m]
+    .venv/bin/python bench/bench_browser.py [--tokens 16 64] [--samples 8] [--repeats 2]
+        [--pages One_head home] [--model smollm2-135m]
 
 Serves the app (scripts/browser.py) and opens each page in headless Chromium on --model (the query string's model=…;
 default the bundled shakespeare-gpt) with a Shakespeare passage of exactly N tokens of that model (a different passage
@@ -69,13 +70,21 @@ INSTRUMENT = """
   const B = window.__bench = {armed: false};
   const size = d => d.byteLength ?? d.size ?? d.length ?? 0;
   const charts = () => [...document.querySelectorAll('.stPlotlyChart')];
-  const shown = c => { const p = c.querySelector('.js-plotly-plot'); return !!p && p.checkVisibility({visibilityProperty: true}); };
+  const shown = c => {
+    const p = c.querySelector('.js-plotly-plot');
+    return !!p && p.checkVisibility({visibilityProperty: true});
+  };
   const attrs = (c, sel, name) => [...c.querySelectorAll(sel)].map(e => e.getAttribute(name)).join('\\n');
-  const sig = c => shown(c) ? [attrs(c, 'image', 'href'), attrs(c, 'path', 'd'), attrs(c, 'path', 'style'), c.textContent].join('|') : null;
+  const sig = c => shown(c)
+    ? [attrs(c, 'image', 'href'), attrs(c, 'path', 'd'), attrs(c, 'path', 'style'), c.textContent].join('|')
+    : null;
   const Ws = window.WebSocket;
   // The server's last message of a rerun: ForwardMsg.session_status_changed (field 9, tag 0x4a) without
   // script_is_running = true (field 2 of SessionStatus: bytes 0x10 0x01).
-  const idle = d => { const u = new Uint8Array(d); return u[0] === 0x4a && !u.subarray(2).some((b, i, a) => b === 0x10 && a[i + 1] === 1); };
+  const idle = d => {
+    const u = new Uint8Array(d);
+    return u[0] === 0x4a && !u.subarray(2).some((b, i, a) => b === 0x10 && a[i + 1] === 1);
+  };
   const received = d => {
     const t = performance.now();
     B.msgs.push([t, size(d)]);
@@ -98,13 +107,17 @@ INSTRUMENT = """
       }
       if (c) dirty.add(c);
       else for (const n of r.addedNodes) {  // a chart built elsewhere and inserted whole
-        if (n.nodeType === 1) for (const a of n.matches('.stPlotlyChart') ? [n] : n.querySelectorAll('.stPlotlyChart')) dirty.add(a);
+        if (n.nodeType === 1) {
+          for (const a of n.matches('.stPlotlyChart') ? [n] : n.querySelectorAll('.stPlotlyChart')) dirty.add(a);
+        }
       }
     }
   }).observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
   // Frames over 50 ms ("long animation frames") report when their rendering ended.
   new PerformanceObserver(list => {
-    if (B.armed) for (const e of list.getEntries()) B.loafs.push([e.startTime, e.renderStart, e.startTime + e.duration]);
+    if (B.armed) {
+      for (const e of list.getEntries()) B.loafs.push([e.startTime, e.renderStart, e.startTime + e.duration]);
+    }
   }).observe({type: 'long-animation-frame'});
   const frame = () => {  // a rAF callback: the DOM as it is now goes into this frame
     if (!B.armed) return;
@@ -123,7 +136,10 @@ INSTRUMENT = """
   };
   B.arm = () => {
     dirty.clear();
-    Object.assign(B, {base: charts().map(sig), armed: true, key: null, finished: null, sends: [], msgs: [], frames: [], loafs: [], seen: {}, lastMutation: 0, lastChartFrame: null});
+    Object.assign(B, {
+      base: charts().map(sig), armed: true, key: null, finished: null, sends: [], msgs: [], frames: [], loafs: [],
+      seen: {}, lastMutation: 0, lastChartFrame: null,
+    });
     requestAnimationFrame(frame);
   };
   B.quiet = ms => B.finished !== null && performance.now() - Math.max(B.finished, B.lastMutation) > ms;
@@ -131,8 +147,11 @@ INSTRUMENT = """
     B.armed = false;
     const now = charts().map(sig);
     const changed = now.map((s, i) => s !== null && s !== B.base[i] ? i : -1).filter(i => i >= 0);
-    return {key: B.key, finished: B.finished, sends: B.sends, msgs: B.msgs, frames: B.frames, loafs: B.loafs, lastChartFrame: B.lastChartFrame,
-            changed: changed.length, seen: changed.map(i => B.seen[i] ?? null), charts: now.length};
+    return {
+      key: B.key, finished: B.finished, sends: B.sends, msgs: B.msgs, frames: B.frames, loafs: B.loafs,
+      lastChartFrame: B.lastChartFrame, changed: changed.length, seen: changed.map(i => B.seen[i] ?? null),
+      charts: now.length,
+    };
   };
 })();
 """
@@ -221,7 +240,9 @@ def stats(values: list[float]) -> tuple[float, float]:
     return statistics.median(v), v[min(len(v) - 1, round(0.9 * (len(v) - 1)))]
 
 
-COLUMNS = ("n", "changed", "request", "reply", "updated", "p90", "settled", "p90", "long", "KiB", "| rep upd", "rep KiB")
+COLUMNS = (
+    "n", "changed", "request", "reply", "updated", "p90", "settled", "p90", "long", "KiB", "| rep upd", "rep KiB",
+)
 
 
 def row(name: str, new: list[dict], repeat: list[dict]) -> list[str]:
@@ -230,11 +251,18 @@ def row(name: str, new: list[dict], repeat: list[dict]) -> list[str]:
     rep = {k: stats([s[k] for s in repeat]) for k in ("updated", "bytes")}
     ms = [med["request"][0], med["reply"][0], *med["updated"], *med["settled"], med["long"][0]]
     changed = f"{max(s['changed'] for s in new)}/{max(s['charts'] for s in new)}"
-    return [name, str(len(new)), changed, *(f"{x:.0f}" for x in ms), f"{med['bytes'][0] / 1024:.1f}", f"{rep['updated'][0]:.0f}", f"{rep['bytes'][0] / 1024:.1f}"]
+    return [
+        name, str(len(new)), changed, *(f"{x:.0f}" for x in ms), f"{med['bytes'][0] / 1024:.1f}",
+        f"{rep['updated'][0]:.0f}", f"{rep['bytes'][0] / 1024:.1f}",
+    ]
 
 
 def show(cells: list[str]) -> None:
-    print(f"{cells[0]:38}" + "".join(f"{c.replace('nan', '—'):>{max(len(h), 5) + 2}}" for c, h in zip(cells[1:], COLUMNS, strict=True)), flush=True)
+    print(
+        f"{cells[0]:38}"
+        + "".join(f"{c.replace('nan', '—'):>{max(len(h), 5) + 2}}" for c, h in zip(cells[1:], COLUMNS, strict=True)),
+        flush=True,
+    )
 
 
 def bench_page(browser, base: str, page: Path | None, sentence: str, tau: float, args, own_control: bool) -> None:
@@ -242,7 +270,14 @@ def bench_page(browser, base: str, page: Path | None, sentence: str, tau: float,
     name = page.stem if page else "home"
     tab = new_tab(browser, viewport={"width": 1300, "height": 900})
     tab.add_init_script(INSTRUMENT)
-    tab.goto(page_url(base, page) + "?" + urllib.parse.urlencode({"model": args.model, "sentence": sentence, "temperature": tau} | ({} if args.layer is None else {"layer": args.layer})))
+    tab.goto(
+        page_url(base, page)
+        + "?"
+        + urllib.parse.urlencode(
+            {"model": args.model, "sentence": sentence, "temperature": tau}
+            | ({} if args.layer is None else {"layer": args.layer})
+        )
+    )
     wait_rendered(tab)
     if name in SHOWN_TAB:
         open_tab(tab, SHOWN_TAB[name])
@@ -250,7 +285,9 @@ def bench_page(browser, base: str, page: Path | None, sentence: str, tau: float,
         if tab.locator('[data-testid="stException"]').count():
             print(f"{name:38}  the page shows an exception: not measured")
             return
-        new, repeat = series(tab, tab.locator(f'[data-testid="stSidebar"] input[aria-label="{TAU}"]'), args.samples, args.repeats)
+        new, repeat = series(
+            tab, tab.locator(f'[data-testid="stSidebar"] input[aria-label="{TAU}"]'), args.samples, args.repeats
+        )
         show(row(name, new, repeat))
         label = PAGE_CONTROLS.get(name)
         if own_control and label and not any(s["changed"] for s in new):
@@ -262,21 +299,27 @@ def bench_page(browser, base: str, page: Path | None, sentence: str, tau: float,
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--tokens", type=int, nargs="+", default=[16], choices=sorted(START_TAU), help="sentence lengths in tokens")
+    ap.add_argument(
+        "--tokens", type=int, nargs="+", default=[16], choices=sorted(START_TAU), help="sentence lengths in tokens"
+    )
     ap.add_argument("--samples", type=int, default=8, help="timed presses to new values per page")
     ap.add_argument("--repeats", type=int, default=2, help="timed presses toggling between two seen values (0 = skip)")
     ap.add_argument("--pages", nargs="*", help="only pages whose file name contains one of these (home = app.py)")
     ap.add_argument("--model", default="shakespeare-gpt", help="the model the pages open (query string model=…)")
     ap.add_argument("--layer", type=int, help="the sidebar's layer (query string layer=…; default: the page's own, 0)")
     args = ap.parse_args()
-    charted = [p for p in (ROOT / "pages").glob("*.py") if "show_figure" in p.read_text(encoding="utf-8")]  # (the guided tour has no chart to time)
+    # (the guided tour has no chart to time)
+    charted = [p for p in (ROOT / "pages").glob("*.py") if "show_figure" in p.read_text(encoding="utf-8")]
     pages = [None, *sorted(charted, key=lambda p: int(p.stem.split("_")[0]))]
     if args.pages:
         pages = [p for p in pages if any(s in (p.stem if p else "home") for s in args.pages)]
     with serve_app() as base, sync_playwright() as pw:
         browser = launch(pw)
         for i, n in enumerate(args.tokens):
-            print(f"\nmodel {args.model}, {n} tokens, τ from {START_TAU[n]} up by 0.05; ms after the keydown: medians (p90); load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+            print(
+                f"\nmodel {args.model}, {n} tokens, τ from {START_TAU[n]} up by 0.05; ms after the keydown: "
+                f"medians (p90); load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
+            )
             show(["page", *COLUMNS])
             for page, sentence in zip(pages, passages(args.model, n, len(pages)), strict=True):
                 bench_page(browser, base, page, sentence, START_TAU[n], args, own_control=i == 0)

@@ -74,9 +74,10 @@ def scaling_note(with_scaling: HeadSteps, without: HeadSteps) -> str:
     top0, top1 = with_scaling.weights.max(axis=1).mean(), without.weights.max(axis=1).mean()
     h0, h1 = entropy_bits(with_scaling.weights).mean(), entropy_bits(without.weights).mean()
     return (
-        f"**Scaling off.** The scores are now {np.sqrt(hs):.2f}× larger (no ÷√{hs}). Softmax of larger numbers is closer to one-hot: the average largest weight of a row "
-        f"went from {top0:.3f} to {top1:.3f}, the average entropy from {h0:.3f} to {h1:.3f} bits (0 = all weight on one token). Only this head is recomputed; the rest "
-        "of the model is unchanged."
+        f"**Scaling off.** The scores are now {np.sqrt(hs):.2f}× larger (no ÷√{hs}). Softmax of larger numbers "
+        f"is closer to one-hot: the average largest weight of a row went from {top0:.3f} to {top1:.3f}, "
+        f"the average entropy from {h0:.3f} to {h1:.3f} bits (0 = all weight on one token). "
+        "Only this head is recomputed; the rest of the model is unchanged."
     )
 
 
@@ -84,9 +85,13 @@ def mask_off_note(s: HeadSteps, layer: int) -> str:
     """What switching a decoder's causal mask off did to this head's rows, in words."""
     upstream = "In layer 0, X, Q, K and V are the same as with the mask: nothing has attended yet."
     if layer:
-        upstream = f"The mask is off in every layer, so the layers before {layer} saw the future too: X, Q, K and V below changed as well."
+        upstream = (
+            f"The mask is off in every layer, so the layers before {layer} saw the future too: "
+            "X, Q, K and V below changed as well."
+        )
     return (
-        f"**Mask off.** Every row now sees all {len(s.weights)} tokens: row 0 gave all its weight to itself, now it gives {1 - s.weights[0, 0]:.1%} to later tokens. "
+        f"**Mask off.** Every row now sees all {len(s.weights)} tokens: "
+        f"row 0 gave all its weight to itself, now it gives {1 - s.weights[0, 0]:.1%} to later tokens. "
         f"On average a row puts {future_weight(s.weights).mean():.1%} of its weight on the future. {upstream}"
     )
 
@@ -103,12 +108,16 @@ def spoken_list(items: list) -> str:
 
 
 def sharing(cfg: ModelConfig, head: int) -> str:
-    """ "query head 7 reads key/value head 2, shared with heads 6 and 8" (grouped-query attention); "" when every head has its own."""
+    """ "query head 7 reads key/value head 2, shared with heads 6 and 8"
+    (grouped-query attention); "" when every head has its own."""
     g = cfg.kv_head(head)
     others = [h for h in group_heads(cfg, g) if h != head]
     if not others:
         return ""
-    return f"query head {head} reads key/value head {g}, shared with head{'s' if len(others) > 1 else ''} {spoken_list(others)}"
+    return (
+        f"query head {head} reads key/value head {g}, "
+        f"shared with head{'s' if len(others) > 1 else ''} {spoken_list(others)}"
+    )
 
 
 @dataclass(frozen=True)
@@ -126,30 +135,54 @@ class Reading:
 
 
 def reading(cfg: ModelConfig, layer: int, head: int, mask_on: bool = True) -> Reading:
-    """What X, Q, K, V and the mask are in this model (GPT: pre-LayerNorm; Llama: pre-RMSNorm, RoPE, shared K/V; BERT: post-norm, no causal mask)."""
+    """What X, Q, K, V and the mask are in this model (GPT: pre-LayerNorm; Llama: pre-RMSNorm, RoPE, shared K/V;
+    BERT: post-norm, no causal mask)."""
     g, d = cfg.kv_head(head), f"d_k = {cfg.d_head}"
     if cfg.post_norm:
         before = "the embeddings' LayerNorm" if layer == 0 else f"block {layer - 1}'s last LayerNorm"
         x = (
             f"X = the stream entering layer {layer}",
-            r"X = x \in \mathbb{R}^{T \times d_{\mathrm{model}}} \quad (\text{post-norm: } x \text{ is already normalized})",
-            f"This encoder normalizes *after* each sublayer (post-norm): the stream entering layer {layer} is already the output of {before}, so attention reads it as it is.",
+            (
+                r"X = x \in \mathbb{R}^{T \times d_{\mathrm{model}}} \quad "
+                r"(\text{post-norm: } x \text{ is already normalized})"
+            ),
+            (
+                "This encoder normalizes *after* each sublayer (post-norm): the stream entering "
+                f"layer {layer} is already the output of {before}, so attention reads it as it is."
+            ),
         )
     else:
         # (short name, formula, name in a sentence, what it does to each token's vector)
-        norm = ("RMSNorm 1", r"\mathrm{RMSNorm}_1(x) = \frac{x}{\sqrt{\mathrm{mean}(x^2) + \epsilon}} \odot g", "RMSNorm 1", "divided by its root mean square (no mean taken off), then a learned gain")
+        norm = (
+            "RMSNorm 1",
+            r"\mathrm{RMSNorm}_1(x) = \frac{x}{\sqrt{\mathrm{mean}(x^2) + \epsilon}} \odot g",
+            "RMSNorm 1",
+            "divided by its root mean square (no mean taken off), then a learned gain",
+        )
         if cfg.norm == "layernorm":
-            norm = ("LN1", r"\mathrm{LN}_1(x)", "LayerNorm 1", "set to mean 0 and spread 1, then a learned gain and bias")
+            norm = (
+                "LN1",
+                r"\mathrm{LN}_1(x)",
+                "LayerNorm 1",
+                "set to mean 0 and spread 1, then a learned gain and bias",
+            )
         x = (
             f"X = {norm[0]} output, layer {layer}",
             rf"X = {norm[1]} \in \mathbb{{R}}^{{T \times d_{{\mathrm{{model}}}}}}",
-            f"Attention does not read the raw embeddings: the input of layer {layer}'s attention is the residual stream after {norm[2]}: each token's vector {norm[3]}.",
+            (
+                f"Attention does not read the raw embeddings: the input of layer {layer}'s "
+                f"attention is the residual stream after {norm[2]}: each token's vector {norm[3]}."
+            ),
         )
     if cfg.pos_encoding == "rotary":
-        qkv_latex = rf"Q = R_{{\mathrm{{pos}}}}(X W_Q),\quad K = R_{{\mathrm{{pos}}}}(X W_K),\quad V = X W_V \quad (T \times d_k,\ {d})"
+        qkv_latex = (
+            r"Q = R_{\mathrm{pos}}(X W_Q),\quad "
+            rf"K = R_{{\mathrm{{pos}}}}(X W_K),\quad V = X W_V \quad (T \times d_k,\ {d})"
+        )
         titles = (f"Q after RoPE, head {head}", f"K after RoPE, K/V head {g}", f"V, K/V head {g}")
         note = (
-            "This model adds no position vectors: **RoPE** turns every query and key by an angle that grows with its position (Q = X·W_Q, then rotated). "
+            "This model adds no position vectors: "
+            "**RoPE** turns every query and key by an angle that grows with its position (Q = X·W_Q, then rotated). "
             "The Q and K shown are after the rotation: the ones really dotted (see *RoPE and shared heads*)."
         )
     else:
@@ -159,12 +192,21 @@ def reading(cfg: ModelConfig, layer: int, head: int, mask_on: bool = True) -> Re
     if shared:
         note += f" K and V below are those of a shared key/value head: {shared}; all of them meet the same K and V."
     if not cfg.causal:
-        no_mask = "An encoder reads the whole sentence at once: no causal mask, so every token may look at every token, before and after it, and no score becomes −∞."
+        no_mask = (
+            "An encoder reads the whole sentence at once: no causal mask, "
+            "so every token may look at every token, before and after it, and no score becomes −∞."
+        )
         mask = (r"\tilde S = S \quad (\text{encoder: no causal mask})", no_mask)
     elif mask_on:
-        mask = (r"\tilde S_{ij} = \begin{cases} S_{ij} & j \le i \\ -\infty & j > i \end{cases}", "A token may not look at later tokens: their scores become −∞ (grey cells; hover says −∞).")
+        mask = (
+            r"\tilde S_{ij} = \begin{cases} S_{ij} & j \le i \\ -\infty & j > i \end{cases}",
+            "A token may not look at later tokens: their scores become −∞ (grey cells; hover says −∞).",
+        )
     else:
-        mask = (r"\tilde S = S \quad (\text{no mask})", "Mask off: no score is replaced, every token sees the whole sentence.")
+        mask = (
+            r"\tilde S = S \quad (\text{no mask})",
+            "Mask off: no score is replaced, every token sees the whole sentence.",
+        )
     return Reading(*x, qkv_latex, titles, note.strip(), *mask)
 
 
@@ -172,15 +214,19 @@ def reading(cfg: ModelConfig, layer: int, head: int, mask_on: bool = True) -> Re
 
 
 def future_table(with_mask: Trace, without: Trace, vocab: list[str], n_rows: int, k: int = 3) -> list[dict]:
-    """The first n_rows positions: each token, the actual next token, the top-k next tokens and p(actual next) with and without the causal mask."""
+    """The first n_rows positions: each token, the actual next token, the top-k next tokens and p(actual next)
+    with and without the causal mask."""
     labels, ids, T = with_mask.encoding.labels, with_mask.encoding.ids, len(with_mask.encoding)
     traces = {"with": with_mask, "without": without}
-    p_next = {m: next_token_probs(t["logits"][: n_rows + 1], ids[: n_rows + 1]) for m, t in traces.items()}  # (≤ n_rows,)
+    # (≤ n_rows,)
+    p_next = {m: next_token_probs(t["logits"][: n_rows + 1], ids[: n_rows + 1]) for m, t in traces.items()}
     rows = []
     for i in range(n_rows):
         row = {"position": i, "token": labels[i], "actual next token": labels[i + 1] if i + 1 < T else "(end)"}
         for m, t in traces.items():
-            row[f"top-{k} {m} mask"] = " · ".join(f"{vocab[j]} {100 * p:.3g}%" for j, p in top_tokens(t["logits"][i], k))
+            row[f"top-{k} {m} mask"] = " · ".join(
+                f"{vocab[j]} {100 * p:.3g}%" for j, p in top_tokens(t["logits"][i], k)
+            )
         for m in traces:
             row[f"p(actual) {m} mask"] = float(p_next[m][i]) if i + 1 < T else None
         rows.append(row)
@@ -189,13 +235,17 @@ def future_table(with_mask: Trace, without: Trace, vocab: list[str], n_rows: int
 
 def top_rows(rows: list[dict], k: int = 3) -> list[dict]:
     """future_table's top-k lists, one row per (position, mask): two narrow rows instead of one wide one."""
-    return [{"position": r["position"], "token": r["token"], "mask": m, f"top-{k}": r[f"top-{k} {m} mask"]} for r in rows for m in ("with", "without")]
+    return [
+        {"position": r["position"], "token": r["token"], "mask": m, f"top-{k}": r[f"top-{k} {m} mask"]}
+        for r in rows
+        for m in ("with", "without")
+    ]
 
 
-# How the Masking page's grids show future_table (Streamlit column settings as plain dicts: lessons import no streamlit).
-# Seven columns do not fit a page column of ~700 px, and a grid cannot wrap text, so the rows are shown twice: the
-# probability of the actual next token (short numbers, short headers), then the top-3 lists, the widest, one row per
-# position and mask (top_rows). The token stays pinned on the left of both.
+# How the Masking page's grids show future_table (Streamlit column settings as plain dicts: lessons import no
+# streamlit). Seven columns do not fit a page column of ~700 px, and a grid cannot wrap text, so the rows are shown
+# twice: the probability of the actual next token (short numbers, short headers), then the top-3 lists, the widest, one
+# row per position and mask (top_rows). The token stays pinned on the left of both.
 FUTURE_ORDER = ("position", "token", "actual next token", "p(actual) with mask", "p(actual) without mask")
 FUTURE_COLUMNS = {
     "position": {"label": "pos", "width": "small"},
@@ -219,13 +269,17 @@ def changes(with_mask: Trace, without: Trace) -> tuple[int, int, int]:
 
 # --- The Masking page's words: a decoder (causal and padding masks) or an encoder (padding mask only) ---
 
-WHY_CAUSAL = "In training a decoder predicts the next token at **every** position of a text at once: if position i could see token i+1, it would copy the answer and learn nothing."
+WHY_CAUSAL = (
+    "In training a decoder predicts the next token at **every** position of a text at once: "
+    "if position i could see token i+1, it would copy the answer and learn nothing."
+)
 
 
 @dataclass(frozen=True)
 class MaskReading:
-    """What the Masking page says about one model. A (kind, message) pair names the Streamlit call that shows the message
-    ("markdown" for a decoder's explanation, "info" for an encoder's note that the part does not apply to it)."""
+    """What the Masking page says about one model. A (kind, message) pair names the Streamlit call that shows the
+    message ("markdown" for a decoder's explanation, "info" for an encoder's note
+    that the part does not apply to it)."""
 
     intro: str  # the page's opening paragraph: which masks this model uses
     causal: tuple[str, str]  # part 1, under the causal mask's formula
@@ -235,60 +289,102 @@ class MaskReading:
 
 
 def mask_reading(model_name: str, decoder: bool, vocab_size: int) -> MaskReading:
-    """The Masking page's texts for a decoder or an encoder (vocab_size: the decoder's vocabulary, over which part 3's softmax runs)."""
-    kinds = "A decoder like this model uses two masks: the **causal** mask (no peeking at the future) and, when sentences are batched, the **padding** mask."
+    """The Masking page's texts for a decoder or an encoder (vocab_size: the decoder's vocabulary,
+    over which part 3's softmax runs)."""
+    kinds = (
+        "A decoder like this model uses two masks: the **causal** mask (no peeking at the future) "
+        "and, when sentences are batched, the **padding** mask."
+    )
     if not decoder:
-        kinds = f"**{model_name} is an encoder**: it reads the whole sentence in both directions, so it uses no causal mask, only the **padding** mask when sentences are batched."
+        kinds = (
+            f"**{model_name} is an encoder**: it reads the whole sentence in both directions, "
+            "so it uses no causal mask, only the **padding** mask when sentences are batched."
+        )
     intro = (
-        "Attention lets each token look at other tokens. A **mask** says where it may *not* look: it adds −∞ to those scores before softmax; e^−∞ = 0, so a hidden token gets weight "
-        f"exactly 0 and nothing of it can leak through. {kinds}"
+        "Attention lets each token look at other tokens. A **mask** says where it may *not* look: "
+        "it adds −∞ to those scores before softmax; e^−∞ = 0, "
+        f"so a hidden token gets weight exactly 0 and nothing of it can leak through. {kinds}"
     )
     why = f"{WHY_CAUSAL[0].lower()}{WHY_CAUSAL[1:]}"
-    causal = ("markdown", f"Token i may look at itself and every earlier token, never at a later one. Why? {WHY_CAUSAL} Move the slider to see what each position may see.")
+    causal = (
+        "markdown",
+        (
+            "Token i may look at itself and every earlier token, never at a later one. "
+            f"Why? {WHY_CAUSAL} Move the slider to see what each position may see."
+        ),
+    )
     before_after = (
         "markdown",
-        "Left: the scaled scores, the future included (computed, then thrown away). Middle: after the mask the future is −∞ (grey). Right: softmax; the grey triangle is exactly 0.",
+        (
+            "Left: the scaled scores, the future included (computed, then thrown away). Middle: "
+            "after the mask the future is −∞ (grey). Right: softmax; the grey triangle is exactly 0."
+        ),
     )
-    encoder_style_help = "Let every token see the whole sentence, as in an encoder (BERT): only the padding mask then guards."
+    encoder_style_help = (
+        "Let every token see the whole sentence, as in an encoder (BERT): only the padding mask then guards."
+    )
     if not decoder:
-        causal = ("info", f"**An encoder uses no causal mask**: every token sees every token. Left, for comparison only, the mask a decoder uses; {why} Right: where position i looks.")
+        causal = (
+            "info",
+            (
+                "**An encoder uses no causal mask**: every token sees every token. Left, "
+                f"for comparison only, the mask a decoder uses; {why} Right: where position i looks."
+            ),
+        )
         before_after = (
             "info",
-            "**Nothing to mask here**: an encoder's scores go into softmax as they are (no −∞, no grey cells). Left the scaled scores, right the weights: the future is used too.",
+            (
+                "**Nothing to mask here**: an encoder's scores go into softmax as they are (no −∞, "
+                "no grey cells). Left the scaled scores, right the weights: the future is used too."
+            ),
         )
         encoder_style_help = f"{model_name} is an encoder: it has no causal mask at all."
     unmasked = (
-        "Here the whole model runs again with the causal mask switched off in every layer, and we compare its next-token predictions. It was trained *with* the mask, so it never "
-        "learned to use the future: without it, it reads a context it has never seen, and its predictions change, even at the last position (the earlier tokens it reads have "
-        f"changed). Probabilities are the model's softmax over all {vocab_size:,} tokens."
+        "Here the whole model runs again with the causal mask switched off in every layer, and we compare its "
+        "next-token predictions. It was trained *with* the mask, so it never learned to use the future: without it, "
+        "it reads a context it has never seen, and its predictions change, even at the last position (the earlier "
+        f"tokens it reads have changed). Probabilities are the model's softmax over all {vocab_size:,} tokens."
     )
     return MaskReading(intro, causal, before_after, unmasked, encoder_style_help)
 
 
 def position_words(weights: np.ndarray, pos: int, decoder: bool) -> tuple[str, str]:
-    """What position `pos` may see, and where its weight goes (weights (T, T)): (the words over its text, the caption under its bars)."""
+    """What position `pos` may see, and where its weight goes (weights (T, T)):
+    (the words over its text, the caption under its bars)."""
     T = len(weights)
     later, rest = weights[pos, pos + 1 :].sum(), weights[pos, : pos + 1].sum()
     hidden = T - pos - 1
-    seen = f"may see **{pos + 1}** {noun(pos + 1, 'token')}, positions 0–{pos}; **{hidden}** later {noun(hidden, 'token is', 'tokens are')} hidden"
+    seen = (
+        f"may see **{pos + 1}** {noun(pos + 1, 'token')}, positions 0–{pos}; "
+        f"**{hidden}** later {noun(hidden, 'token is', 'tokens are')} hidden"
+    )
     if decoder:
-        return f"**Position {pos}** {seen}. The text it may see:", f"Weight on the hidden (later) tokens: {later:g}, exactly. The visible ones share {rest:.4f}."
-    return f"**Position {pos}** sees all **{T}** tokens. In a decoder it {seen}; it would see only:", f"Weight on later tokens: {later:.4f} (a decoder's: exactly 0)."
+        return (
+            f"**Position {pos}** {seen}. The text it may see:",
+            f"Weight on the hidden (later) tokens: {later:g}, exactly. The visible ones share {rest:.4f}.",
+        )
+    return (
+        f"**Position {pos}** sees all **{T}** tokens. In a decoder it {seen}; it would see only:",
+        f"Weight on later tokens: {later:.4f} (a decoder's: exactly 0).",
+    )
 
 
 def encoder_future_note(model_name: str, weights: np.ndarray, layer: int, head: int) -> str:
-    """Part 3 for an encoder: there is no mask to switch off; how much of a row's weight this head puts on later tokens, on average (weights (T, T))."""
+    """Part 3 for an encoder: there is no mask to switch off; how much of a row's weight this head puts on later
+    tokens, on average (weights (T, T))."""
     future = future_weight(weights)[:-1].mean() if len(weights) > 1 else 0  # the last row has no later token
     return (
-        f"**An encoder always sees the future**: {model_name} reads the whole sentence at once, so there is no causal mask to switch off (and no next-token prediction to compare: "
-        f"it has no language-model head). Layer {layer}, head {head} puts on average **{future:.1%}** of a row's weight on "
-        "later tokens. The page *Encoder vs decoder* runs one sentence through an encoder and a decoder side by side."
+        f"**An encoder always sees the future**: {model_name} reads the whole sentence at once, so there is no "
+        "causal mask to switch off (and no next-token prediction to compare: it has no language-model head). "
+        f"Layer {layer}, head {head} puts on average **{future:.1%}** of a row's weight on later tokens. "
+        "The page *Encoder vs decoder* runs one sentence through an encoder and a decoder side by side."
     )
 
 
 def changes_note(top1: int, rose: int, n: int, T: int) -> str:
     """What switching the causal mask off changed (see `changes`), for a text of T tokens."""
     return (
-        f"The most likely next token changed at **{top1} of {T}** positions, and the actual next token, now in view, became more likely at **{rose} of {n}**. "
+        f"The most likely next token changed at **{top1} of {T}** positions, "
+        f"and the actual next token, now in view, became more likely at **{rose} of {n}**. "
         "Below, the same head without the mask: now row 0 sees all the tokens too."
     )

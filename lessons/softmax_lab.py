@@ -30,11 +30,17 @@ def parse_scores(text: str) -> np.ndarray:
         try:
             v = float(p)
         except ValueError:
-            raise ScoreInputError(f"Entry {i} is not a number. Type numbers separated by commas, e.g. 2, 4, 5.") from None
+            raise ScoreInputError(
+                f"Entry {i} is not a number. Type numbers separated by commas, e.g. 2, 4, 5."
+            ) from None
         if not math.isfinite(v):
-            raise ScoreInputError(f"Entry {i} is not a finite number (infinite or NaN); use ordinary numbers such as 2.5 or -1.")
+            raise ScoreInputError(
+                f"Entry {i} is not a finite number (infinite or NaN); use ordinary numbers such as 2.5 or -1."
+            )
         if abs(v) > MAX_ABS_SCORE:
-            raise ScoreInputError(f"Entry {i} is too large: keep every score between −{MAX_ABS_SCORE:,.0f} and {MAX_ABS_SCORE:,.0f}.")
+            raise ScoreInputError(
+                f"Entry {i} is too large: keep every score between −{MAX_ABS_SCORE:,.0f} and {MAX_ABS_SCORE:,.0f}."
+            )
         values.append(v)
     return np.array(values)
 
@@ -46,7 +52,8 @@ def softmax_t(scores: np.ndarray, temperature: float = 1.0, scale: float = 1.0) 
 
 def temperature_sweep(scores: np.ndarray, taus: np.ndarray, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """Entropy (bits) and top probability of softmax(scale · s / τ) for every τ in `taus`."""
-    p = softmax(scale * np.asarray(scores, dtype=np.float64)[None, :] / np.asarray(taus, dtype=np.float64)[:, None])  # (n_tau, n)
+    # (n_tau, n)
+    p = softmax(scale * np.asarray(scores, dtype=np.float64)[None, :] / np.asarray(taus, dtype=np.float64)[:, None])
     return entropy_bits(p), p.max(axis=-1)
 
 
@@ -77,12 +84,16 @@ def worked_latex(w: dict) -> tuple[str, str]:
     values = " + ".join(latex_number(e) for e in w["exp"])
     total = latex_number(w["sum"])
     fractions = ", ".join(rf"\tfrac{{{latex_number(e)}}}{{{total}}}" for e in w["exp"])
-    return rf"\textstyle\sum_j e^{{z_j}} = {terms} = {values} = {total}", rf"\alpha = \left({fractions}\right) = (" + ", ".join(f"{a:.3f}" for a in w["weights"]) + ")"
+    return (
+        rf"\textstyle\sum_j e^{{z_j}} = {terms} = {values} = {total}",
+        rf"\alpha = \left({fractions}\right) = (" + ", ".join(f"{a:.3f}" for a in w["weights"]) + ")",
+    )
 
 
 @dataclass(frozen=True)
 class RealRow:
-    """One query row of a model's head: its scores at τ = 1 over the keys it may see, softmax at τ by hand, and the model's own weights."""
+    """One query row of a model's head: its scores at τ = 1 over the keys it may see, softmax at τ by
+    hand, and the model's own weights."""
 
     keys: np.ndarray  # (n,) the key positions the query may see
     scores: np.ndarray  # (n,) q·k / √d_k at τ = 1
@@ -92,8 +103,10 @@ class RealRow:
 
 
 def real_row(at_1: Trace, tempered: np.ndarray, layer: int, head: int, query: int, tau: float) -> RealRow:
-    """Row `query` of (layer, head): at_1 is the trace at τ = 1; tempered, the head's (T, T) weights with τ on this one head."""
-    row = at_1[f"blocks.{layer}.attn.hook_scores_masked"][head, query]  # (T,) scaled scores at τ = 1, −∞ for a decoder's future
+    """Row `query` of (layer, head): at_1 is the trace at τ = 1; tempered, the head's (T, T)
+    weights with τ on this one head."""
+    # (T,) scaled scores at τ = 1, −∞ for a decoder's future
+    row = at_1[f"blocks.{layer}.attn.hook_scores_masked"][head, query]
     keys = np.flatnonzero(~np.isneginf(row))
     return RealRow(keys, row[keys], softmax_t(row[keys], tau), tempered[query, keys], softmax(row[keys]))
 
@@ -115,7 +128,9 @@ class DkExperiment:
         return softmax(s), softmax(s / math.sqrt(self.d_ks[i]))
 
 
-def sqrt_dk_experiment(d_ks: tuple[int, ...] = D_KS, n_queries: int = 256, n_keys: int = 8, seed: int = 0) -> DkExperiment:
+def sqrt_dk_experiment(
+    d_ks: tuple[int, ...] = D_KS, n_queries: int = 256, n_keys: int = 8, seed: int = 0
+) -> DkExperiment:
     """Dot products of random unit-variance vectors as d_k grows, with and without the division by √d_k."""
     rng = np.random.default_rng(seed)
     scores = np.empty((len(d_ks), n_queries, n_keys))
@@ -141,7 +156,10 @@ def sqrt_dk_experiment(d_ks: tuple[int, ...] = D_KS, n_queries: int = 256, n_key
 def dk_note(ex: DkExperiment, i: int) -> str:
     """The spread of the scores at d_k = d_ks[i], without and with ÷√d_k, in words."""
     d_k = int(ex.d_ks[i])
-    return f"At d_k = {d_k} the scores spread by **{ex.std_raw[i]:.2f}** (√d_k = {math.sqrt(d_k):.2f}); divided by √d_k, by **{ex.std_scaled[i]:.2f}**. One query's {ex.scores.shape[2]} weights:"
+    return (
+        f"At d_k = {d_k} the scores spread by **{ex.std_raw[i]:.2f}** (√d_k = {math.sqrt(d_k):.2f}); "
+        f"divided by √d_k, by **{ex.std_scaled[i]:.2f}**. One query's {ex.scores.shape[2]} weights:"
+    )
 
 
 def real_row_text(cfg: ModelConfig, layer: int, head: int) -> str:
@@ -150,16 +168,19 @@ def real_row_text(cfg: ModelConfig, layer: int, head: int) -> str:
     qk = "q·k (after RoPE, as the model dots them)" if cfg.pos_encoding == "rotary" else "q·k"
     seen = "the earlier tokens and itself" if cfg.causal else "the whole sentence: an encoder has no causal mask"
     return (
-        f"Now real scores: the sidebar sentence, layer {layer}, head {head}. Pick a query token; its scores are the model's {qk} / √d_k for every key it may see "
-        f"({seen}). The page's τ divides them before softmax. The orange bars are the model's layer {layer} with τ "
-        "on this one head only (from its recorded scores: the layers before it do not change): they equal the blue "
-        "ones. The sidebar's τ does the same to every head's weights the other pages show; with its *τ in every layer* "
-        "on, it divides the scores of every head in a new forward pass instead, so later layers also receive different "
-        "inputs."
+        f"Now real scores: the sidebar sentence, layer {layer}, head {head}. Pick a query token; its scores are "
+        f"the model's {qk} / √d_k for every key it may see ({seen}). The page's τ divides them before softmax. "
+        f"The orange bars are the model's layer {layer} with τ on this one head only (from its recorded scores: "
+        "the layers before it do not change): they equal the blue ones. The sidebar's τ does "
+        "the same to every head's weights the other pages show; with its *τ in every layer* on, it divides "
+        "the scores of every head in a new forward pass instead, so later layers also receive different inputs."
     )
 
 
 def real_row_note(r: RealRow, tau: float) -> str:
     """The row's top weight and entropy at τ, against the model as trained (τ = 1)."""
     p, p1 = r.weights, r.weights_at_1
-    return f"Top weight {p.max():.3f} and entropy {entropy_bits(p):.3f} bits at τ = {tau:g}; at τ = 1 (as trained): {p1.max():.3f} and {entropy_bits(p1):.3f} bits."
+    return (
+        f"Top weight {p.max():.3f} and entropy {entropy_bits(p):.3f} bits at τ = {tau:g}; "
+        f"at τ = 1 (as trained): {p1.max():.3f} and {entropy_bits(p1):.3f} bits."
+    )

@@ -31,7 +31,19 @@ def reference(X, seed):
     scaled = scores / K.shape[1] ** 0.5
     e = np.exp(scaled - scaled.max(axis=1, keepdims=True))
     weights = e / e.sum(axis=1, keepdims=True)
-    return {"X": X, "W_Q": W_Q, "W_K": W_K, "W_V": W_V, "Q": Q, "K": K, "V": V, "scores": scores, "scaled": scaled, "weights": weights, "attention": weights @ V}
+    return {
+        "X": X,
+        "W_Q": W_Q,
+        "W_K": W_K,
+        "W_V": W_V,
+        "Q": Q,
+        "K": K,
+        "V": V,
+        "scores": scores,
+        "scaled": scaled,
+        "weights": weights,
+        "attention": weights @ V,
+    }
 
 
 # ---- lecture example ----
@@ -116,7 +128,9 @@ def test_entropy_and_sweep():
     assert np.all(np.diff(h) > -1e-12) and np.all(np.diff(top) < 1e-12)
 
 
-@pytest.mark.parametrize(("text", "expected"), [("2, 4, 5", [2, 4, 5]), (" 2;4 5 ", [2, 4, 5]), ("-1.5,1e3", [-1.5, 1000]), ("7", [7])])
+@pytest.mark.parametrize(
+    ("text", "expected"), [("2, 4, 5", [2, 4, 5]), (" 2;4 5 ", [2, 4, 5]), ("-1.5,1e3", [-1.5, 1000]), ("7", [7])]
+)
 def test_parse_scores_good(text, expected):
     np.testing.assert_array_equal(lab.parse_scores(text), expected)
 
@@ -185,14 +199,19 @@ def test_sqrt_dk_experiment_is_seeded():
 
 
 def test_grouped_bars_data_and_escaping():
-    fig = grouped_bars({"a": np.array([0.1, 0.9]), "b<i>": np.array([0.5, 0.5])}, ["<script>x</script>", "y"], title="<b>t</b>").to_dict()
+    fig = grouped_bars(
+        {"a": np.array([0.1, 0.9]), "b<i>": np.array([0.5, 0.5])}, ["<script>x</script>", "y"], title="<b>t</b>"
+    ).to_dict()
     assert [d["name"] for d in fig["data"]] == ["a", "b&lt;i&gt;"]
     np.testing.assert_allclose(array(fig["data"][0]["y"]), [0.1, 0.9], rtol=1e-6)
     np.testing.assert_allclose(array(fig["data"][1]["y"]), [0.5, 0.5], rtol=1e-6)
     assert fig["layout"]["xaxis"]["ticktext"][0].startswith("&lt;script&gt;x") and "<" not in fig["data"][0]["text"][0]
     assert "<b>" not in fig["layout"]["title"]["text"]
     assert fig["data"][0]["texttemplate"] == "%{y:.3f}"  # few bars: values written on them
-    assert "texttemplate" not in grouped_bars({"a": np.ones(10), "b": np.ones(10)}, list("abcdefghij")).to_dict()["data"][0]  # 20 bars: too many
+    assert (
+        "texttemplate"
+        not in grouped_bars({"a": np.ones(10), "b": np.ones(10)}, list("abcdefghij")).to_dict()["data"][0]
+    )  # 20 bars: too many
     many = grouped_bars({"a": np.ones(40) / 40}, [str(i) for i in range(40)]).to_dict()
     assert "texttemplate" not in many["data"][0] and many["layout"]["showlegend"] is False
 
@@ -204,7 +223,9 @@ def test_temperature_curves_and_dk_lines():
     np.testing.assert_allclose(array(fig["data"][1]["y"]), [0.9, 0.7, 0.4], rtol=1e-6)
     assert array(fig["data"][2]["x"])[0] == 1.0 and fig["data"][3]["yaxis"] == "y2"
     d_ks = np.array([1, 4, 16])
-    fig = dk_lines(d_ks, {"raw": np.array([1.0, 2.0, 4.0]), "scaled": np.array([1.0, 1.0, 1.0])}, title="t", y_title="y", chosen=1).to_dict()
+    fig = dk_lines(
+        d_ks, {"raw": np.array([1.0, 2.0, 4.0]), "scaled": np.array([1.0, 1.0, 1.0])}, title="t", y_title="y", chosen=1
+    ).to_dict()
     np.testing.assert_allclose(array(fig["data"][0]["y"]), [1, 2, 4])
     np.testing.assert_allclose(array(fig["data"][2]["y"]), [2, 1])  # markers at the chosen d_k
     assert list(array(fig["data"][2]["x"])) == [4, 4]
@@ -216,7 +237,10 @@ def test_matrix_figure_writes_values_and_keeps_repeated_labels():
     hm = fig["data"][0]
     np.testing.assert_allclose(array(hm["z"]), m, rtol=1e-6)
     assert hm["texttemplate"] == "%{z:.3~g}" and "customdata" not in hm  # the browser writes each cell's own z
-    assert fig["layout"]["yaxis"]["tickvals"] == [0, 1, 2] and fig["layout"]["yaxis"]["ticktext"] == ["the", "cat", "the"]
+    assert (
+        fig["layout"]["yaxis"]["tickvals"] == [0, 1, 2]
+        and fig["layout"]["yaxis"]["ticktext"] == ["the", "cat", "the"]
+    )
     assert hm["zmid"] == 0  # both signs: diverging around 0
     assert "zmid" not in matrix(np.abs(m), ["a", "b", "c"], ["x", "y"], title="M").to_dict()["data"][0]
 
@@ -227,16 +251,28 @@ def test_matrix_figure_writes_values_and_keeps_repeated_labels():
 def test_dk_note_by_hand():
     ex = lab.sqrt_dk_experiment(d_ks=(4, 16), n_queries=8, n_keys=3, seed=0)
     raw = ex.scores[1].std()  # the spread of the 8 × 3 raw scores at d_k = 16, and divided by √16 = 4
-    assert lab.dk_note(ex, 1) == f"At d_k = 16 the scores spread by **{raw:.2f}** (√d_k = 4.00); divided by √d_k, by **{raw / 4:.2f}**. One query's 3 weights:"
+    assert lab.dk_note(ex, 1) == (
+        f"At d_k = 16 the scores spread by **{raw:.2f}** (√d_k = 4.00); "
+        f"divided by √d_k, by **{raw / 4:.2f}**. One query's 3 weights:"
+    )
 
 
 def test_real_row_words():
     rotary = lab.real_row_text(ModelConfig(family="llama", pos_encoding="rotary", activation="silu"), 3, 5)
-    assert "layer 3, head 5" in rotary and "the model's q·k (after RoPE, as the model dots them) / √d_k" in rotary and "(the earlier tokens and itself)" in rotary
+    assert (
+        "layer 3, head 5" in rotary
+        and "the model's q·k (after RoPE, as the model dots them) / √d_k" in rotary
+        and "(the earlier tokens and itself)" in rotary
+    )
     assert "the model's layer 3 with τ on this one head only" in rotary
     assert "*τ in every layer* on" in rotary  # the sidebar's τ: on the weights shown, or in a new forward pass
-    encoder = lab.real_row_text(ModelConfig(family="bert", pos_encoding="learned", activation="gelu", has_lm_head=False), 0, 1)
+    encoder = lab.real_row_text(
+        ModelConfig(family="bert", pos_encoding="learned", activation="gelu", has_lm_head=False), 0, 1
+    )
     assert "the model's q·k / √d_k" in encoder and "(the whole sentence: an encoder has no causal mask)" in encoder
     # weights (½, ½): 1 bit; at τ = 1 (0.9, 0.1): −(0.9 log₂ 0.9 + 0.1 log₂ 0.1) = 0.1368 + 0.3322 = 0.469 bits
     r = lab.RealRow(np.arange(2), np.zeros(2), np.array([0.5, 0.5]), np.array([0.5, 0.5]), np.array([0.9, 0.1]))
-    assert lab.real_row_note(r, 2.0) == "Top weight 0.500 and entropy 1.000 bits at τ = 2; at τ = 1 (as trained): 0.900 and 0.469 bits."
+    assert (
+        lab.real_row_note(r, 2.0)
+        == "Top weight 0.500 and entropy 1.000 bits at τ = 2; at τ = 1 (as trained): 0.900 and 0.469 bits."
+    )

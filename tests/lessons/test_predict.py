@@ -66,7 +66,12 @@ def test_masked_softmax_matches_a_masked_reference():
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
     assert (got[~mask] == 0).all()
     np.testing.assert_allclose(got.sum(axis=-1), 1, rtol=1e-6)
-    np.testing.assert_allclose(masked_softmax(scores, mask, temperature=2.0), np_softmax(np.where(mask, scores / 2, -np.inf)), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(
+        masked_softmax(scores, mask, temperature=2.0),
+        np_softmax(np.where(mask, scores / 2, -np.inf)),
+        rtol=1e-6,
+        atol=1e-7,
+    )
     # huge scores do not overflow; a row that sees nothing attends to nothing (as the model does)
     assert np.isfinite(masked_softmax(scores * 1e4, mask)).all()
     none = np.zeros((2, 3), dtype=bool)
@@ -85,14 +90,21 @@ def test_head_steps_are_the_trace_tensors(tiny_model, tokenizer):
     s = head_steps(tr, 1, 2)
     for got, name in ((s.q, "hook_q"), (s.k, "hook_k"), (s.v, "hook_v"), (s.z, "hook_z")):
         np.testing.assert_array_equal(got, tr[a + name][:, 2])
-    for got, name in ((s.raw, "hook_scores_raw"), (s.scaled, "hook_scores_scaled"), (s.masked, "hook_scores_masked"), (s.weights, "hook_pattern")):
+    for got, name in (
+        (s.raw, "hook_scores_raw"),
+        (s.scaled, "hook_scores_scaled"),
+        (s.masked, "hook_scores_masked"),
+        (s.weights, "hook_pattern"),
+    ):
         np.testing.assert_array_equal(got, tr[a + name][2])
     np.testing.assert_array_equal(s.x, tr["blocks.1.ln1.hook_normalized"])
     np.testing.assert_array_equal(s.visible, lower_triangle(len(tr.encoding)))
     assert s.tau == pytest.approx(0.7) and s.divisor == pytest.approx(np.sqrt(tiny_model.cfg.d_head))
     # the weighted sum of values is the head's output
     T = len(tr.encoding)
-    np.testing.assert_allclose(weighted_values(s.weights[T - 1], s.v).sum(axis=0), tr[a + "hook_z"][T - 1, 2], atol=1e-6)
+    np.testing.assert_allclose(
+        weighted_values(s.weights[T - 1], s.v).sum(axis=0), tr[a + "hook_z"][T - 1, 2], atol=1e-6
+    )
 
 
 def test_head_steps_of_tau_on_the_weights_shown(tiny_model, tokenizer):
@@ -130,7 +142,9 @@ def test_next_token_probs(tiny_model, tokenizer):
     tr = run_trace(tiny_model, tokenizer, SENTENCES[2])
     ids = tr.encoding.ids
     probs = torch.softmax(torch.tensor(tr["logits"]), dim=-1).numpy()
-    np.testing.assert_allclose(next_token_probs(tr["logits"], ids), [probs[i, ids[i + 1]] for i in range(len(ids) - 1)], rtol=1e-6)
+    np.testing.assert_allclose(
+        next_token_probs(tr["logits"], ids), [probs[i, ids[i + 1]] for i in range(len(ids) - 1)], rtol=1e-6
+    )
 
 
 def test_next_token_probs_of_one_token_is_empty(tiny_model, tokenizer):
@@ -144,7 +158,11 @@ def test_padded_batch_real_tokens_equal_unpadded(tiny_model, tokenizer, causal):
     iv = Interventions(causal=causal, temperature=1.3)
     batch = padded_forward(tiny_model, tokenizer, texts, iv)
     lengths = [len(e) for e in batch.encodings]
-    assert len(set(lengths)) == 3 and batch.ids.shape == (3, max(lengths)) and batch["logits"].shape[:2] == (3, max(lengths))
+    assert (
+        len(set(lengths)) == 3
+        and batch.ids.shape == (3, max(lengths))
+        and batch["logits"].shape[:2] == (3, max(lengths))
+    )
     for b, text in enumerate(texts):
         alone = run_trace(tiny_model, tokenizer, text, iv)
         np.testing.assert_allclose(batch["logits"][b, : lengths[b]], alone["logits"], atol=1e-5)
@@ -163,7 +181,9 @@ def test_padding_mask_matters_without_the_causal_mask(tiny_model, tokenizer):
     assert np.abs(leaky["logits"][short, :n] - alone).max() > 1e-3
     # with the causal mask, right padding is hidden anyway
     causal = padded_forward(tiny_model, tokenizer, texts, use_padding_mask=False)
-    np.testing.assert_allclose(causal["logits"][short, :n], run_trace(tiny_model, tokenizer, texts[short])["logits"], atol=1e-5)
+    np.testing.assert_allclose(
+        causal["logits"][short, :n], run_trace(tiny_model, tokenizer, texts[short])["logits"], atol=1e-5
+    )
 
 
 def test_padded_forward_keep_and_bad_text(tiny_model, tokenizer):
@@ -174,18 +194,36 @@ def test_padded_forward_keep_and_bad_text(tiny_model, tokenizer):
 
 
 def test_sharing_and_reading_name_each_familys_parts(tiny_cfg):
-    assert sharing(LLAMA, 7) == "query head 7 reads key/value head 2, shared with heads 6 and 8" and sharing(tiny_cfg, 1) == ""
+    assert (
+        sharing(LLAMA, 7) == "query head 7 reads key/value head 2, shared with heads 6 and 8"
+        and sharing(tiny_cfg, 1) == ""
+    )
     r = reading(LLAMA, 13, 7)
-    assert r.x_title == "X = RMSNorm 1 output, layer 13" and r.qkv_titles == ("Q after RoPE, head 7", "K after RoPE, K/V head 2", "V, K/V head 2")
+    assert (
+        r.x_title == "X = RMSNorm 1 output, layer 13"
+        and r.qkv_titles == ("Q after RoPE, head 7", "K after RoPE, K/V head 2", "V, K/V head 2")
+    )
     assert "RoPE" in r.qkv_note and "shared with heads 6 and 8" in r.qkv_note and r"\le i" in r.mask_latex
     r = reading(BERT, 0, 1)
-    assert r.x_title == "X = the stream entering layer 0" and "embeddings' LayerNorm" in r.x_text and "no causal mask" in r.mask_latex
+    assert (
+        r.x_title == "X = the stream entering layer 0"
+        and "embeddings' LayerNorm" in r.x_text
+        and "no causal mask" in r.mask_latex
+    )
     r = reading(tiny_cfg, 2, 3, mask_on=False)
-    assert r.x_title == "X = LN1 output, layer 2" and r.qkv_titles[0] == "Q, head 3" and not r.qkv_note and "no mask" in r.mask_latex
+    assert (
+        r.x_title == "X = LN1 output, layer 2"
+        and r.qkv_titles[0] == "Q, head 3"
+        and not r.qkv_note
+        and "no mask" in r.mask_latex
+    )
 
 
 def test_future_table_and_changes_against_softmax(tiny_model, tokenizer):
-    with_mask, without = run_trace(tiny_model, tokenizer, SENTENCES[0]), run_trace(tiny_model, tokenizer, SENTENCES[0], Interventions(causal=False))
+    with_mask, without = (
+        run_trace(tiny_model, tokenizer, SENTENCES[0]),
+        run_trace(tiny_model, tokenizer, SENTENCES[0], Interventions(causal=False)),
+    )
     ids, T = with_mask.encoding.ids, len(with_mask.encoding)
     p = {m: np_softmax(t["logits"]) for m, t in (("with", with_mask), ("without", without))}  # (T, V) each
     rows = future_table(with_mask, without, tokenizer.vocab_labels(), 4)
@@ -195,7 +233,10 @@ def test_future_table_and_changes_against_softmax(tiny_model, tokenizer):
             assert row[f"p(actual) {m} mask"] == pytest.approx(p[m][i, ids[i + 1]], rel=1e-5)
             assert row[f"top-3 {m} mask"].startswith(tokenizer.vocab_labels()[int(p[m][i].argmax())] + " ")
     long = top_rows(rows)  # the top-3 lists, one row per (position, mask), in that order
-    assert [(r["position"], r["token"], r["mask"]) for r in long] == [(i, rows[i]["token"], m) for i in range(4) for m in ("with", "without")]
+    assert (
+        [(r["position"], r["token"], r["mask"]) for r in long]
+        == [(i, rows[i]["token"], m) for i in range(4) for m in ("with", "without")]
+    )
     assert [r["top-3"] for r in long] == [rows[i][f"top-3 {m} mask"] for i in range(4) for m in ("with", "without")]
     rose = int((p["without"][np.arange(T - 1), ids[1:]] > p["with"][np.arange(T - 1), ids[1:]]).sum())
     assert changes(with_mask, without) == (int((p["with"].argmax(-1) != p["without"].argmax(-1)).sum()), rose, T - 1)
@@ -203,14 +244,18 @@ def test_future_table_and_changes_against_softmax(tiny_model, tokenizer):
 
 def test_padding_check_compares_each_text_with_itself_alone(tiny_model, tokenizer):
     texts = [SENTENCES[0], SENTENCES[1]]
-    assert padding.final_output(tiny_model.cfg) == "logits" and padding.final_output(BERT) == "blocks.5.ln2.hook_normalized"
+    assert (
+        padding.final_output(tiny_model.cfg) == "logits"
+        and padding.final_output(BERT) == "blocks.5.ln2.hook_normalized"
+    )
     for causal, use_pad in ((True, True), (False, True), (False, False)):
         iv = Interventions(causal=causal)
         batch = padded_forward(tiny_model, tokenizer, texts, iv, use_pad, keep=["logits", padding.MASK_NAME])
         chk = padding.check(batch, "logits", [run_trace(tiny_model, tokenizer, t, iv)["logits"] for t in texts])
         n = chk.lengths[1]
         assert chk.padded_labels(1)[n:] == ["[pad]"] * (chk.real.shape[1] - n)
-        np.testing.assert_array_equal(chk.visible[1][:, n:], not use_pad)  # padding keys hidden exactly when the mask is on
+        # padding keys hidden exactly when the mask is on
+        np.testing.assert_array_equal(chk.visible[1][:, n:], not use_pad)
         assert chk.differences[0] <= 1e-5 and (chk.differences[1] <= 1e-5) == use_pad
         assert padding.verdict(use_pad, causal)[0] == ("success" if use_pad else "warning")
 
@@ -221,28 +266,48 @@ def test_padding_check_compares_each_text_with_itself_alone(tiny_model, tokenize
 def test_mask_reading_for_a_decoder_and_an_encoder():
     dec = mask_reading("smollm2-135m", True, 49152)
     assert "uses two masks" in dec.intro and dec.causal[0] == dec.before_after[0] == "markdown"
-    assert WHY_CAUSAL in dec.causal[1] and "all 49,152 tokens" in dec.unmasked and "only the padding mask then guards" in dec.encoder_style_help
+    assert (
+        WHY_CAUSAL in dec.causal[1]
+        and "all 49,152 tokens" in dec.unmasked
+        and "only the padding mask then guards" in dec.encoder_style_help
+    )
     enc = mask_reading("minilm-l6", False, 30522)
     assert "**minilm-l6 is an encoder**" in enc.intro and enc.causal[0] == enc.before_after[0] == "info"
-    assert "the mask a decoder uses; in training a decoder predicts" in enc.causal[1] and enc.encoder_style_help == "minilm-l6 is an encoder: it has no causal mask at all."
+    assert (
+        "the mask a decoder uses; in training a decoder predicts" in enc.causal[1]
+        and enc.encoder_style_help == "minilm-l6 is an encoder: it has no causal mask at all."
+    )
 
 
 def test_position_words_and_future_notes_by_hand():
     # a decoder's row 1 sees positions 0–1 (weights 0.25 + 0.75 = 1) and hides position 2 (weight 0)
     w = np.array([[1.0, 0, 0], [0.25, 0.75, 0], [0.2, 0.3, 0.5]])
     seen, note = position_words(w, 1, decoder=True)
-    assert seen == "**Position 1** may see **2** tokens, positions 0–1; **1** later token is hidden. The text it may see:"
+    assert (
+        seen
+        == "**Position 1** may see **2** tokens, positions 0–1; **1** later token is hidden. The text it may see:"
+    )
     assert note == "Weight on the hidden (later) tokens: 0, exactly. The visible ones share 1.0000."
-    # an encoder's row 1 puts 0.3 on the later position 2; rows 0 and 1 put 0.3 + 0.5 = 0.8 and 0.3 on later tokens: 55 % on average
+    # an encoder's row 1 puts 0.3 on the later position 2; rows 0 and 1 put 0.3 + 0.5 = 0.8 and
+    # 0.3 on later tokens: 55 % on average
     e = np.array([[0.2, 0.3, 0.5], [0.1, 0.6, 0.3], [0.4, 0.4, 0.2]])
     seen, note = position_words(e, 1, decoder=False)
-    assert seen.startswith("**Position 1** sees all **3** tokens. In a decoder it may see **2** tokens") and note == "Weight on later tokens: 0.3000 (a decoder's: exactly 0)."
+    assert (
+        seen.startswith("**Position 1** sees all **3** tokens. In a decoder it may see **2** tokens")
+        and note == "Weight on later tokens: 0.3000 (a decoder's: exactly 0)."
+    )
     assert "Layer 2, head 1 puts on average **55.0%** of a row's weight" in encoder_future_note("minilm-l6", e, 2, 1)
-    assert changes_note(2, 3, 4, 5).startswith("The most likely next token changed at **2 of 5** positions, and the actual next token, now in view, became more likely at **3 of 4**.")
+    assert changes_note(2, 3, 4, 5).startswith(
+        "The most likely next token changed at **2 of 5** positions, "
+        "and the actual next token, now in view, became more likely at **3 of 4**."
+    )
 
 
 def test_padding_words(tiny_model, tokenizer):
-    assert padding.mask_latex(True).endswith(r"M = M^{\mathrm{causal}} + M^{\mathrm{pad}}") and padding.mask_latex(False).endswith(r"\qquad M = M^{\mathrm{pad}}")
+    assert (
+        padding.mask_latex(True).endswith(r"M = M^{\mathrm{causal}} + M^{\mathrm{pad}}")
+        and padding.mask_latex(False).endswith(r"\qquad M = M^{\mathrm{pad}}")
+    )
     texts = ["the king and the queen", "a"]
     batch = padded_forward(tiny_model, tokenizer, texts, keep=["logits", padding.MASK_NAME])
     chk = padding.check(batch, "logits", [run_trace(tiny_model, tokenizer, t)["logits"] for t in texts])
