@@ -45,7 +45,7 @@ def tempered(trace: Trace, layer: int, tau: float) -> dict[str, np.ndarray]:
     """Layer `layer`'s scaled and masked scores and weights, (nh, T, T) each, with attention temperature τ on every head
     of that layer only: softmax(mask(Q·Kᵀ / √d_head / τ)) by the attention core's own steps, from the layer's recorded
     raw scores Q·Kᵀ. No block runs past reading those scores: a layer's τ changes nothing before its weights."""
-    raw = torch.from_numpy(np.array(trace[f"blocks.{layer}.attn.hook_scores_raw"]))  # (nh, T, T)
+    raw = torch.from_numpy(np.array(trace.peek(f"blocks.{layer}.attn.hook_scores_raw")))  # (nh, T, T)
     mask, _ = trace.forward.model.attention_context(raw.shape[-1], trace.interventions)  # (1, 1, T, T)
     steps = weigh(raw[None], mask, trace.cfg.d_head, torch.full(raw.shape[:1], float(tau)))  # (1, nh, T, T) each
     return {f"blocks.{layer}.{name}": read_only(t[0]) for name, t in zip(TEMPERED, steps, strict=True)}

@@ -49,7 +49,8 @@ from .protocol import Model
 from .tokenizer import Encoding, Tokenizer
 
 MAX_CHARS = 20_000  # longer input is cut before tokenizing
-MAX_TOKENS = 256  # a trace reads at most this many tokens, whatever the model's context: 30 layers of T×T patterns grow fast
+# a trace reads at most this many tokens, whatever the model's context: 30 layers of T×T patterns grow fast
+MAX_TOKENS = 256
 
 
 def token_limit(cfg: ModelConfig) -> int:
@@ -167,8 +168,10 @@ class Forward:
 
     def __init__(self, model: Model, interventions: Interventions, x: torch.Tensor | None, done: int = 0):
         self.model, self.interventions = model, interventions
-        self.x, self.done = x, done  # x (1, T, d): the input of block `done`; done = n_layer + 1 once the final norm ran
-        self.context = None if x is None else model.attention_context(x.shape[1], interventions)  # the mask and RoPE angles every block reads
+        # x (1, T, d): the input of block `done`; done = n_layer + 1 once the final norm ran
+        self.x, self.done = x, done
+        # the mask and RoPE angles every block reads
+        self.context = None if x is None else model.attention_context(x.shape[1], interventions)
 
     def run_to(self, layer: int, whole_layer: bool) -> dict[str, np.ndarray]:
         """Run the blocks up to `layer` (all of them and the final norm when layer ≥ n_layer). Returns what a trace
@@ -203,20 +206,26 @@ class Trace:
     """
 
     encoding: Encoding  # the tokens that were run (after any cut)
-    cache: dict[str, np.ndarray]  # the arrays always kept (KEPT of every layer run so far, and everything outside the blocks)
+    # the arrays always kept (KEPT of every layer run so far, and everything outside the blocks)
+    cache: dict[str, np.ndarray]
     interventions: Interventions
     n_tokens_in: int  # tokens in the text as given; > len(encoding) when it was cut
     cut_chars: bool  # the text was longer than MAX_CHARS characters
     cfg: ModelConfig
     names: tuple[str, ...]  # every name the trace answers
     forward: Forward = field(repr=False, compare=False)
-    _open: OrderedDict = field(default_factory=OrderedDict, repr=False, compare=False)  # layer → its arrays, most recent last
+    # layer → its arrays, most recent last
+    _open: OrderedDict = field(default_factory=OrderedDict, repr=False, compare=False)
     _logits: list = field(default_factory=list, repr=False, compare=False)  # the logits, once read
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-    _held: list = field(default_factory=lambda: [0], repr=False, compare=False)  # [bytes held], kept up to date under the lock
+    # [bytes held], kept up to date under the lock
+    _held: list = field(default_factory=lambda: [0], repr=False, compare=False)
+    _peeked: dict = field(default_factory=dict, repr=False, compare=False)  # name → an array peek() recorded alone
 
     def __post_init__(self):
-        self._held[0] = sum(arr.nbytes for arr in self.cache.values()) + sum(_size(arrays) for arrays in self._open.values())
+        self._held[0] = (
+            sum(arr.nbytes for arr in self.cache.values()) + sum(_size(arrays) for arrays in self._open.values())
+        )
 
     @property
     def truncated(self) -> bool:
@@ -241,7 +250,9 @@ class Trace:
             if name in self.cache:  # another session ran the blocks meanwhile
                 return self.cache[name]
             if self.forward.done <= (self.cfg.n_layer if layer is None else layer):
-                self._run_to(self.cfg.n_layer if layer is None else layer, whole_layer=layer is not None and not is_kept(name))
+                self._run_to(
+                    self.cfg.n_layer if layer is None else layer, whole_layer=layer is not None and not is_kept(name)
+                )
                 if name in self.cache:
                     return self.cache[name]
             if name == "logits":
@@ -250,9 +261,35 @@ class Trace:
                     self._held[0] += self._logits[0].nbytes
                 return self._logits[0]
             if layer not in self._open:
-                self._keep_open(layer, open_layer(self.forward.model, self.cache[f"blocks.{layer}.hook_resid_pre"], layer, self.interventions))
+                self._keep_open(
+                    layer,
+                    open_layer(
+                        self.forward.model, self.cache[f"blocks.{layer}.hook_resid_pre"], layer, self.interventions
+                    ),
+                )
             self._open.move_to_end(layer)
             return self._open[layer][name]
+
+    def peek(self, name: str) -> np.ndarray:
+        """self[name], without opening its layer when it is not open: the block runs again on its recorded input and
+        records that name alone, kept for the next read (a page that reads one name of every layer pays one forward
+        pass once, not one that records and keeps every layer's internals, nor one per rerun)."""
+        layer = layer_of(name)
+        if layer is None or is_kept(name) or name not in self.names:
+            return self[name]
+        resid_pre = self[f"blocks.{layer}.hook_resid_pre"]  # (T, d): runs the blocks below, if not yet run
+        with self._lock:
+            if layer in self._open:
+                return self._open[layer][name]
+            if name in self._peeked:
+                return self._peeked[name]
+        rec = Recorder(lambda n: n == name)
+        run_block(self.forward.model, torch.from_numpy(np.array(resid_pre))[None], layer, self.interventions, rec)
+        with self._lock:  # kept, and counted in the trace's bytes: the next τ reads it again
+            if name not in self._peeked:
+                self._peeked[name] = read_only(rec[name][0])
+                self._held[0] += self._peeked[name].nbytes
+            return self._peeked[name]
 
     def logits_at(self, pos: int) -> np.ndarray:
         """(vocab,) the logits of position `pos`: self["logits"][pos] once a page has read every position's logits;
@@ -270,7 +307,8 @@ class Trace:
             return min(self.forward.done, self.cfg.n_layer), dict(self.cache)
 
     def run_blocks(self) -> Trace:
-        """Run every block that has not run yet, and the final norm, as one whole forward pass would; returns the trace."""
+        """Run every block that has not run yet, and the final norm, as one whole
+        forward pass would; returns the trace."""
         with self._lock:
             if self.forward.done <= self.cfg.n_layer:
                 self._run_to(self.cfg.n_layer, whole_layer=False)
@@ -315,7 +353,9 @@ class Trace:
         return {name: self[name] for name in self.names}
 
 
-def encode_for_model(tokenizer: Tokenizer, text: str, n_ctx: int, pair: str | None = None) -> tuple[Encoding, int, bool]:
+def encode_for_model(
+    tokenizer: Tokenizer, text: str, n_ctx: int, pair: str | None = None
+) -> tuple[Encoding, int, bool]:
     """Tokenize (a sentence pair for an encoder when `pair` is given), keeping the first n_ctx tokens.
     Returns (encoding, tokens before the cut, chars were cut)."""
     for t in (text, *([] if pair is None else [pair])):
@@ -330,7 +370,8 @@ def encode_for_model(tokenizer: Tokenizer, text: str, n_ctx: int, pair: str | No
 
 
 def pad_right(encodings: Sequence[Encoding], pad: int) -> tuple[np.ndarray, np.ndarray]:
-    """(ids, real), both (B, T): the encodings right-padded with the id `pad` to the longest; real is False on the padding."""
+    """(ids, real), both (B, T): the encodings right-padded with the id `pad` to the
+    longest; real is False on the padding."""
     T = max(len(e) for e in encodings)
     ids = np.full((len(encodings), T), pad, dtype=np.int64)  # (B, T)
     real = np.zeros((len(encodings), T), dtype=bool)  # (B, T)
@@ -357,11 +398,18 @@ def forward_padded(
     rec: dict[str, torch.Tensor] = {} if keep is None else Recorder(keep)
     with torch.inference_mode():
         mask = torch.from_numpy(real) if mask_padding else None
-        model(torch.from_numpy(ids), attention_mask=mask, interventions=interventions, rec=rec, token_type_ids=torch.from_numpy(types))
+        model(
+            torch.from_numpy(ids),
+            attention_mask=mask,
+            interventions=interventions,
+            rec=rec,
+            token_type_ids=torch.from_numpy(types),
+        )
     return rec
 
 
-PAIRWISE = ("attn.hook_scores_raw", "attn.hook_scores_scaled", "attn.hook_scores_masked", "attn.hook_pattern")  # (nh, T, T)
+# (nh, T, T)
+PAIRWISE = ("attn.hook_scores_raw", "attn.hook_scores_scaled", "attn.hook_scores_masked", "attn.hook_pattern")
 
 
 def run_trace(
@@ -394,7 +442,8 @@ def run_traces(
     interventions: Interventions = NO_INTERVENTIONS,
     pairs: Sequence[str | None] | None = None,
 ) -> list[Trace]:
-    """run_trace for several texts in one batched pass of every block: right-padded to the longest, the padding keys masked.
+    """run_trace for several texts in one batched pass of every block:
+    right-padded to the longest, the padding keys masked.
 
     A real token never sees a padding key, so each trace holds the numbers run_trace gives (up to float rounding);
     four short texts cost about 1.6 times one, not 4 times.
@@ -402,16 +451,27 @@ def run_traces(
     if not texts:
         return []
     pairs = [None] * len(texts) if pairs is None else pairs
-    encoded = [encode_for_model(tokenizer, text, token_limit(model.cfg), pair) for text, pair in zip(texts, pairs, strict=True)]
+    encoded = [
+        encode_for_model(tokenizer, text, token_limit(model.cfg), pair) for text, pair in zip(texts, pairs, strict=True)
+    ]
     # keep what every trace keeps, and all of layer 0 (most pages open it first)
-    rec = forward_padded(model, [enc for enc, _, _ in encoded], pad=0, interventions=interventions, keep=lambda n: is_kept(n) or layer_of(n) == 0)
+    rec = forward_padded(
+        model,
+        [enc for enc, _, _ in encoded],
+        pad=0,
+        interventions=interventions,
+        keep=lambda n: is_kept(n) or layer_of(n) == 0,
+    )
     names = tuple(trace_names(model.cfg))
     traces = []
     for b, (enc, n_in, cut_chars) in enumerate(encoded):
         T = len(enc)
-        arrays = {name: read_only(t[b, :, :T, :T] if name.endswith(PAIRWISE) else t[b, :T]) for name, t in rec.items()}  # drop the padding
+        # drop the padding
+        arrays = {name: read_only(t[b, :, :T, :T] if name.endswith(PAIRWISE) else t[b, :T]) for name, t in rec.items()}
         layer0 = {name: arr for name, arr in arrays.items() if not is_kept(name)}
         kept = {name: arr for name, arr in arrays.items() if is_kept(name)}
         done = Forward(model, interventions, None, done=model.cfg.n_layer + 1)  # every block ran
-        traces.append(Trace(enc, kept, interventions, n_in, cut_chars, model.cfg, names, done, OrderedDict({0: layer0})))
+        traces.append(
+            Trace(enc, kept, interventions, n_in, cut_chars, model.cfg, names, done, OrderedDict({0: layer0}))
+        )
     return traces

@@ -131,6 +131,27 @@ def test_tempered_view_reads_recorded_scores_and_answers_like_a_trace(models, to
     assert view.run_blocks() is view
 
 
+def test_every_layers_tempered_weights_cost_one_pass_once(models, tokenizer):
+    """A page that shows every layer's weights at a new τ (Multi-head's averages, Encoder vs decoder) reads each
+    layer's raw scores once (Trace.peek: the block runs again recording that name alone, not every internal), and a
+    second τ reads them again without running anything."""
+    model = models["llama"]
+    base, fresh = run_trace(model, tokenizer, TEXT).run_blocks(), run_trace(model, tokenizer, TEXT)
+    T, n_layer, before = len(base.encoding), model.cfg.n_layer, base.nbytes
+    with block_calls(model) as calls:
+        first = [Tempered(base, 0.5)[f"blocks.{layer}.attn.hook_pattern"] for layer in range(n_layer)]
+    assert calls == [(layer, T) for layer in range(n_layer)]
+    with block_calls(model) as calls:
+        second = [Tempered(base, 2.0)[f"blocks.{layer}.attn.hook_pattern"] for layer in range(n_layer)]
+    assert calls == []
+    raw = [fresh[f"blocks.{layer}.attn.hook_scores_raw"] for layer in range(n_layer)]  # opened: every internal
+    for layer in range(n_layer):
+        np.testing.assert_array_equal(base.peek(f"blocks.{layer}.attn.hook_scores_raw"), raw[layer])
+        np.testing.assert_array_equal(first[layer], tempered_pattern(fresh, layer, slice(None), 0.5))
+        np.testing.assert_array_equal(second[layer], tempered_pattern(fresh, layer, slice(None), 2.0))
+    assert base.nbytes == before + sum(r.nbytes for r in raw)  # the scores kept are counted
+
+
 # ---- ablation at layer L: blocks < L are the base trace's ----
 
 
