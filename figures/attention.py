@@ -56,15 +56,8 @@ def vectors_heatmap(
     rows, cols = z.shape
     hover = f"row %{{y}}, dimension %{{x}}<br>{esc(value_name)} = %{{z:.4g}}<extra></extra>"
     hm = {
-        "type": "heatmap",
-        "z": shown,
-        "x": np.arange(cols),
-        "y": np.arange(rows),
-        "colorscale": DIVERGING,
-        "zmid": 0,
-        "hoverongaps": False,
-        "hovertemplate": hover,
-        "colorbar": {"thickness": 12},
+        "type": "heatmap", "z": shown, "x": np.arange(cols), "y": np.arange(rows), "colorscale": DIVERGING, "zmid": 0,
+        "hoverongaps": False, "hovertemplate": hover, "colorbar": {"thickness": 12},
     }
     if cap_outliers and z.size:
         top, cap = float(np.abs(z).max()), float(np.percentile(np.abs(z), 99))
@@ -86,16 +79,8 @@ def scores_heatmap(
     numbers in the cells of a short sentence."""
     short = values and len(labels) <= SHOW_VALUES_MAX
     return heatmap(
-        scores,
-        labels,
-        labels,
-        title=title,
-        x_title="key j",
-        y_title="query i",
-        colorscale=DIVERGING,
-        zmid=0,
-        value_name=value_name,
-        show_values=short,
+        scores, labels, labels, title=title, x_title="key j", y_title="query i", colorscale=DIVERGING, zmid=0,
+        value_name=value_name, show_values=short,
     )
 
 
@@ -105,17 +90,8 @@ def weights_heatmap(
     """Softmax weights α_ij in [0, 1], (T, T); masked cells (weight exactly 0) blank."""
     short = values and len(labels) <= SHOW_VALUES_MAX
     return heatmap(
-        weights,
-        labels,
-        labels,
-        title=title,
-        x_title="key j (looked at)",
-        y_title="query i (looking)",
-        zmin=0,
-        zmax=1,
-        value_name="weight",
-        show_values=short,
-        masked=masked,
+        weights, labels, labels, title=title, x_title="key j (looked at)", y_title="query i (looking)", zmin=0, zmax=1,
+        value_name="weight", show_values=short, masked=masked,
     )
 
 
@@ -169,18 +145,8 @@ def mask_heatmap(visible: np.ndarray, labels: Sequence[str], title: str, *, row:
         ]
     )
     return heatmap(
-        visible.astype(np.float32),
-        labels,
-        labels,
-        title=title,
-        x_title="key j",
-        y_title="query i",
-        zmin=0,
-        zmax=1,
-        value_name="may look (1 = yes)",
-        masked=~visible,
-        shapes=outline,
-        extra={"showscale": False},
+        visible.astype(np.float32), labels, labels, title=title, x_title="key j", y_title="query i", zmin=0, zmax=1,
+        value_name="may look (1 = yes)", masked=~visible, shapes=outline, extra={"showscale": False},
     )
 
 

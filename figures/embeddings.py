@@ -107,16 +107,8 @@ def token_chips(enc: Encoding) -> go.Figure:
 def sentence_rows_heatmap(z: np.ndarray, labels: Sequence[str], title: str, value_name: str) -> go.Figure:
     """Rows of a (T, d) array, one per token (a repeated token keeps its own row), dimensions across."""
     return heatmap(
-        z,
-        None,
-        labels,
-        title=title,
-        x_title="dimension",
-        y_title="token",
-        colorscale=DIVERGING,
-        zmid=0,
-        value_name=value_name,
-        height=rows_height(len(labels)),
+        z, None, labels, title=title, x_title="dimension", y_title="token", colorscale=DIVERGING, zmid=0,
+        value_name=value_name, height=rows_height(len(labels)),
     )
 
 

@@ -56,19 +56,8 @@ def weights_map(
     # (T, T) the end of each cell's hover
     notes = np.where(~visible, MASKED_NOTE, np.where(hidden, hidden_note(sink_name), ""))
     return heatmap(
-        weights,
-        labels,
-        labels,
-        title=title,
-        x_title="key j (looked at)",
-        y_title="query i (looking)",
-        zmin=0,
-        zmax=zmax,
-        value_name="weight",
-        masked=hidden,
-        notes=notes,
-        height=height,
-        show_values=show_values,
+        weights, labels, labels, title=title, x_title="key j (looked at)", y_title="query i (looking)", zmin=0,
+        zmax=zmax, value_name="weight", masked=hidden, notes=notes, height=height, show_values=show_values,
     )
 
 
@@ -418,14 +407,8 @@ def vector_rows(
     rows, cols = z.shape
     hover = f"row %{{y}}, column %{{x}}<br>{esc(value_name)} = %{{z:.4g}}<extra></extra>"
     hm = {
-        "type": "heatmap",
-        "z": z,
-        "x": np.arange(cols),
-        "y": np.arange(rows),
-        "colorscale": DIVERGING,
-        "zmid": 0,
-        "hovertemplate": hover,
-        "colorbar": {"thickness": 12},
+        "type": "heatmap", "z": z, "x": np.arange(cols), "y": np.arange(rows), "colorscale": DIVERGING, "zmid": 0,
+        "hovertemplate": hover, "colorbar": {"thickness": 12},
     }
     y_ticks, y_lines = _blocks(row_blocks, rows)
     x_ticks, x_lines = _blocks(col_blocks, cols) if col_blocks else ({}, [])

@@ -15,16 +15,8 @@ WAVE_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
 def encoding_heatmap(pe: np.ndarray, title: str) -> go.Figure:
     """PE as a (position × dimension) heatmap on a fixed −1…1 scale."""
     return heatmap(
-        pe,
-        title=title,
-        x_title="dimension i",
-        y_title="position",
-        colorscale=DIVERGING,
-        zmin=-1,
-        zmax=1,
-        zmid=0,
-        value_name="PE",
-        height=460,
+        pe, title=title, x_title="dimension i", y_title="position", colorscale=DIVERGING, zmin=-1, zmax=1, zmid=0,
+        value_name="PE", height=460,
     )
 
 
@@ -75,11 +67,6 @@ def bits_heatmap(bits: np.ndarray) -> go.Figure:
 def similarity_heatmap(sim: np.ndarray, title: str) -> go.Figure:
     """PE_i · PE_j for every pair of positions."""
     return heatmap(
-        sim,
-        title=title,
-        x_title="position j",
-        y_title="position i",
-        colorscale=SEQUENTIAL,
-        value_name="PE_i · PE_j",
+        sim, title=title, x_title="position j", y_title="position i", colorscale=SEQUENTIAL, value_name="PE_i · PE_j",
         height=460,
     )

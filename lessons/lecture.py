@@ -59,17 +59,8 @@ def lecture_example(X: np.ndarray | None = None, seed: int = LECTURE_SEED) -> di
     # output_i = Σ_j α_ij v_j
     attention = weights @ V  # (n, d)
     return {
-        "X": X,
-        "W_Q": W_Q,
-        "W_K": W_K,
-        "W_V": W_V,
-        "Q": Q,
-        "K": K,
-        "V": V,
-        "scores": scores,
-        "scaled": scaled,
-        "weights": weights,
-        "attention": attention,
+        "X": X, "W_Q": W_Q, "W_K": W_K, "W_V": W_V, "Q": Q, "K": K, "V": V, "scores": scores, "scaled": scaled,
+        "weights": weights, "attention": attention,
     }
 
 

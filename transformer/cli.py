@@ -26,23 +26,11 @@ from .train import TrainConfig, bigram_baseline, evaluate, progress, split_corpu
 
 def cmd_train(a: argparse.Namespace) -> None:
     cfg = ModelConfig(
-        vocab_size=a.vocab_size,
-        n_ctx=a.n_ctx,
-        d_model=a.d_model,
-        n_layer=a.n_layer,
-        n_head=a.n_head,
-        d_mlp=a.d_mlp or 4 * a.d_model,
-        pos_encoding=a.pos_encoding,
-        dropout=a.dropout,
-        tie_embeddings=not a.untied,
+        vocab_size=a.vocab_size, n_ctx=a.n_ctx, d_model=a.d_model, n_layer=a.n_layer, n_head=a.n_head,
+        d_mlp=a.d_mlp or 4 * a.d_model, pos_encoding=a.pos_encoding, dropout=a.dropout, tie_embeddings=not a.untied,
     )
     tc = TrainConfig(
-        steps=a.steps,
-        batch_size=a.batch_size,
-        lr=a.lr,
-        eval_every=a.eval_every,
-        max_chars=a.max_chars,
-        seed=a.seed,
+        steps=a.steps, batch_size=a.batch_size, lr=a.lr, eval_every=a.eval_every, max_chars=a.max_chars, seed=a.seed,
         threads=a.threads,
     )
     if a.short:  # a quick smoke run for tests

@@ -26,14 +26,8 @@ REAL = torch.tensor([[1] * 10, [1] * 6 + [0] * 4])  # (2, 10)
 def hf_bert():
     torch.manual_seed(1)
     cfg = BertConfig(
-        vocab_size=120,
-        hidden_size=48,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=96,
-        max_position_embeddings=32,
-        type_vocab_size=2,
-        attn_implementation="eager",
+        vocab_size=120, hidden_size=48, num_hidden_layers=2, num_attention_heads=4, intermediate_size=96,
+        max_position_embeddings=32, type_vocab_size=2, attn_implementation="eager",
     )
     return BertModel(cfg, add_pooling_layer=False).eval()
 
@@ -42,17 +36,9 @@ def hf_bert():
 def hf_llama():
     torch.manual_seed(2)
     cfg = LlamaConfig(
-        vocab_size=120,
-        hidden_size=48,
-        intermediate_size=80,
-        num_hidden_layers=2,
-        num_attention_heads=6,
-        num_key_value_heads=2,
-        rope_theta=500.0,
-        rms_norm_eps=1e-5,
-        max_position_embeddings=64,
-        tie_word_embeddings=True,
-        attn_implementation="eager",
+        vocab_size=120, hidden_size=48, intermediate_size=80, num_hidden_layers=2, num_attention_heads=6,
+        num_key_value_heads=2, rope_theta=500.0, rms_norm_eps=1e-5, max_position_embeddings=64,
+        tie_word_embeddings=True, attn_implementation="eager",
     )
     return LlamaForCausalLM(cfg).eval()
 

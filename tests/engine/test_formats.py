@@ -127,16 +127,7 @@ def gguf_tensors(model: LlamaForCausalLM) -> dict[str, np.ndarray]:
 
 
 def write_gguf(
-    path,
-    model,
-    bpe,
-    *,
-    cfg=None,
-    arch="llama",
-    matrix_type=None,
-    embed_type=None,
-    edit=dict,
-    add_bos=False,
+    path, model, bpe, *, cfg=None, arch="llama", matrix_type=None, embed_type=None, edit=dict, add_bos=False,
     tokenizer_model="gpt2",
 ):
     """Write `model` and `bpe` as a llama.cpp GGUF, with metadata from `cfg` (default: the model's own) and the
@@ -339,12 +330,8 @@ def wordpiece() -> Tokenizer:
 def bert_dir(tmp_path_factory, wordpiece):
     torch.manual_seed(2)
     cfg = BertConfig(
-        vocab_size=wordpiece.get_vocab_size(),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        max_position_embeddings=64,
+        vocab_size=wordpiece.get_vocab_size(), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=64, max_position_embeddings=64,
     )
     folder = tmp_path_factory.mktemp("bert") / "model"
     BertModel(cfg).eval().save_pretrained(folder)

@@ -32,17 +32,8 @@ def reference(X, seed):
     e = np.exp(scaled - scaled.max(axis=1, keepdims=True))
     weights = e / e.sum(axis=1, keepdims=True)
     return {
-        "X": X,
-        "W_Q": W_Q,
-        "W_K": W_K,
-        "W_V": W_V,
-        "Q": Q,
-        "K": K,
-        "V": V,
-        "scores": scores,
-        "scaled": scaled,
-        "weights": weights,
-        "attention": weights @ V,
+        "X": X, "W_Q": W_Q, "W_K": W_K, "W_V": W_V, "Q": Q, "K": K, "V": V, "scores": scores, "scaled": scaled,
+        "weights": weights, "attention": weights @ V,
     }
 
 
@@ -138,15 +129,9 @@ def test_parse_scores_good(text, expected):
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("", "Type a few numbers"),
-        ("  , ", "Type a few numbers"),
-        ("a,b", "Entry 1 is not a number"),
-        ("2, x", "Entry 2 is not a number"),
-        ("1e999", "not a finite number"),
-        ("nan", "not a finite number"),
-        ("1, inf", "Entry 2 is not a finite"),
-        ("1e7", "too large"),
-        (",".join(["1"] * 10_000), "10,000 numbers"),
+        ("", "Type a few numbers"), ("  , ", "Type a few numbers"), ("a,b", "Entry 1 is not a number"),
+        ("2, x", "Entry 2 is not a number"), ("1e999", "not a finite number"), ("nan", "not a finite number"),
+        ("1, inf", "Entry 2 is not a finite"), ("1e7", "too large"), (",".join(["1"] * 10_000), "10,000 numbers"),
     ],
 )
 def test_parse_scores_bad(text, message):

@@ -70,13 +70,8 @@ def write_bert(out: Path, seed: int = 0) -> Path:
     )
     torch.manual_seed(seed)
     cfg = BertConfig(
-        vocab_size=hf.get_vocab_size(),
-        hidden_size=48,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=96,
-        max_position_embeddings=128,
-        initializer_range=0.2,
+        vocab_size=hf.get_vocab_size(), hidden_size=48, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=96, max_position_embeddings=128, initializer_range=0.2,
     )
     BertModel(cfg, add_pooling_layer=False).save_pretrained(out)
     hf.save(str(out / "tokenizer.json"))

@@ -51,11 +51,7 @@ class BERT(nn.Module):
         return x
 
     def forward(
-        self,
-        idx,
-        attention_mask=None,
-        interventions: Interventions = NO_INTERVENTIONS,
-        rec: Record = None,
+        self, idx, attention_mask=None, interventions: Interventions = NO_INTERVENTIONS, rec: Record = None,
         token_type_ids=None,
     ):
         """idx, token_type_ids: (B, T) ids; attention_mask: (B, T), 1 = real token.
@@ -78,14 +74,8 @@ def bert_to_atlas(hf: dict, state: dict[str, torch.Tensor]) -> tuple[ModelConfig
             f"BERT position embeddings {hf['position_embedding_type']!r} are not supported (absolute)."
         )
     cfg = ModelConfig.from_hugging_face(
-        hf,
-        pos_encoding="learned",
-        activation="gelu",
-        ln_eps=hf.get("layer_norm_eps", 1e-12),
-        tie_embeddings=False,
-        family="bert",
-        n_token_types=hf.get("type_vocab_size", 2),
-        has_lm_head=False,
+        hf, pos_encoding="learned", activation="gelu", ln_eps=hf.get("layer_norm_eps", 1e-12), tie_embeddings=False,
+        family="bert", n_token_types=hf.get("type_vocab_size", 2), has_lm_head=False,
     )
     d, nh, hs = cfg.d_model, cfg.n_head, cfg.d_head
     sd = {k.removeprefix("bert."): v for k, v in state.items()}

@@ -78,11 +78,7 @@ class GPT(nn.Module):
         return self.ln_final(x, rec, "ln_final.")
 
     def forward(
-        self,
-        idx,
-        attention_mask=None,
-        interventions: Interventions = NO_INTERVENTIONS,
-        rec: Record = None,
+        self, idx, attention_mask=None, interventions: Interventions = NO_INTERVENTIONS, rec: Record = None,
         token_type_ids=None,
     ):
         """idx: (B, T) token ids; attention_mask: (B, T), 1 = real token, 0 = padding. Returns logits (B, T, vocab), or

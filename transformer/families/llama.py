@@ -27,14 +27,8 @@ def llama_to_atlas(hf: dict, state: dict[str, torch.Tensor]) -> tuple[ModelConfi
         )
     tied = "lm_head.weight" not in state or hf.get("tie_word_embeddings", False)
     cfg = ModelConfig.from_hugging_face(
-        hf,
-        pos_encoding="rotary",
-        activation="silu",
-        ln_eps=hf.get("rms_norm_eps", 1e-5),
-        tie_embeddings=tied,
-        family="llama",
-        n_kv_head=hf.get("num_key_value_heads") or 0,
-        head_dim=hf.get("head_dim") or 0,
+        hf, pos_encoding="rotary", activation="silu", ln_eps=hf.get("rms_norm_eps", 1e-5), tie_embeddings=tied,
+        family="llama", n_kv_head=hf.get("num_key_value_heads") or 0, head_dim=hf.get("head_dim") or 0,
         rope_theta=float(rope["rope_theta"]),
     )
     d, nh, nkv, hs = cfg.d_model, cfg.n_head, cfg.n_kv_heads, cfg.d_head

@@ -117,16 +117,9 @@ class Seq2SeqConfig:
     def parts(self) -> ModelConfig:
         """The configuration of the encoder's and decoder's blocks (pre-LayerNorm, GELU, sinusoidal positions)."""
         return ModelConfig(
-            vocab_size=self.vocab_size,
-            n_ctx=self.n_ctx,
-            d_model=self.d_model,
-            n_layer=self.n_layer,
-            n_head=self.n_head,
-            d_mlp=self.d_mlp,
-            pos_encoding="sinusoidal",
-            activation=self.activation,
-            ln_eps=self.ln_eps,
-            dropout=self.dropout,
+            vocab_size=self.vocab_size, n_ctx=self.n_ctx, d_model=self.d_model, n_layer=self.n_layer,
+            n_head=self.n_head, d_mlp=self.d_mlp, pos_encoding="sinusoidal", activation=self.activation,
+            ln_eps=self.ln_eps, dropout=self.dropout,
         )
 
     def to_dict(self) -> dict:
