@@ -15,13 +15,15 @@ cfg = lm.cfg
 read = cx.reading(cfg, lm.tokenizer.byte_level)  # the page's words for this model and its tokenizer
 L, H = state.layer, state.head
 MAX_SENTENCES = 4
-FIRST_SENTENCES, FIRST_WORD = next(iter(context.SETS.values()))  # what the boxes hold until a preset or the reader changes them
+# what the boxes hold until a preset or the reader changes them
+FIRST_SENTENCES, FIRST_WORD = next(iter(context.SETS.values()))
 
 st.title("🐻 Context changes meaning")
 ui.explain(
-    "The embedding gives a token **one** vector, whatever the sentence: *bears* the animals and *bears* the verb start out identical. Attention then mixes in the "
-    "surrounding tokens, block after block, so the same token ends up with a different vector in each sentence. Here you follow one word through the model in 2 to 4 "
-    "sentences and measure how far apart its vectors drift."
+    "The embedding gives a token **one** vector, whatever the sentence: "
+    "*bears* the animals and *bears* the verb start out identical. Attention then mixes in the surrounding tokens, "
+    "block after block, so the same token ends up with a different vector in each sentence. "
+    "Here you follow one word through the model in 2 to 4 sentences and measure how far apart its vectors drift."
 )
 st.latex(read.latex)
 
@@ -35,8 +37,17 @@ with ui.folded("Sentences and word"):
         on_change=context.apply_set,
         help="Sentences from the lecture, with a word they share. Editing the box below overrides it.",
     )
-    help_box = "These sentences are this page's own; the sidebar's sentence is not used unless you press the button below."
-    text = c1.text_area("Sentences, one per line (2 to 4)", "\n".join(FIRST_SENTENCES), bind="query-params", key="context_sentences", height=130, help=help_box)
+    help_box = (
+        "These sentences are this page's own; the sidebar's sentence is not used unless you press the button below."
+    )
+    text = c1.text_area(
+        "Sentences, one per line (2 to 4)",
+        "\n".join(FIRST_SENTENCES),
+        bind="query-params",
+        key="context_sentences",
+        height=130,
+        help=help_box,
+    )
     c1.button(
         "Use the sidebar sentence as sentence 1",
         key="context_use_sidebar",
@@ -46,7 +57,11 @@ with ui.folded("Sentences and word"):
     )
     help_word = "Matched in each sentence as a whole word, ignoring upper/lower case. The first occurrence is followed."
     word = c2.text_input("Word", FIRST_WORD, bind="query-params", key="context_word", max_chars=40, help=help_word)
-    forms = c2.toggle("Longer forms too", **ui.kept("context_forms", True), help="On: also longer words that start with it (bear → bears, Bears). Off: only the exact word matches.")
+    forms = c2.toggle(
+        "Longer forms too",
+        **ui.kept("context_forms", True),
+        help="On: also longer words that start with it (bear → bears, Bears). Off: only the exact word matches.",
+    )
     c2.caption(read.followed)
 if notice := st.session_state.pop("context_notice", None):
     st.info(notice)
@@ -69,7 +84,9 @@ matches = cached.matches(vectors, word, forms)  # sentence number → where the 
 rows = []  # one table row per sentence
 for n, (s, tr) in enumerate(zip(sentences, traces, strict=True), start=1):
     if tr.truncated:
-        st.caption(f"Sentence {n} is {tr.n_tokens_in:,} tokens long; the model reads only its first {len(tr.encoding)}.")
+        st.caption(
+            f"Sentence {n} is {tr.n_tokens_in:,} tokens long; the model reads only its first {len(tr.encoding)}."
+        )
     if matches[n] is None:
         cut = f" (in its first {token_limit(cfg)} tokens, all this app reads)" if tr.truncated else ""
         st.warning(f"Sentence {n} {quote(s)} does not contain the word {quote(word)}{cut}: it is left out.")
@@ -93,10 +110,14 @@ st.caption(cx.cosine_note(cos))
 
 st.header("2 · Trajectories through the layers")
 ui.explain(
-    "All these vectors, drawn in the two directions along which they spread the most (PCA). Each line is one sentence, from its embedding (emb) through the blocks "
-    "(L0 = after block 0, …). Lines that start together and then part are the same token taking on different meanings."
+    "All these vectors, drawn in the two directions along which they spread the most (PCA). "
+    "Each line is one sentence, from its embedding (emb) through the blocks (L0 = after block 0, …). "
+    "Lines that start together and then part are the same token taking on different meanings."
 )
-help_unit = "On: only directions count, as in the cosine above. Off: the vectors as they are; their lengths differ from layer to layer, which stretches the map."
+help_unit = (
+    "On: only directions count, as in the cosine above. Off: the vectors as they are; "
+    "their lengths differ from layer to layer, which stretches the map."
+)
 unit = st.toggle("Scale every vector to length 1 first", **ui.kept("context_unit", True), help=help_unit)
 pca_fig, explained = cached.pca_figure(vectors, word, forms, unit)
 ui.show_figure(pca_fig, key="context_pca")
@@ -105,7 +126,10 @@ ui.as_trained(state, "The word's vectors, sections 1 and 2")
 
 st.header(f"3 · Where the word looks (layer {L}, head {H})")
 ui.explain(read.looks)
-st.latex(r"\alpha_{ij} = \mathrm{softmax}_j\!\left(\frac{q_i \cdot k_j}{\sqrt{d_k}\,\tau}\right), \quad i = \text{the word's token}")
+st.latex(
+    r"\alpha_{ij} = \mathrm{softmax}_j\!\left(\frac{q_i \cdot k_j}{\sqrt{d_k}\,\tau}\right), "
+    r"\quad i = \text{the word's token}"
+)
 bars = {f"context_attn_{n}": cached.attention_figure(key, n, m.position, L, H) for n, m in found.items()}
 for row in range(0, len(bars), 2):  # one chart per sentence that holds the word, two to a row (four would be crushed)
     ui.side_by_side(dict(list(bars.items())[row : row + 2]))

@@ -1,5 +1,5 @@
-"""Encoder vs decoder, side by side: one sentence through a BERT encoder and a decoder; one word's attention, the head that
-links it to another word, and the attention sinks of each."""
+"""Encoder vs decoder, side by side: one sentence through a BERT encoder and a decoder; one word's attention, the head
+that links it to another word, and the attention sinks of each."""
 
 import os
 
@@ -19,24 +19,46 @@ EXAMPLE, OWN = "The lecture's example", "The sentence in the sidebar"
 
 st.title("↔️ Encoder vs decoder, side by side")
 ui.explain(
-    "An **encoder** (BERT) reads the whole sentence at once: every token may look at every other token, before and after it. A **decoder** (GPT, Llama) writes text "
-    "one token at a time, so a token may look only at itself and the tokens before it. Here the same sentence goes through one model of each kind."
+    "An **encoder** (BERT) reads the whole sentence at once: every token may look at every other token, "
+    "before and after it. A **decoder** (GPT, Llama) writes text one token at a time, so a token may look "
+    "only at itself and the tokens before it. Here the same sentence goes through one model of each kind."
 )
-st.latex(r"\text{encoder: }\ \alpha_{ij} = \operatorname{softmax}_{j \in 1..T}(s_{ij}) \qquad \text{decoder: }\ \alpha_{ij} = \operatorname{softmax}_{j \le i}(s_{ij})")
+st.latex(
+    r"\text{encoder: }\ \alpha_{ij} = \operatorname{softmax}_{j \in 1..T}(s_{ij}) "
+    r"\qquad \text{decoder: }\ \alpha_{ij} = \operatorname{softmax}_{j \le i}(s_{ij})"
+)
 for hint in missing_real_models():
     st.info(f"A real pretrained model is not installed here: `{hint}` installs it (then reload the page).")
 encoders, decoders = ui.models_of("bert"), ui.models_of("gpt", "llama")
 with ui.folded("Models and sentence"):
     c1, c2 = st.columns(2)
     if encoders:
-        enc_name = c1.selectbox("Encoder", encoders, **ui.choice("compare_encoder", encoders, ed.ENCODER if ed.ENCODER in encoders else encoders[0]), format_func=ed.short_name)
+        enc_name = c1.selectbox(
+            "Encoder",
+            encoders,
+            **ui.choice("compare_encoder", encoders, ed.ENCODER if ed.ENCODER in encoders else encoders[0]),
+            format_func=ed.short_name,
+        )
     else:
         enc_name = None
-        c1.warning("No encoder to compare with: this page needs MiniLM (all-MiniLM-L6-v2), installed as shown above. Until then it shows the decoder alone.")
-    dec_name = c2.selectbox("Decoder", decoders, **ui.choice("compare_decoder", decoders, ed.default_decoder(decoders, os.environ.get(DEFAULT_MODEL_ENV))), format_func=ed.short_name)
+        c1.warning(
+            "No encoder to compare with: this page needs MiniLM (all-MiniLM-L6-v2), "
+            "installed as shown above. Until then it shows the decoder alone."
+        )
+    dec_name = c2.selectbox(
+        "Decoder",
+        decoders,
+        **ui.choice("compare_decoder", decoders, ed.default_decoder(decoders, os.environ.get(DEFAULT_MODEL_ENV))),
+        format_func=ed.short_name,
+    )
     if ed.DECODER not in decoders:
-        st.caption("SmolLM2 is not installed: the decoder offered first is the bundled Shakespeare GPT, a small model whose heads are far less clear-cut.")
-    source = st.radio("Sentence", [EXAMPLE, OWN], horizontal=True, **ui.choice("compare_source", [EXAMPLE, OWN], EXAMPLE))
+        st.caption(
+            "SmolLM2 is not installed: the decoder offered first is the bundled Shakespeare GPT, "
+            "a small model whose heads are far less clear-cut."
+        )
+    source = st.radio(
+        "Sentence", [EXAMPLE, OWN], horizontal=True, **ui.choice("compare_source", [EXAMPLE, OWN], EXAMPLE)
+    )
 text, cut = ed.clip(ed.EXAMPLE if source == EXAMPLE else state.sentence)
 st.caption(f"«{md(text)}»")
 if cut:
@@ -83,16 +105,25 @@ ui.explain(ed.tokens_text(word[1]))
 
 
 def part_rows() -> None:
-    for col, (kind, (name, tr, causal)) in zip(ui.stacking("compare_rows_row", ui.SIDE_BY_SIDE_PX).columns(2), MODELS.items(), strict=False):
+    for col, (kind, (name, tr, causal)) in zip(
+        ui.stacking("compare_rows_row", ui.SIDE_BY_SIDE_PX).columns(2), MODELS.items(), strict=False
+    ):
         cfg = ui.get_model(name).cfg
         grid, _ = cached.compare_grid(KEYS[kind], word[0], target[0])
         best = ed.best_head(grid)
         with col:
             st.subheader(f"{kind.capitalize()}: {md(ed.short_name(name))}")
             src, tgt = ed.pair_tokens(tr.encoding, text, word[0], target[0])
-            ui.show_figure(fcmp.token_strip(tr.encoding.labels, src, tgt, f"{len(tr.encoding)} tokens"), key=f"compare_{kind}_tokens")
-            layer = st.slider("Layer", 0, cfg.n_layer - 1, **ui.kept_within(f"compare_{kind}_layer", best[0], 0, cfg.n_layer - 1))
-            head = st.slider("Head", 0, cfg.n_head - 1, **ui.kept_within(f"compare_{kind}_head", best[1], 0, cfg.n_head - 1))
+            ui.show_figure(
+                fcmp.token_strip(tr.encoding.labels, src, tgt, f"{len(tr.encoding)} tokens"),
+                key=f"compare_{kind}_tokens",
+            )
+            layer = st.slider(
+                "Layer", 0, cfg.n_layer - 1, **ui.kept_within(f"compare_{kind}_layer", best[0], 0, cfg.n_layer - 1)
+            )
+            head = st.slider(
+                "Head", 0, cfg.n_head - 1, **ui.kept_within(f"compare_{kind}_head", best[1], 0, cfg.n_head - 1)
+            )
             st.button(
                 f"Go to the best head (layer {best[0]}, head {best[1]})",
                 on_click=st.session_state.update,
@@ -101,7 +132,9 @@ def part_rows() -> None:
             )
             row = ed.row(tr, layer, head, src[-1])
             title = f"Weights of “{word[1]}” (token {src[-1]}), layer {layer}, head {head}"
-            ui.show_figure(fcmp.row_bars(row, tr.encoding.labels, src[-1], tgt, causal, title), key=f"compare_{kind}_row")
+            ui.show_figure(
+                fcmp.row_bars(row, tr.encoding.labels, src[-1], tgt, causal, title), key=f"compare_{kind}_row"
+            )
             st.caption(ed.row_text(row, src[-1], tgt, target[1], causal))
 
 
@@ -130,4 +163,10 @@ def part_sinks() -> None:
     st.caption("A caveat: attention weights show where information flows, not why a model predicts what it does.")
 
 
-ui.lazy_tabs({"1 · One word's attention": part_rows, "2 · The head that links two words": part_best, "3 · Attention sinks": part_sinks}, "compare_part")
+ui.lazy_tabs(
+    {
+        "1 · One word's attention": part_rows, "2 · The head that links two words": part_best,
+        "3 · Attention sinks": part_sinks,
+    },
+    "compare_part",
+)

@@ -15,15 +15,18 @@ cfg = rp.config
 
 st.title("🌱 Heads forming")
 ui.explain(
-    f"The other pages show finished models. Here a model **learns**: a tiny transformer ({cfg.n_layer} layers × {cfg.n_head} heads, "
-    f"attention only, no MLP) trained on random strings drawn from {cfg.n_symbols} meaningless symbols, in which a run of {cfg.min_run}–{cfg.max_run} "
-    "symbols appears twice. Inside the second copy each next symbol can be predicted, but only by finding the earlier copy and "
-    "reading what came after it. For a few hundred steps the model learns almost nothing; then, suddenly, the loss drops while "
+    f"The other pages show finished models. Here a model **learns**: a tiny transformer ({cfg.n_layer} "
+    f"layers × {cfg.n_head} heads, attention only, no MLP) trained on random strings drawn from {cfg.n_symbols} "
+    f"meaningless symbols, in which a run of {cfg.min_run}–{cfg.max_run} symbols appears twice. Inside the second "
+    "copy each next symbol can be predicted, but only by finding the earlier copy and reading what came after it. "
+    "For a few hundred steps the model learns almost nothing; then, suddenly, the loss drops while "
     "two kinds of head appear together: a **previous-token head** in layer 0 and an **induction head** in layer 1 "
     "(Olsson et al., 2022, call this the *phase change*). The sidebar's model and sentence are not used here."
 )
 start, run, again = hf.probe_parts(rp)
-st.markdown(f"Every snapshot is measured on one fixed **probe**: `{start}`, then a run `{run}`, then the run again `{again}`.")
+st.markdown(
+    f"Every snapshot is measured on one fixed **probe**: `{start}`, then a run `{run}`, then the run again `{again}`."
+)
 
 
 playing = st.session_state.get("heads_playing", False)
@@ -36,30 +39,49 @@ def replay_view() -> None:
     if st.session_state.get("heads_playing", False) != playing:
         st.rerun()  # start or stop the timer: it is set when the fragment is defined
     c1, c2, c3 = st.columns([5, 1.5, 2.5], vertical_alignment="bottom")
-    step = c1.select_slider("Training step", steps, bind="query-params", key="heads_step", help="Snapshots at log-spaced steps: dense early, sparse late.")
-    c2.button("⏸ Pause" if playing else "▶ Play", key="heads_play", on_click=training.toggle_play, args=("heads_playing", "heads_step", steps))
-    score = c3.selectbox("Score to follow", list(roles.SCORES), format_func=roles.score_title, bind="query-params", key="heads_score")
+    step = c1.select_slider(
+        "Training step",
+        steps,
+        bind="query-params",
+        key="heads_step",
+        help="Snapshots at log-spaced steps: dense early, sparse late.",
+    )
+    c2.button(
+        "⏸ Pause" if playing else "▶ Play",
+        key="heads_play",
+        on_click=training.toggle_play,
+        args=("heads_playing", "heads_step", steps),
+    )
+    score = c3.selectbox(
+        "Score to follow", list(roles.SCORES), format_func=roles.score_title, bind="query-params", key="heads_score"
+    )
     i = steps.index(step)
     s = rp.snapshots[i]
     m = st.columns(4)
-    m[0].metric("Loss", f"{s.loss:.3f}", help=f"Mean over {cfg.eval_size} fixed sequences; log {cfg.n_symbols} = guessing.")
+    m[0].metric(
+        "Loss", f"{s.loss:.3f}", help=f"Mean over {cfg.eval_size} fixed sequences; log {cfg.n_symbols} = guessing."
+    )
     m[1].metric("Loss on the predictable symbols", f"{s.loss_repeated:.3f}")
     m[2].metric("Best induction score, layer 1", f"{s.scores.induction[1].max():.2f}")
     m[3].metric("Best previous-token score, layer 0", f"{s.scores.previous_token[0].max():.2f}")
     figs = training.replay_figures(i, score, ui.panels_per_row("heads_patterns", cfg.n_head))
     ui.show_figure(figs["loss"], key="heads_loss")
     st.caption(
-        f"Grey: each step's own training batch. The random symbols' loss cannot fall below log {cfg.n_symbols} = {hf.guess_loss(rp):.2f} "
-        "(they are random); it rises a little once the model bets on copies."
+        f"Grey: each step's own training batch. The random symbols' loss cannot fall below log {cfg.n_symbols} "
+        f"= {hf.guess_loss(rp):.2f} (they are random); it rises a little once the model bets on copies."
     )
     st.markdown(hf.phase_sentence(rp))
     ui.show_figure(figs["scores"], key="heads_scores")
-    st.caption("Blues: layer 0's heads; oranges: layer 1's. The dotted line is the threshold at which the score names the head.")
+    st.caption(
+        "Blues: layer 0's heads; oranges: layer 1's. "
+        "The dotted line is the threshold at which the score names the head."
+    )
     ui.show_figure(figs["patterns"], key="heads_patterns")
     st.caption(
-        "Rows: the query (the symbol looking); columns: the key (looked at). Below the grey line are the queries of the repeated run. "
-        f"An induction head lights up the red dotted stripe, {cfg.probe_run - 1} columns left of the main diagonal: each symbol of the "
-        "second copy looks at the symbol that followed its earlier copy. A previous-token head draws the line just below the main diagonal."
+        "Rows: the query (the symbol looking); columns: the key (looked at). Below "
+        "the grey line are the queries of the repeated run. An induction head lights up the red dotted stripe, "
+        f"{cfg.probe_run - 1} columns left of the main diagonal: each symbol of the second copy looks at the "
+        "symbol that followed its earlier copy. A previous-token head draws the line just below the main diagonal."
     )
     st.dataframe(hf.score_table(rp, i), hide_index=True)
 
@@ -69,17 +91,26 @@ replay_view()
 st.header("Train it live")
 live, me = training.LIVE, training.session_id()
 ui.explain(
-    f"Train the same model from scratch on this server, with the same seed: the curves repeat the replay's (induction score ≥ 0.5 in layer 1 at "
-    f"{training.formed_step(rp)}). One training runs at a time per server, on half of one core, so the other pages stay quick."
+    "Train the same model from scratch on this server, with the same seed: "
+    f"the curves repeat the replay's (induction score ≥ 0.5 in layer 1 at {training.formed_step(rp)}). "
+    "One training runs at a time per server, on half of one core, so the other pages stay quick."
 )
 c1, c2 = st.columns([2, 1], vertical_alignment="center")
 if live.running and live.owner == me:
     c1.button("✋ Cancel the training", key="heads_cancel", on_click=live.cancel, args=(me,))
 elif live.running:
-    c1.info("A training is running (started by someone else): watch the replay above, or switch on “Watch the live training” to follow it.")
+    c1.info(
+        "A training is running (started by someone else): watch the replay above, "
+        "or switch on “Watch the live training” to follow it."
+    )
 else:
     c1.button("🏋️ Train from scratch", key="heads_train", on_click=training.start_live, args=(me,))
-watch = c2.toggle("Watch the live training", bind="query-params", key="heads_watch", help="Follow the server's training as its snapshots arrive.")
+watch = c2.toggle(
+    "Watch the live training",
+    bind="query-params",
+    key="heads_watch",
+    help="Follow the server's training as its snapshots arrive.",
+)
 running = live.running
 
 
@@ -88,7 +119,13 @@ def live_view() -> None:
     if live.running != running:
         st.rerun()  # started or finished: set the timer again
     st.progress(live.progress, text=training.live_status(live))
-    figs = training.live_figures(live.run, live.snapshots, ui.panels_per_row("heads_live_patterns", training.LIVE_CONFIG.n_head)) if watch else None
+    figs = (
+        training.live_figures(
+            live.run, live.snapshots, ui.panels_per_row("heads_live_patterns", training.LIVE_CONFIG.n_head)
+        )
+        if watch
+        else None
+    )
     for name, fig in (figs or {}).items():
         ui.show_figure(fig, key=f"heads_live_{name}")
 
@@ -97,11 +134,15 @@ live_view()
 
 st.header("What each score measures")
 ui.explain(
-    "Each score reads a head's attention weights α (row i = the query) and averages over the queries i ≥ 1. The app measures them the same way for "
-    "every head of every model: the badges on *One head* and *Multi-head*."
+    "Each score reads a head's attention weights α (row i = the query) and averages over the queries i ≥ 1. "
+    "The app measures them the same way for every head of every model: the badges on *One head* and *Multi-head*."
 )
 for name, info in roles.SCORES.items():
     threshold = roles.threshold_of(name)
-    rule = f" A head with {info.title.lower()} ≥ {threshold} is labelled **{roles.label_of(name)}**." if threshold is not None else ""
+    rule = (
+        f" A head with {info.title.lower()} ≥ {threshold} is labelled **{roles.label_of(name)}**."
+        if threshold is not None
+        else ""
+    )
     st.markdown(f"**{info.title}.** {info.plain}{rule}")
     st.latex(info.latex)

@@ -29,17 +29,25 @@ st.caption(f"{T} tokens from {len(enc.text):,} characters; the vocabulary has {t
 ui.show_figure(chips_fig, key="tokens_chips")
 with st.expander("The same tokens as a table"):
     chars = [shown_chars(enc.text[s:e]) for s, e in enc.offsets]
-    st.dataframe({"position": range(T), "token": labels, "id": enc.ids, "characters": chars}, hide_index=True, height=min(38 + 35 * T, 400))
+    st.dataframe(
+        {"position": range(T), "token": labels, "id": enc.ids, "characters": chars},
+        hide_index=True,
+        height=min(38 + 35 * T, 400),
+    )
 
 st.header("2. Tokens → vectors")
 ui.explain(
-    f"The embedding is a lookup: token id *i* picks row *i* of $W_E$ (shape {tok.vocab_size:,} × {cfg.d_model}). Multiplying a one-hot vector by $W_E$ says the same "
-    "thing. The vector is the same wherever the token appears: there is no context yet."
+    f"The embedding is a lookup: token id *i* picks row *i* of $W_E$ (shape {tok.vocab_size:,} × {cfg.d_model}). "
+    "Multiplying a one-hot vector by $W_E$ says the same thing. "
+    "The vector is the same wherever the token appears: there is no context yet."
 )
 st.latex(r"x_t = W_E[\mathrm{id}_t] = \mathrm{onehot}(\mathrm{id}_t)\,W_E \in \mathbb{R}^{d_{model}}")
 ui.show_figure(embed_fig, key="tokens_embed")
 if n_repeated := T - len(set(enc.ids)):
-    st.caption(f"Your sentence has {n_repeated} repeated {noun(n_repeated, 'token')}: each copy keeps its own row, and the rows are identical, because the lookup ignores context.")
+    st.caption(
+        f"Your sentence has {n_repeated} repeated {noun(n_repeated, 'token')}: "
+        "each copy keeps its own row, and the rows are identical, because the lookup ignores context."
+    )
 
 st.header("3. A map of the embedding space")
 ui.explain(read.map)
@@ -47,19 +55,38 @@ c1, c2 = st.columns([3, 1])
 n_vocab = n_max = len(es.merged_ids(tok))
 if n_max > 50:  # a real vocabulary; a toy one is drawn whole
     help_n = "How many frequent vocabulary tokens to draw behind your sentence; the PCA is fitted on them."
-    n_vocab = c1.slider("Vocabulary tokens in the map (N)", 50, min(3000, n_max), min(500, n_max), step=50, bind="query-params", key="tokens_n_vocab", help=help_n)
-k_dims = 3 if c2.toggle("3-D", bind="query-params", key="tokens_pca_3d", help="Show three principal components instead of two (drag to rotate).") else 2
+    n_vocab = c1.slider(
+        "Vocabulary tokens in the map (N)",
+        50,
+        min(3000, n_max),
+        min(500, n_max),
+        step=50,
+        bind="query-params",
+        key="tokens_n_vocab",
+        help=help_n,
+    )
+help_3d = "Show three principal components instead of two (drag to rotate)."
+k_dims = 3 if c2.toggle("3-D", bind="query-params", key="tokens_pca_3d", help=help_3d) else 2
 map_fig, shown_share = cached.map_figure(key, n_vocab, k_dims)
 ui.show_figure(map_fig, key="tokens_pca")
-st.caption(f"These {k_dims} directions hold {100 * shown_share:.1f}% of the spread of the {n_vocab} vocabulary vectors; the rest is hidden, so points that look close may be far apart.")
+st.caption(
+    f"These {k_dims} directions hold {100 * shown_share:.1f}% of the spread of the {n_vocab} vocabulary vectors; "
+    "the rest is hidden, so points that look close may be far apart."
+)
 
 st.header("4. Cosine similarity")
-ui.explain("How alike are two vectors? Cosine similarity compares their directions: 1 = same direction, 0 = unrelated (at right angles), −1 = opposite. It ignores length.")
+ui.explain(
+    "How alike are two vectors? Cosine similarity compares their directions: "
+    "1 = same direction, 0 = unrelated (at right angles), −1 = opposite. It ignores length."
+)
 st.latex(r"\cos(a, b) = \frac{a \cdot b}{\lVert a\rVert\,\lVert b\rVert}")
 ui.show_figure(cosine_fig, key="tokens_cosine")
 
 st.header("5. Nearest neighbours in the vocabulary")
-ui.explain("Pick a token of your sentence: these are the vocabulary tokens whose vectors point most nearly the same way (highest cosine over all of $W_E$).")
+ui.explain(
+    "Pick a token of your sentence: these are the vocabulary tokens whose "
+    "vectors point most nearly the same way (highest cosine over all of $W_E$)."
+)
 c1, c2 = st.columns([2, 1])
 query = c1.selectbox(
     "Token",
@@ -73,23 +100,48 @@ neighbours = cached.neighbours_figure(state.model, enc.ids[query], k, labels[que
 ui.show_figure(neighbours, key="tokens_neighbours")
 
 st.header("6. Directions: a − b + c")
-if st.session_state.setdefault("tokens_analogy_model", state.model) != state.model:  # another model: its own default words
-    st.session_state.update({"tokens_analogy_model": state.model, **{f"tokens_analogy_{n}": w for n, w in zip("abc", words, strict=True)}})
+# another model: its own default words
+if st.session_state.setdefault("tokens_analogy_model", state.model) != state.model:
+    st.session_state.update(
+        {"tokens_analogy_model": state.model, **{f"tokens_analogy_{n}": w for n, w in zip("abc", words, strict=True)}}
+    )
 ui.explain(read.analogy)
 st.latex(r"v = \hat w_a - \hat w_b + \hat w_c, \qquad \text{answer} = \arg\max_{t \notin \{a,b,c\}} \cos(v, w_t)")
 boxes = {
-    name: col.text_input(name, word, max_chars=40, bind="query-params", key=f"tokens_analogy_{name}", help=f"A token of the vocabulary (box {name}).")
+    name: col.text_input(
+        name,
+        word,
+        max_chars=40,
+        bind="query-params",
+        key=f"tokens_analogy_{name}",
+        help=f"A token of the vocabulary (box {name}).",
+    )
     for col, name, word in zip(st.columns(3), "abc", words, strict=True)
 }
 c1, c2 = st.columns([2, 1])
-space_help = "BPE treats ' king' (after a space) and 'king' (at the start of a line) as different tokens. Ticked: a space is put before each word."
-space = bpe and c1.checkbox("Words inside a sentence (add a leading space)", value=True, bind="query-params", key="tokens_analogy_space", help=space_help)
+space_help = (
+    "BPE treats ' king' (after a space) and 'king' (at the start of a line) "
+    "as different tokens. Ticked: a space is put before each word."
+)
+space = bpe and c1.checkbox(
+    "Words inside a sentence (add a leading space)",
+    value=True,
+    bind="query-params",
+    key="tokens_analogy_space",
+    help=space_help,
+)
 if not bpe:
     c1.caption("WordPiece has no leading-space tokens: a word is the same token wherever it stands.")
-k_analogy = c2.slider("Tokens to list", 3, 30, 10, bind="query-params", key="tokens_analogy_k", help="How many nearest tokens to list.")
+k_analogy = c2.slider(
+    "Tokens to list", 3, 30, 10, bind="query-params", key="tokens_analogy_k", help="How many nearest tokens to list."
+)
 ids, bad = es.read_words(tok, boxes, space)
 for name, pieces in bad.items():
-    st.warning(f"Box {name} must be ONE token of the vocabulary, but it splits into {len(pieces)}:" if pieces else f"Box {name} is empty: type one word.")
+    st.warning(
+        f"Box {name} must be ONE token of the vocabulary, but it splits into {len(pieces)}:"
+        if pieces
+        else f"Box {name} is empty: type one word."
+    )
     if pieces:
         st.code(" + ".join(pieces), language=None)
 if bad:

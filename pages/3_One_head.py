@@ -13,20 +13,37 @@ L, H = state.layer, state.head
 
 st.title("🔍 One head, step by step")
 ui.explain(
-    "An attention head lets every token gather information from other tokens, in a few simple steps, one per tab below, "
-    f"each with the real numbers of **layer {L}, head {H}** (sidebar): X → Q, K, V → Q·Kᵀ → ÷√d_k → mask → softmax → weights·V. "
+    "An attention head lets every token gather information from other tokens, in a few simple steps, one per tab "
+    f"below, each with the real numbers of **layer {L}, head {H}** (sidebar): "
+    "X → Q, K, V → Q·Kᵀ → ÷√d_k → mask → softmax → weights·V. "
     "Each matrix has one row per token; a token that appears twice keeps both of its rows."
 )
 
 tr = ui.trace_or_stop(state.key)  # the model as trained (a decoder: causal mask on)
 cfg, labels = tr.cfg, tr.encoding.labels
 c1, c2 = st.columns(2)
-help_scale = "Off: skip the division by √d_k and recompute softmax and weights·V from the raw scores Q·Kᵀ (τ still applies)."
+help_scale = (
+    "Off: skip the division by √d_k and recompute softmax and weights·V from the raw scores Q·Kᵀ (τ still applies)."
+)
 scale_on = c1.toggle("Divide by √d_k", value=True, bind="query-params", key="onehead_scale", help=help_scale)
-mask_help = "Off: run the whole model again without the causal mask, so every token may look at later tokens too." if cfg.causal else "An encoder has no causal mask: nothing to switch."
-mask_on = c2.toggle("Causal mask", value=cfg.causal, disabled=not cfg.causal, bind="query-params", key="onehead_mask" if cfg.causal else "onehead_no_mask", help=mask_help)
+mask_help = (
+    "Off: run the whole model again without the causal mask, so every token may look at later tokens too."
+    if cfg.causal
+    else "An encoder has no causal mask: nothing to switch."
+)
+mask_on = c2.toggle(
+    "Causal mask",
+    value=cfg.causal,
+    disabled=not cfg.causal,
+    bind="query-params",
+    key="onehead_mask" if cfg.causal else "onehead_no_mask",
+    help=mask_help,
+)
 if not cfg.causal:
-    c2.caption(f"{state.model} is an encoder: it has no causal mask, so this switch can do nothing. Every token always sees the whole sentence.")
+    c2.caption(
+        f"{state.model} is an encoder: it has no causal mask, "
+        "so this switch can do nothing. Every token always sees the whole sentence."
+    )
 run = tr if mask_on or not cfg.causal else ui.get_trace(state.key.but(causal=False))
 s = one_head.head_steps(run, L, H, scale=scale_on)  # what this page shows
 r = one_head.reading(cfg, L, H, mask_on)
@@ -49,14 +66,18 @@ def step_input() -> None:
 def step_qkv() -> None:
     st.latex(r.qkv_latex)
     ui.explain(
-        "Three learned projections of every token: the **query** asks *what am I looking for?*, the **key** advertises *this is what I hold*, "
-        "and the **value** is what gets passed on to whoever looks here."
+        "Three learned projections of every token: the **query** asks *what am I looking for?*, the **key** "
+        "advertises *this is what I hold*, and the **value** is what gets passed on to whoever looks here."
     )
     if r.qkv_note:
         st.info(r.qkv_note)
-    for col, title, m, key in zip(ui.stacking("onehead_qkv_row", ui.SIDE_BY_SIDE_PX).columns(3), r.qkv_titles, (s.q, s.k, s.v), "qkv", strict=True):
+    for col, title, m, key in zip(
+        ui.stacking("onehead_qkv_row", ui.SIDE_BY_SIDE_PX).columns(3), r.qkv_titles, (s.q, s.k, s.v), "qkv", strict=True
+    ):
         with col:
-            ui.show_figure(fa.vectors_heatmap(m, labels, title, dim_title=f"dimension of {key.upper()}"), key=f"onehead_{key}")
+            ui.show_figure(
+                fa.vectors_heatmap(m, labels, title, dim_title=f"dimension of {key.upper()}"), key=f"onehead_{key}"
+            )
 
 
 def step_scores() -> None:
@@ -67,12 +88,24 @@ def step_scores() -> None:
         ui.show_figure(fa.scores_heatmap(s.raw, labels, "Raw scores Q·Kᵀ"), key="onehead_raw")
     with col2:
         if scale_on:
-            st.latex(rf"S = \frac{{QK^\top}}{{\sqrt{{{hs}}}\,\tau}} = \frac{{QK^\top}}{{{np.sqrt(hs):.2f} \times {s.tau:.2f}}}")
-            st.markdown(f"Dot products of {hs}-dimensional vectors spread out like √{hs}; dividing by √{hs} keeps softmax from saturating. τ is the attention temperature from the sidebar.")
+            st.latex(
+                rf"S = \frac{{QK^\top}}{{\sqrt{{{hs}}}\,\tau}} = "
+                rf"\frac{{QK^\top}}{{{np.sqrt(hs):.2f} \times {s.tau:.2f}}}"
+            )
+            st.markdown(
+                f"Dot products of {hs}-dimensional vectors spread out like √{hs}; "
+                f"dividing by √{hs} keeps softmax from saturating. τ is the attention temperature from the sidebar."
+            )
         else:
-            st.latex(rf"S = \frac{{QK^\top}}{{\tau}} = \frac{{QK^\top}}{{{s.tau:.2f}}} \quad (\text{{no }} \div \sqrt{{{hs}}})")
+            st.latex(
+                rf"S = \frac{{QK^\top}}{{\tau}} = \frac{{QK^\top}}{{{s.tau:.2f}}} \quad "
+                rf"(\text{{no }} \div \sqrt{{{hs}}})"
+            )
             st.markdown("Scaling is off: the raw scores go straight on (divided only by the temperature τ).")
-        ui.show_figure(fa.scores_heatmap(s.scaled, labels, "Scaled scores" if scale_on else "Unscaled scores"), key="onehead_scaled")
+        ui.show_figure(
+            fa.scores_heatmap(s.scaled, labels, "Scaled scores" if scale_on else "Unscaled scores"),
+            key="onehead_scaled",
+        )
 
 
 def step_softmax() -> None:
@@ -80,31 +113,57 @@ def step_softmax() -> None:
     with col1:
         st.latex(r.mask_latex)
         st.markdown(r.mask_text)
-        ui.show_figure(fa.scores_heatmap(s.masked, labels, "Masked scores" if cfg.causal else "Scores (nothing masked)"), key="onehead_masked")
+        ui.show_figure(
+            fa.scores_heatmap(s.masked, labels, "Masked scores" if cfg.causal else "Scores (nothing masked)"),
+            key="onehead_masked",
+        )
     with col2:
         st.latex(r"\alpha_{ij} = \frac{e^{\tilde S_{ij}}}{\sum_{j'} e^{\tilde S_{ij'}}}")
-        ui.explain("Softmax turns each row into weights: positive, summing to 1" + ("; e^−∞ = 0, so hidden tokens get exactly 0." if cfg.causal else "."))
+        ui.explain(
+            "Softmax turns each row into weights: positive, summing to 1"
+            + ("; e^−∞ = 0, so hidden tokens get exactly 0." if cfg.causal else ".")
+        )
         ui.show_figure(fa.weights_heatmap(s.weights, labels, ~s.visible, "Attention weights α"), key="onehead_weights")
 
 
 def step_query() -> None:
     st.latex(r"z_i = \sum_j \alpha_{ij}\, v_j")
     help_query = "Which token's row to follow: its weights, and the value vectors they mix."
-    i = st.selectbox("Query token i", range(T), format_func=ui.token_names(labels), **ui.choice("onehead_query", range(T), T - 1), help=help_query)  # the last token by default
+    i = st.selectbox(
+        "Query token i",
+        range(T),
+        format_func=ui.token_names(labels),
+        **ui.choice("onehead_query", range(T), T - 1),
+        help=help_query,
+    )  # the last token by default
     ui.explain("The output for token i is a mix of the value vectors, each multiplied by how much i attends to it.")
     terms = one_head.weighted_values(s.weights[i], s.v)  # (T, hs) rows α_ij·v_j
     col1, col2 = ui.stacking("onehead_query_row", ui.SIDE_BY_SIDE_PX).columns(2)
     with col1:
         ui.show_figure(fa.weight_bars(s.weights[i], labels, f"Weights of query {i}"), key="onehead_bars")
-        st.caption(f"Largest weight {s.weights[i].max():.3f} on position {int(s.weights[i].argmax())}; entropy {entropy_bits(s.weights[i]):.3f} bits; the row sums to {s.weights[i].sum():.4f}.")
+        st.caption(
+            f"Largest weight {s.weights[i].max():.3f} on position {int(s.weights[i].argmax())}; "
+            f"entropy {entropy_bits(s.weights[i]):.3f} bits; the row sums to {s.weights[i].sum():.4f}."
+        )
     with col2:
-        ui.show_figure(fa.weighted_sum_heatmap(terms, terms.sum(axis=0), labels, s.visible[i], f"α_ij·v_j for query {i}, and their sum"), key="onehead_terms")
-        st.caption(f"The sum row equals the head's output z_{i} (step 6): largest difference {np.abs(terms.sum(axis=0) - s.z[i]).max():.1e}.")
+        ui.show_figure(
+            fa.weighted_sum_heatmap(
+                terms, terms.sum(axis=0), labels, s.visible[i], f"α_ij·v_j for query {i}, and their sum"
+            ),
+            key="onehead_terms",
+        )
+        st.caption(
+            f"The sum row equals the head's output z_{i} (step 6): "
+            f"largest difference {np.abs(terms.sum(axis=0) - s.z[i]).max():.1e}."
+        )
 
 
 def step_output() -> None:
     st.latex(r"Z = \alpha V \quad (T \times d_k)")
-    ui.explain("Every row of the weights mixes the values at once. The heads of a layer are then concatenated and projected back to the residual stream (see *Multi-head*).")
+    ui.explain(
+        "Every row of the weights mixes the values at once. "
+        "The heads of a layer are then concatenated and projected back to the residual stream (see *Multi-head*)."
+    )
     ui.show_figure(fa.vectors_heatmap(s.z, labels, f"Z = αV, head {H}"), key="onehead_z")
     if state.tau_on_weights_only:
         st.caption(
@@ -121,8 +180,10 @@ STEPS = {
     "5 · One query's weighted sum": step_query,
     "6 · The head's output": step_output,
 }
-ui.lazy_tabs(STEPS, "onehead_step")  # only the open step runs and is drawn: a slider redraws two or three charts, not eleven
+# only the open step runs and is drawn: a slider redraws two or three charts, not eleven
+ui.lazy_tabs(STEPS, "onehead_step")
 st.caption(
-    "A caveat: attention weights show where information flows, not why the model predicts what it does. Many heads put most of their weight "
-    "on the first token (an “attention sink”; in an encoder often [CLS] or [SEP]) when nothing else is useful."
+    "A caveat: attention weights show where information flows, not why the model predicts what it does. "
+    "Many heads put most of their weight on the first token (an “attention sink”; "
+    "in an encoder often [CLS] or [SEP]) when nothing else is useful."
 )

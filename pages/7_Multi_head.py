@@ -1,4 +1,5 @@
-"""Multi-head attention: every head of a layer side by side, the whole model at a glance, concat·W_O, and switching heads off."""
+"""Multi-head attention: every head of a layer side by side, the whole model at a glance,
+concat·W_O, and switching heads off."""
 
 import streamlit as st
 
@@ -28,68 +29,126 @@ if hide:
     st.caption(heads.hidden_note(read, w[H, -1], hide, L, H))
 
 every_head, side = heads.all_heads(n_layer, nh), heads.head_name(L, H)
-if st.session_state.get("multihead_side", side) != side or st.session_state.get("multihead_open", side) not in every_head:
+if (
+    st.session_state.get("multihead_side", side) != side
+    or st.session_state.get("multihead_open", side) not in every_head
+):
     st.session_state["multihead_open"] = side  # the sidebar moved (or the model changed): open the sidebar's head
 st.session_state["multihead_side"] = side
-st.session_state["multihead_ablate"] = [n for n in st.session_state.get("multihead_ablate", []) if n in every_head]  # another model may have fewer heads
+# another model may have fewer heads
+st.session_state["multihead_ablate"] = [n for n in st.session_state.get("multihead_ablate", []) if n in every_head]
 key = state.key  # the trace's key: the cached figures read the trace by it
 
 
 def layer_heads() -> None:
     fig, zmax = cached.heads_figure(key, L, hide, ui.panels_per_row("multihead_heads", nh))
-    scale = f"All {nh} maps use the same colour scale, from 0 to {zmax:.3f} (the largest weight shown), so a darker cell means more weight in any of them."
-    ui.explain(f"Each map is one head: row i = the token looking (query), column j = the token looked at (key). {scale}")
+    scale = (
+        f"All {nh} maps use the same colour scale, from 0 to {zmax:.3f} (the largest weight shown), "
+        "so a darker cell means more weight in any of them."
+    )
+    ui.explain(
+        f"Each map is one head: row i = the token looking (query), column j = the token looked at (key). {scale}"
+    )
     ui.show_figure(fig, key="multihead_heads")
     if T > 1:
         st.caption(heads.sink_share_note(read, w, sinks, causal))
 
 
 def averages() -> None:
-    ui.explain("Averaging the maps gives a rough summary of where the model looks. **These are averages, not heads**: the model never uses them, and averaging blurs heads that look apart.")
-    st.latex(r"\bar\alpha^{(\ell)} = \frac{1}{h}\sum_{h'} \alpha^{(\ell, h')}, \qquad \bar\alpha = \frac{1}{L\,h}\sum_{\ell, h'} \alpha^{(\ell, h')}")
+    ui.explain(
+        "Averaging the maps gives a rough summary of where the model looks. "
+        "**These are averages, not heads**: the model never uses them, and averaging blurs heads that look apart."
+    )
+    st.latex(
+        r"\bar\alpha^{(\ell)} = \frac{1}{h}\sum_{h'} \alpha^{(\ell, h')}, "
+        r"\qquad \bar\alpha = \frac{1}{L\,h}\sum_{\ell, h'} \alpha^{(\ell, h')}"
+    )
     means = cached.averages_figure(key, L, hide, ui.panels_per_row("multihead_means", 2))
     ui.show_figure(means, key="multihead_means")
 
 
 def every_head_part() -> None:
     help_open = "Which head to show large, with its line view (red box below)."
-    OL, OH = heads.parse_head(st.selectbox("Open layer L, head H", every_head, format_func=heads.head_title, **ui.choice("multihead_open", every_head, side), help=help_open))
+    OL, OH = heads.parse_head(
+        st.selectbox(
+            "Open layer L, head H",
+            every_head,
+            format_func=heads.head_title,
+            **ui.choice("multihead_open", every_head, side),
+            help=help_open,
+        )
+    )
     badges = head_roles.badges(cached.head_scores(state.model))
     fig, block, n = cached.overview_figure(key, (OL, OH), hide, badges)
     st.markdown(heads.overview_note(block, n, T, causal))
     ui.show_figure(fig, key="multihead_overview")
     ui.head_role(state.model, OL, OH)
     c1, c2 = ui.stacking("multihead_open_row", ui.SIDE_BY_SIDE_PX).columns(2)
-    threshold = c2.slider("Hide lines below weight", 0.01, 1.0, step=0.01, **ui.kept("multihead_threshold", 0.1), help="Only (query, key) pairs with at least this much weight get a line.")
-    help_token = "Keep only the lines of one token: the keys it looks at and the queries that look at it. Or click a token's dot in a line view."
+    threshold = c2.slider(
+        "Hide lines below weight",
+        0.01,
+        1.0,
+        step=0.01,
+        **ui.kept("multihead_threshold", 0.1),
+        help="Only (query, key) pairs with at least this much weight get a line.",
+    )
+    help_token = (
+        "Keep only the lines of one token: the keys it looks at and the queries that look at it. "
+        "Or click a token's dot in a line view."
+    )
     token = c2.selectbox(
-        "Lines of token", [-1, *range(T)], format_func=ui.token_names(labels, every="every token"), **ui.choice("multihead_line_token", range(-1, T), -1), help=help_token
+        "Lines of token",
+        [-1, *range(T)],
+        format_func=ui.token_names(labels, every="every token"),
+        **ui.choice("multihead_line_token", range(-1, T), -1),
+        help=help_token,
     )
     big, lines, n_lines = cached.opened_figures(key, (OL, OH), hide, read.sink, threshold, token)
     with c1:
         ui.show_figure(big, key="multihead_open_map")
     with c2:
-        ui.show_figure(lines, key="multihead_lines", on_click=ui.token_clicks("multihead_lines", "multihead_line_token"))
+        ui.show_figure(
+            lines, key="multihead_lines", on_click=ui.token_clicks("multihead_lines", "multihead_line_token")
+        )
         step = f"rounded to steps of {fm.OPACITY_STEP} (at least {fm.OPACITY_STEP}, so faint lines stay visible)"
         dot = "the dot in its middle has the exact weight as its opacity and in its hover"
-        st.caption(f"{n_lines} {noun(n_lines, 'line')}. Left: the token looking (query); right: the token looked at (key). A line's opacity is its weight, {step}; {dot}.")
+        st.caption(
+            f"{n_lines} {noun(n_lines, 'line')}. Left: the token looking (query); right: "
+            f"the token looked at (key). A line's opacity is its weight, {step}; {dot}."
+        )
     clicks = (
-        "Point at a token's dot at either end to light up its lines; click it to keep only its lines, and empty space for every token. "
-        "Click a head in the legend to see it alone; click it again to see every head."
+        "Point at a token's dot at either end to light up its lines; click it to keep only its lines, and empty "
+        "space for every token. Click a head in the legend to see it alone; click it again to see every head."
     )
     ui.explain(f"**Every head of layer {OL} at once**, a colour each, with the same threshold and token. {clicks}")
     layer_lines = cached.layer_lines_figure(key, OL, hide, threshold, token)
-    ui.show_figure(layer_lines, key="multihead_layer_lines", on_click=ui.token_clicks("multihead_layer_lines", "multihead_line_token"))
+    ui.show_figure(
+        layer_lines,
+        key="multihead_layer_lines",
+        on_click=ui.token_clicks("multihead_layer_lines", "multihead_line_token"),
+    )
 
 
 def concat_wo() -> None:
     st.markdown(heads.concat_note(cfg, L, T))
-    st.latex(rf"\mathrm{{out}}_i = [z_{{i,0}}\,;\dots;\,z_{{i,h-1}}]\,W_O{read.b_O} = \sum_{{h'}} z_{{i,h'}}\,W_O^{{(h')}}{read.b_O}")
-    t = st.selectbox("Token", range(T), format_func=ui.token_names(labels), **ui.choice("multihead_token", range(T), T - 1), help="Whose vectors to follow through the concatenation and W_O.")
+    st.latex(
+        rf"\mathrm{{out}}_i = [z_{{i,0}}\,;\dots;\,z_{{i,h-1}}]\,W_O{read.b_O} "
+        rf"= \sum_{{h'}} z_{{i,h'}}\,W_O^{{(h')}}{read.b_O}"
+    )
+    t = st.selectbox(
+        "Token",
+        range(T),
+        format_func=ui.token_names(labels),
+        **ui.choice("multihead_token", range(T), T - 1),
+        help="Whose vectors to follow through the concatenation and W_O.",
+    )
     concat_fig, wo_fig, out_fig, error = cached.concat_figures(key.untempered, L, t)  # τ on the weights: no change
     ui.show_figure(concat_fig, key="multihead_concat")
     ui.side_by_side({"multihead_wo": wo_fig, "multihead_out": out_fig})
-    st.caption(f"Recomputed here: concat·W_O{read.b_O} differs from the model's attention output for token {t} by at most {error:.1e} (float32 rounding).")
+    st.caption(
+        f"Recomputed here: concat·W_O{read.b_O} differs from the model's "
+        f"attention output for token {t} by at most {error:.1e} (float32 rounding)."
+    )
     ui.as_trained(state, "The heads' outputs z and the attention output")
 
 
@@ -99,9 +158,15 @@ def switch_off() -> None:
         st.markdown(read.encoder_note)
     st.latex(read.ablation_latex)
     c1, c2 = st.columns([3, 1])
-    help_heads = "Any heads of any layers, written layer.head: 0.2 = layer 0, head 2. Their outputs are set to 0 in a new forward pass."
-    chosen = c1.multiselect("Heads to switch off (layer.head)", every_head, bind="query-params", key="multihead_ablate", help=help_heads)
-    k = c2.slider("Top tokens", 3, 20, **ui.kept("multihead_topk", 8), help="How many of the most likely next tokens to list (before, and after switching off).") if cfg.has_lm_head else 0
+    help_heads = (
+        "Any heads of any layers, written layer.head: 0.2 = layer 0, head 2. "
+        "Their outputs are set to 0 in a new forward pass."
+    )
+    chosen = c1.multiselect(
+        "Heads to switch off (layer.head)", every_head, bind="query-params", key="multihead_ablate", help=help_heads
+    )
+    help_k = "How many of the most likely next tokens to list (before, and after switching off)."
+    k = c2.slider("Top tokens", 3, 20, **ui.kept("multihead_topk", 8), help=help_k) if cfg.has_lm_head else 0
     ablate = tuple(sorted(heads.parse_head(n) for n in chosen))
     fig, table, moved = cached.ablation(key.untempered, ablate, k)
     ui.show_figure(fig, key="multihead_ablation")
@@ -110,9 +175,21 @@ def switch_off() -> None:
     ui.as_trained(state, "Both runs, with all heads and with heads switched off")
     if table:
         prob = st.column_config.NumberColumn(format="%.5f")
-        st.dataframe(table, hide_index=True, column_config={"p, all heads on": prob, "p, switched off": prob, "change": st.column_config.NumberColumn(format="%+.5f")})
+        st.dataframe(
+            table,
+            hide_index=True,
+            column_config={
+                "p, all heads on": prob,
+                "p, switched off": prob,
+                "change": st.column_config.NumberColumn(format="%+.5f"),
+            },
+        )
     st.caption(read.caveat)
 
 
-PARTS = {"1 · The heads of a layer": layer_heads, "2 · Averages (not heads)": averages, "3 · Every head of the model": every_head_part, "4 · Concat and W_O": concat_wo}
-ui.lazy_tabs({**PARTS, "5 · Switch heads off": switch_off}, "multihead_part")  # only the open part runs and is drawn; part 5 runs the model again with heads off
+PARTS = {
+    "1 · The heads of a layer": layer_heads, "2 · Averages (not heads)": averages,
+    "3 · Every head of the model": every_head_part, "4 · Concat and W_O": concat_wo,
+}
+# only the open part runs and is drawn; part 5 runs the model again with heads off
+ui.lazy_tabs({**PARTS, "5 · Switch heads off": switch_off}, "multihead_part")
