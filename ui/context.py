@@ -1,5 +1,5 @@
-"""The Context page's sentence sets and the callbacks of its controls (pages/10_Context.py). A widget's callback lives in
-a module, not in the page file: Streamlit keeps it with the session's widgets, and a page's function would hold the
+"""The Context page's sentence sets and the callbacks of its controls (pages/10_Context.py). A widget's callback lives
+in a module, not in the page file: Streamlit keeps it with the session's widgets, and a page's function would hold the
 page's globals, its traces among them."""
 
 from __future__ import annotations
@@ -9,7 +9,10 @@ import streamlit as st
 from .state import PRESETS
 
 SETS = {  # preset: (sentences, word)
-    "The four “bear” sentences": ([PRESETS[k] for k in ("I love bears", "She bears the pain", "Bears won the game", "Bear country")], "bear"),
+    "The four “bear” sentences": (
+        [PRESETS[k] for k in ("I love bears", "She bears the pain", "Bears won the game", "Bear country")],
+        "bear",
+    ),
     "River bank vs money bank": ([PRESETS["River bank"], PRESETS["Money bank"]], "bank"),
     "Time flies vs fruit flies": ([PRESETS["Time flies"], PRESETS["Fruit flies"]], "flies"),
 }

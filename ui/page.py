@@ -30,7 +30,10 @@ def trace_or_stop(key: TraceKey) -> Trace | Tempered:
         st.stop()
     if tr.truncated:
         limit = token_limit(get_model(key.model).cfg)
-        st.warning(f"The text is {tr.n_tokens_in:,} tokens long; this app reads at most {limit} tokens of it, so this page shows the first {len(tr.encoding)}.")
+        st.warning(
+            f"The text is {tr.n_tokens_in:,} tokens long; this app reads at most {limit} tokens of it, "
+            f"so this page shows the first {len(tr.encoding)}."
+        )
     export.add_trace(functools.partial(get_trace, key.untempered), key.model)  # the forward pass: cached, or run again
     return tr
 
@@ -59,14 +62,16 @@ def folded(label: str):
 
 
 def note(kind: str, message: str) -> None:
-    """A lesson's (kind, message) text: "markdown" is an explanation (see explain); "info", "success" or "warning" always shows."""
+    """A lesson's (kind, message) text: "markdown" is an explanation (see explain);
+    "info", "success" or "warning" always shows."""
     if kind == "markdown":
         explain(message)
     else:
         getattr(st, kind)(message)
 
 
-PAGE_CONTROL = {"bind": "query-params", "persist_state": "session"}  # kept in the address, and while not drawn (a closed lazy tab)
+# kept in the address, and while not drawn (a closed lazy tab)
+PAGE_CONTROL = {"bind": "query-params", "persist_state": "session"}
 
 
 def kept(key: str, default) -> dict:
@@ -102,7 +107,9 @@ def lazy_tabs(parts: dict[str, Callable[[], None]], key: str) -> None:
     """One tab per part; only the open tab's part runs (and is drawn): st.tabs(key=…, on_change="rerun"). The open
     tab is kept in the address (?key=label) and the step keys of presenter view move through the tabs."""
     presenter.remember_tabs(key, list(parts))
-    for tab, show in zip(st.tabs(list(parts), key=key, on_change="rerun", bind="query-params"), parts.values(), strict=True):
+    for tab, show in zip(
+        st.tabs(list(parts), key=key, on_change="rerun", bind="query-params"), parts.values(), strict=True
+    ):
         if tab.open:
             with tab:
                 show()
@@ -141,8 +148,8 @@ def token_clicks(chart_key: str, token_key: str) -> Callable[[], None]:
 def token_names(labels: Sequence[str], every: str = "", prefix: str = "", last: str = "") -> Callable[[int], str]:
     """A select box's format function for token positions: 3 → "3: ␣bear" (after `prefix`; the last position gets `last`
     after its label), −1 → `every`. Widgets' format functions and callbacks come from modules, never from a page file:
-    Streamlit keeps them with the session's widgets until its next run, and a function written in a page holds the page's
-    globals, its trace among them (50 students: 50 traces beyond the shared cache's budget)."""
+    Streamlit keeps them with the session's widgets until its next run, and a function written in a page holds the
+    page's globals, its trace among them (50 students: 50 traces beyond the shared cache's budget)."""
     return functools.partial(_token_name, tuple(labels), every, prefix, last)
 
 
@@ -166,8 +173,14 @@ def stacking(key: str, below_px: int):
     """A container (keyed `key`) whose columns stack one per row on screens narrower than below_px, for charts that
     cannot be read side by side there (Streamlit itself stacks columns only below 640 px). Static CSS, no user text."""
     outer = f":not(.st-key-{key} [data-testid='stColumn'] *)"  # not the columns nested inside its columns
-    box, column = f".st-key-{key} [data-testid='stHorizontalBlock']{outer}", f".st-key-{key} [data-testid='stColumn']{outer}"
-    st.html(f"<style>@media (max-width: {below_px}px) {{ {box} {{ flex-wrap: wrap; }} {column} {{ min-width: 100%; }} }}</style>")
+    box, column = (
+        f".st-key-{key} [data-testid='stHorizontalBlock']{outer}",
+        f".st-key-{key} [data-testid='stColumn']{outer}",
+    )
+    st.html(
+        f"<style>@media (max-width: {below_px}px) "
+        f"{{ {box} {{ flex-wrap: wrap; }} {column} {{ min-width: 100%; }} }}</style>"
+    )
     return st.container(key=key)
 
 
@@ -177,6 +190,8 @@ def head_role(model_name: str, layer: int, head: int) -> None:
     st.caption(
         "Measured on random tokens repeated twice, not on your sentence, so they describe the head's habit: "
         + head_roles.legend()
-        + ". A head can look idle on your sentence: an induction head has nothing to find in a text that repeats nothing. "
-        "The scores' formulas are on the *Heads forming* page."
+        + (
+            ". A head can look idle on your sentence: an induction head has nothing to find in "
+            "a text that repeats nothing. The scores' formulas are on the *Heads forming* page."
+        )
     )

@@ -14,7 +14,11 @@ SCAN = fit.JS + line_hover.JS + "\n  const scan = () => { fitText(); hookLines()
 
 def component():
     """The page's script, or None (after one warning) when Streamlit has no st.components.v2.component."""
-    return watcher("atlas_page_script", SCAN, "formulas and chart titles keep their size (a wide one scrolls or is cut) and line views have no hover")
+    return watcher(
+        "atlas_page_script",
+        SCAN,
+        "formulas and chart titles keep their size (a wide one scrolls or is cut) and line views have no hover",
+    )
 
 
 _script = component()

@@ -24,9 +24,10 @@ TICK_PX, TITLE_PX = 16, 22  # chart text in presenter view (Streamlit's theme: 1
 BAR_KEY = "atlas_bar"  # the container of the controls bar above the page
 BAR_PREFIX = "bar_"  # the keys of the bar's controls (the sidebar's: "w_")
 NARROW_PX = 900  # below this width Streamlit starts with the sidebar closed: the bar shows instead
-BAR_CSS = (  # on a narrow screen the bar leaves out the presets (they stay in the sidebar) to keep the first screen for the page
-    f"<style>.st-key-{BAR_KEY} {{ display: none; }} @media (max-width: {NARROW_PX}px) {{ .st-key-{BAR_KEY} {{ display: flex; }} "
-    f".st-key-{BAR_PREFIX}preset {{ display: none; }} }}</style>"
+# on a narrow screen the bar leaves out the presets (they stay in the sidebar) to keep the first screen for the page
+BAR_CSS = (
+    f"<style>.st-key-{BAR_KEY} {{ display: none; }} @media (max-width: {NARROW_PX}px) "
+    f"{{ .st-key-{BAR_KEY} {{ display: flex; }} .st-key-{BAR_PREFIX}preset {{ display: none; }} }}</style>"
 )
 # On a phone formulas are set at the text's size instead of 1.21× it, so fewer of them are wider than their column
 # (the page script, ui/fit.py, sets those smaller still).
@@ -34,8 +35,8 @@ FORMULA_CSS = "<style>@media (max-width: 640px) { .katex-display > .katex { font
 # Streamlit cuts a button's text, a metric's label and a page link's title with "…" where they do not fit: in the
 # page they wrap onto a second line instead, so a narrow column never hides words.
 WRAP_CSS = (
-    "<style>[data-testid='stMain'] :is(.stMarkdownEllipsis, .stMarkdownEllipsis *, [data-testid='stPageLink-NavLink'] > span:last-child) "
-    "{ white-space: normal; }</style>"
+    "<style>[data-testid='stMain'] :is(.stMarkdownEllipsis, .stMarkdownEllipsis *, "
+    "[data-testid='stPageLink-NavLink'] > span:last-child) { white-space: normal; }</style>"
 )
 CSS = f"""<style>
 .st-key-{BAR_KEY} {{ display: flex !important; }}
@@ -60,7 +61,10 @@ def sidebar_state() -> str:
 
 
 def toggle() -> None:
-    help_present = "For a projector: larger text, controls above the figures, no written explanations (you give them). ← → (or a clicker) step through the tabs and pages."
+    help_present = (
+        "For a projector: larger text, controls above the figures, "
+        "no written explanations (you give them). ← → (or a clicker) step through the tabs and pages."
+    )
     st.toggle("Presenter view", key=KEY, bind="query-params", persist_state="session", help=help_present)
 
 
@@ -75,7 +79,14 @@ def larger(layout: dict) -> dict:
     margins and height grown in proportion (the margins were sized for the theme's 12 px labels)."""
     grow = TICK_PX / 12
     axes = [k for k in layout if AXIS.match(k)] or ["xaxis", "yaxis"]
-    out = {k: {**(layout.get(k) or {}), "tickfont": {"size": TICK_PX}, "title": {**_title(layout.get(k)), "font": {"size": TICK_PX + 2}}} for k in axes}
+    out = {
+        k: {
+            **(layout.get(k) or {}),
+            "tickfont": {"size": TICK_PX},
+            "title": {**_title(layout.get(k)), "font": {"size": TICK_PX + 2}},
+        }
+        for k in axes
+    }
     margin = layout.get("margin") or {}
     out.update(
         font={"size": TICK_PX},
@@ -94,12 +105,14 @@ def _title(parent) -> dict:
 
 
 def step(delta: int) -> None:
-    """Open the next (delta = 1) or previous (-1) tab of the current page, or past its ends the next or previous page."""
+    """Open the next (delta = 1) or previous (-1) tab of the current page, or past
+    its ends the next or previous page."""
     page = navigation.current()
     tabs = st.session_state.get(TABS_KEY)
     if tabs is not None and tabs[0] == page:
         _, key, labels = tabs
-        i = labels.index(st.session_state[key]) + delta if st.session_state.get(key) in labels else delta  # (none yet: the first is open)
+        # (none yet: the first is open)
+        i = labels.index(st.session_state[key]) + delta if st.session_state.get(key) in labels else delta
         if 0 <= i < len(labels):
             st.session_state[key] = labels[i]
             return
@@ -111,7 +124,9 @@ def step(delta: int) -> None:
 def follow() -> None:
     """Open the page a step key asked for (call at the start of a page's run)."""
     goto = st.session_state.pop(GOTO_KEY, None)
-    if goto is not None:  # an empty address: the pages' controls kept there cannot be cleared by name (sidebar() writes the shared state back)
+    # an empty address: the pages' controls kept there cannot be cleared by name
+    # (sidebar() writes the shared state back)
+    if goto is not None:
         st.switch_page(str(navigation.ROOT / goto), query_params={})
 
 
@@ -119,8 +134,12 @@ def step_buttons() -> None:
     """◀ and ▶ buttons bound to ←/→, and two hidden ones bound to PageUp/PageDown."""
     st.html(HIDDEN_KEYS_CSS)
     with st.container(horizontal=True, gap="small"):
-        st.button("◀", key="step_back", on_click=step, args=(-1,), shortcut="Left", help="Previous step or page (←, PageUp)")
-        st.button("▶", key="step_next", on_click=step, args=(1,), shortcut="Right", help="Next step or page (→, PageDown)")
+        st.button(
+            "◀", key="step_back", on_click=step, args=(-1,), shortcut="Left", help="Previous step or page (←, PageUp)"
+        )
+        st.button(
+            "▶", key="step_next", on_click=step, args=(1,), shortcut="Right", help="Next step or page (→, PageDown)"
+        )
         st.button("PageUp", key="step_pageup", on_click=step, args=(-1,), shortcut="PageUp")
         st.button("PageDown", key="step_pagedown", on_click=step, args=(1,), shortcut="PageDown")
 

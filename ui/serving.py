@@ -54,12 +54,15 @@ def runner_class() -> type | None:
         cls = None
     if isinstance(cls, type) and callable(getattr(cls, method, None)):
         return cls
-    log.warning("%s.%s.%s not found or not callable: script runs are not gated (Streamlit's default behaviour)", *TARGET)
+    log.warning(
+        "%s.%s.%s not found or not callable: script runs are not gated (Streamlit's default behaviour)", *TARGET
+    )
     return None
 
 
 def install() -> None:
-    """Gate script runs to ATLAS_CONCURRENT_RUNS (default 1) at once; idempotent; a no-op if Streamlit lacks the hook."""
+    """Gate script runs to ATLAS_CONCURRENT_RUNS (default 1) at once; idempotent;
+    a no-op if Streamlit lacks the hook."""
     raw = os.environ.get(RUNS_ENV, "1")
     if not raw.isdigit():
         raise ValueError(f"{RUNS_ENV} must be a whole number (0 = no limit), not {raw!r}")

@@ -64,7 +64,8 @@ BUNDLED_MODEL = "shakespeare-gpt"
 
 
 def _loadable(name: str) -> str:
-    """`name` when it loads; otherwise the bundled model, with the reason shown (a damaged file must not stop the app)."""
+    """`name` when it loads; otherwise the bundled model, with the reason shown
+    (a damaged file must not stop the app)."""
     try:
         get_model(name)
         return name
@@ -75,7 +76,13 @@ def _loadable(name: str) -> str:
 
 def _clean(raw: dict) -> dict:
     """Validated values; anything missing or invalid falls back to its default."""
-    out = {"model": default_model(model_choices()), "sentence": DEFAULT_SENTENCE, "layer": 0, "head": 0, "temperature": 1.0}
+    out = {
+        "model": default_model(model_choices()),
+        "sentence": DEFAULT_SENTENCE,
+        "layer": 0,
+        "head": 0,
+        "temperature": 1.0,
+    }
     out["tau_every_layer"] = str(raw.get("tau_every_layer")) == "True"  # the URL holds str(bool)
     if raw.get("model") in model_choices():
         out["model"] = raw["model"]
@@ -128,9 +135,25 @@ def _sentence_controls(prefix: str, where: tuple, cfg, compact: bool) -> None:
     """The preset, sentence, layer, head and τ controls (τ's slider and its switch "τ in every layer"), bound to the
     shared state, drawn in the five containers `where`."""
     preset, sentence, layer, head, tau = where
-    preset.selectbox("Preset sentences", ["(choose)", *PRESETS], key=prefix + "preset", on_change=_apply_preset, args=(prefix,), help="Sentences from the lecture: try the four 'bear' ones.")
-    sentence.text_area("Sentence", max_chars=MAX_CHARS, height=68 if compact else 90, help=f"Any text; the model reads the first {token_limit(cfg)} tokens.", **_widget("sentence", prefix))
-    pickers = ((layer, "layer", cfg.n_layer - 1, "Layer", "Which transformer block to look at (0 = the first)."), (head, "head", cfg.n_head - 1, "Head", "Which attention head of that layer."))
+    preset.selectbox(
+        "Preset sentences",
+        ["(choose)", *PRESETS],
+        key=prefix + "preset",
+        on_change=_apply_preset,
+        args=(prefix,),
+        help="Sentences from the lecture: try the four 'bear' ones.",
+    )
+    sentence.text_area(
+        "Sentence",
+        max_chars=MAX_CHARS,
+        height=68 if compact else 90,
+        help=f"Any text; the model reads the first {token_limit(cfg)} tokens.",
+        **_widget("sentence", prefix),
+    )
+    pickers = (
+        (layer, "layer", cfg.n_layer - 1, "Layer", "Which transformer block to look at (0 = the first)."),
+        (head, "head", cfg.n_head - 1, "Head", "Which attention head of that layer."),
+    )
     for box, key, top, label, text in pickers:
         if top > 0:
             box.slider(label, 0, top, help=text, **_widget(key, prefix))
@@ -141,7 +164,9 @@ def _sentence_controls(prefix: str, where: tuple, cfg, compact: bool) -> None:
         "attention weights shown, each head's from its own scores, and the rest of the model runs as trained (no new "
         "forward pass), unless τ in every layer is on."
     )
-    tau.slider("Attention temperature τ", *TEMPERATURE_RANGE, step=0.05, help=tau_help, **_widget("temperature", prefix))
+    tau.slider(
+        "Attention temperature τ", *TEMPERATURE_RANGE, step=0.05, help=tau_help, **_widget("temperature", prefix)
+    )
     every_help = (
         "On: the whole model runs again with τ in every head of every layer, so later layers, the vectors and the "
         "prediction change too; each τ then takes a forward pass (a moment on a real model). Off: τ reshapes just the "
@@ -158,7 +183,10 @@ def sidebar() -> State:
     presenter.follow()
     presenting = presenter.on()
     with st.sidebar:
-        model_help = "Real pretrained models first, then the two small bundled ones, then any model added on this server (README: Other models)."
+        model_help = (
+            "Real pretrained models first, then the two small bundled ones, "
+            "then any model added on this server (README: Other models)."
+        )
         st.selectbox("Model", model_choices(), help=model_help, **_widget("model", "w_"))
         if st.session_state["atlas_model"] in REAL_MODELS:
             st.caption(REAL_MODELS[st.session_state["atlas_model"]].title)
@@ -184,6 +212,7 @@ def sidebar() -> State:
         widths.measure()
         page_script.mount()
     state = current()
-    for k, v in vars(state).items():  # key by key: from_dict would also clear the parameters the pages' own widgets keep
+    # key by key: from_dict would also clear the parameters the pages' own widgets keep
+    for k, v in vars(state).items():
         st.query_params[k] = str(v)
     return state

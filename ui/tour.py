@@ -24,37 +24,64 @@ STOPS = [
     Stop(
         "Text becomes tokens",
         "pages/1_Tokens_and_embeddings.py",
-        "The model never sees letters: the sentence is cut into tokens, each a number from its vocabulary. Each token then becomes a vector, its embedding.",
+        (
+            "The model never sees letters: the sentence is cut into tokens, each a number from its vocabulary. "
+            "Each token then becomes a vector, its embedding."
+        ),
     ),
     Stop(
         "Where each token stands",
         "pages/2_Positional_encoding.py",
-        "Attention by itself ignores order, so position must be put in. Most models add a pattern for each position; Llama-style models (SmolLM2) turn queries and keys instead (RoPE).",
+        (
+            "Attention by itself ignores order, so position must be put in. Most models add a pattern "
+            "for each position; Llama-style models (SmolLM2) turn queries and keys instead (RoPE)."
+        ),
     ),
-    Stop("The input of one head", "pages/3_One_head.py", "Each row is one token's vector as the head receives it. This is all a head knows about the sentence.", ("onehead_step", "1 · The input X")),
+    Stop(
+        "The input of one head",
+        "pages/3_One_head.py",
+        "Each row is one token's vector as the head receives it. This is all a head knows about the sentence.",
+        ("onehead_step", "1 · The input X"),
+    ),
     Stop(
         "Queries, keys and values",
         "pages/3_One_head.py",
-        "Three learned matrices turn each token into a query (what am I looking for?), a key (what do I offer?) and a value (what do I pass on?).",
+        (
+            "Three learned matrices turn each token into a query (what am I looking for?), "
+            "a key (what do I offer?) and a value (what do I pass on?)."
+        ),
         ("onehead_step", "2 · Queries, keys, values"),
     ),
     Stop(
         "Scores",
         "pages/3_One_head.py",
-        "Every query is compared with every key by a dot product, then divided by √d_k. A high score means: this key answers this query.",
+        (
+            "Every query is compared with every key by a dot product, then divided by √d_k. "
+            "A high score means: this key answers this query."
+        ),
         ("onehead_step", "3 · Scores and scaling"),
     ),
     Stop(
         "No peeking at the future",
         "pages/4_Masking.py",
-        "A decoder writes left to right, so a token may only look at itself and earlier tokens. The mask sets the later scores to −∞.",
+        (
+            "A decoder writes left to right, so a token may only look at itself and earlier tokens. "
+            "The mask sets the later scores to −∞."
+        ),
         ("masking_part", "1 · The causal mask"),
     ),
-    Stop("Softmax turns scores into weights", "pages/5_Softmax_and_temperature.py", "Softmax makes each row of scores positive and sum to 1. The temperature decides how sharp the choice is."),
+    Stop(
+        "Softmax turns scores into weights",
+        "pages/5_Softmax_and_temperature.py",
+        "Softmax makes each row of scores positive and sum to 1. The temperature decides how sharp the choice is.",
+    ),
     Stop(
         "A weighted sum of values",
         "pages/3_One_head.py",
-        "Each token's output is the sum of the values, weighted by its attention. Follow 'it': which words does it gather from?",
+        (
+            "Each token's output is the sum of the values, weighted by its attention. "
+            "Follow 'it': which words does it gather from?"
+        ),
         ("onehead_step", "5 · One query's weighted sum"),
     ),
     Stop(
@@ -63,7 +90,14 @@ STOPS = [
         "A layer runs several heads side by side, each with its own habit. Their outputs are joined and mixed by W_O.",
         ("multihead_part", "1 · The heads of a layer"),
     ),
-    Stop("The next token", "pages/9_Next_token.py", "After the last block, the model scores every token of its vocabulary. Softmax gives the probability of each next token."),
+    Stop(
+        "The next token",
+        "pages/9_Next_token.py",
+        (
+            "After the last block, the model scores every token of its vocabulary. "
+            "Softmax gives the probability of each next token."
+        ),
+    ),
 ]
 INDEX_KEY = "tour_stop"
 

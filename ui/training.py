@@ -25,7 +25,9 @@ from lessons import head_roles as roles
 from lessons import heads_forming as hf
 from transformer import train_induction as ti
 
-PLAY_SECONDS = 0.8  # one snapshot further every this many seconds while the replay plays (a rerun of the replay view each: 50 students playing = ~60 reruns/s)
+# one snapshot further every this many seconds while the replay plays
+# (a rerun of the replay view each: 50 students playing = ~60 reruns/s)
+PLAY_SECONDS = 0.8
 LIVE_SECONDS = 1.0  # the live view refreshes every this many seconds
 LIVE_CONFIG = dataclasses.replace(ti.InductionConfig(), threads=1)  # the replay's settings, seed and one torch thread
 
@@ -64,16 +66,47 @@ def charts(rp: ti.Replay, index: int, score: str, per_row: int) -> dict[str, go.
     phase = hf.phase_change(steps, rp.series("loss"))
     band = None if phase is None else (int(steps[phase.start]), int(steps[phase.end]))
     text = "" if phase is None else f"phase change: {phase.share:.0%} of the drop"
-    losses = {"loss (all symbols)": rp.series("loss"), "loss on the predictable symbols": rp.series("loss_repeated"), "loss on the random symbols": rp.series("loss_random")}
+    losses = {
+        "loss (all symbols)": rp.series("loss"),
+        "loss on the predictable symbols": rp.series("loss_repeated"),
+        "loss on the random symbols": rp.series("loss_random"),
+    }
     colors = ("#1f4e79", "#2ca02c", "#d62728")
     train = ("each step's own batch", range(1, len(rp.train_loss) + 1), rp.train_loss)
-    loss = fh.step_lines(steps, losses, "Loss while training (nats per symbol)", "loss (nats)", current=step, band=band, band_text=text, faint=train, colors=colors)
+    loss = fh.step_lines(
+        steps,
+        losses,
+        "Loss while training (nats per symbol)",
+        "loss (nats)",
+        current=step,
+        band=band,
+        band_text=text,
+        faint=train,
+        colors=colors,
+    )
     info = roles.SCORES[score]
     curves = dict(zip([f"head {n}" for n in hf.head_names(rp)], hf.score_curves(rp, score).T, strict=True))
     head_colors = fh.head_colors(cfg.n_layer, cfg.n_head)
-    scores = fh.step_lines(steps, curves, f"{info.title} score of every head", info.title.lower(), current=step, band=band, threshold=roles.threshold_of(score), colors=head_colors)
+    scores = fh.step_lines(
+        steps,
+        curves,
+        f"{info.title} score of every head",
+        info.title.lower(),
+        current=step,
+        band=band,
+        threshold=roles.threshold_of(score),
+        colors=head_colors,
+    )
     title = f"Every head on the probe at step {step}"
-    maps = fh.head_patterns(rp.snapshots[index].patterns, hf.probe_labels(rp), hf.head_titles(rp, index), title, repeat_from=rp.repeat_from, run=cfg.probe_run, per_row=per_row)
+    maps = fh.head_patterns(
+        rp.snapshots[index].patterns,
+        hf.probe_labels(rp),
+        hf.head_titles(rp, index),
+        title,
+        repeat_from=rp.repeat_from,
+        run=cfg.probe_run,
+        per_row=per_row,
+    )
     return {"loss": loss, "scores": scores, "patterns": maps}
 
 
@@ -135,11 +168,18 @@ class LiveTraining:
                 return False
             ctx = multiprocessing.get_context("spawn")  # a fresh interpreter: no lock or thread of the server is copied
             self._cancel, reports = ctx.Event(), ctx.Queue()
-            child = ctx.Process(target=ti.train_for_queue, args=(ic, reports, self._cancel, DUTY, NICE), name="atlas-live-training", daemon=True)
+            child = ctx.Process(
+                target=ti.train_for_queue,
+                args=(ic, reports, self._cancel, DUTY, NICE),
+                name="atlas-live-training",
+                daemon=True,
+            )
             self.replay, self.owner, self.state, self.message = ti.Replay(ic, ti.probe_for(ic)), owner, "running", ""
             self.run += 1
             child.start()
-            self.thread = threading.Thread(target=self._read, args=(child, reports, self.replay), name="atlas-live-training-reports", daemon=True)
+            self.thread = threading.Thread(
+                target=self._read, args=(child, reports, self.replay), name="atlas-live-training-reports", daemon=True
+            )
             self.thread.start()
             return True
 
@@ -178,7 +218,8 @@ class LiveTraining:
         return 0.0 if self.replay is None else min(1.0, self.step / self.replay.config.steps)
 
     def view(self, n: int | None = None) -> ti.Replay | None:
-        """A copy of the current run's replay with its first n snapshots (all so far by default; None before the first)."""
+        """A copy of the current run's replay with its first n snapshots
+        (all so far by default; None before the first)."""
         rp = self.replay
         n = self.snapshots if n is None else n
         if rp is None or not n:
@@ -211,7 +252,12 @@ def live_status(live: LiveTraining) -> str:
     loss = f", loss {rp.snapshots[-1].loss:.3f}" if rp is not None else ""
     formed = None if rp is None else ti.induction_step(rp)
     head = "" if formed is None else f"; induction head at step {formed.step} ({formed.seconds:.0f} s)"
-    state = {"running": "training", "done": "finished", "cancelled": "cancelled", "failed": f"failed ({live.message})"}[live.state]
+    state = {
+        "running": "training",
+        "done": "finished",
+        "cancelled": "cancelled",
+        "failed": f"failed ({live.message})",
+    }[live.state]
     return f"{state}: step {live.step} of {steps}{loss}{head}"
 
 

@@ -18,7 +18,11 @@ export default function ({ setStateValue }) {
   watch.observe(document.body, { childList: true, subtree: true });
   window.addEventListener('resize', queue);
   queue();
-  return () => { watch.disconnect(); window.removeEventListener('resize', queue); if (queued) cancelAnimationFrame(queued); };
+  return () => {
+    watch.disconnect();
+    window.removeEventListener('resize', queue);
+    if (queued) cancelAnimationFrame(queued);
+  };
 }
 """
 

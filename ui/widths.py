@@ -29,7 +29,8 @@ MIN_W, MAX_W = 150.0, 8000.0  # Streamlit never draws a chart narrower than 150 
 MAX_CHARTS = 200
 # A figure of several maps side by side (figures.multihead.weight_panels) puts in a row as many as its width holds:
 PANEL_PX = 150  # one map, readable from ~140 px, and the gap to the next
-PANEL_FRAME_PX = 260  # beside the maps: the y tick labels and title on the left (~115 px), the colour bar on the right (~140)
+# beside the maps: the y tick labels and title on the left (~115 px), the colour bar on the right (~140)
+PANEL_FRAME_PX = 260
 PANELS_KEY = "atlas_panels_per_row"  # chart key → (its number of maps, the maps per row it was drawn with)
 NARROW_KEY = "atlas_narrow"  # chart key → whether it was drawn for a narrow column (figures.narrow)
 REDRAW_KEY = "atlas_redraw"
@@ -75,7 +76,10 @@ def measure() -> None:
 
 def _check_drawn() -> None:
     panels, narrowed = st.session_state.get(PANELS_KEY, {}), st.session_state.get(NARROW_KEY, {})
-    if any(min(n, per_row_at(width_of(key))) != per_row for key, (n, per_row) in panels.items()) or any(is_narrow(key) != was for key, was in narrowed.items()):
+    if (
+        any(min(n, per_row_at(width_of(key))) != per_row for key, (n, per_row) in panels.items())
+        or any(is_narrow(key) != was for key, was in narrowed.items())
+    ):
         st.session_state[REDRAW_KEY] = True
 
 
@@ -107,7 +111,8 @@ def drawn_narrow(key: str) -> bool:
 
 
 def width_of(key: str) -> float | None:
-    """The width the browser last measured for the chart `key`, or None (not measured yet, a bad report, no component)."""
+    """The width the browser last measured for the chart `key`, or None
+    (not measured yet, a bad report, no component)."""
     state = st.session_state.get(KEY) if _measure is not None else None
     widths = state.get("widths") if state is not None else None
     if not isinstance(widths, dict) or len(widths) > MAX_CHARTS:
