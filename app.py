@@ -4,5 +4,7 @@ import streamlit as st
 
 from ui import navigation, presenter
 
-st.set_page_config(page_title="Attention Atlas", page_icon="🧭", layout="wide", initial_sidebar_state=presenter.sidebar_state())
+st.set_page_config(
+    page_title="Attention Atlas", page_icon="🧭", layout="wide", initial_sidebar_state=presenter.sidebar_state()
+)
 navigation.run()

@@ -18,8 +18,11 @@ ui.explain(
     "so you can share a link that opens exactly this view."
 )
 
-st.page_link(navigation.TOUR.path, label="**New here? Take the guided tour**: ten stops from text to the next token.", icon=navigation.TOUR.icon)
-
+st.page_link(
+    navigation.TOUR.path,
+    label="**New here? Take the guided tour**: ten stops from text to the next token.",
+    icon=navigation.TOUR.icon,
+)
 
 
 def pipeline() -> None:
@@ -40,9 +43,15 @@ def live() -> None:
     looks = (
         "every earlier token (the keys). Rows sum to 1; the grey triangle is the future, which a decoder may not see."
         if lm.cfg.causal
-        else f"every token, before and after it (the keys). Rows sum to 1; {lm.name} is an encoder: no causal mask, so no grey triangle."
+        else (
+            "every token, before and after it (the keys). Rows sum to 1; "
+            f"{lm.name} is an encoder: no causal mask, so no grey triangle."
+        )
     )
-    st.markdown(f"**{len(tr.encoding)} tokens.** Layer {state.layer}, head {state.head}: each row is a token (the query) and shows how much it looks at {looks}")
+    st.markdown(
+        f"**{len(tr.encoding)} tokens.** Layer {state.layer}, head {state.head}: "
+        f"each row is a token (the query) and shows how much it looks at {looks}"
+    )
     st.latex(r"\alpha = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}\,\tau}+M\right)")
     ui.show_figure(pattern_heatmap(tr, state.layer, state.head), key="home_pattern")
 

@@ -11,7 +11,10 @@ from pathlib import Path
 from scripts.serve import ROOT, free_port, healthy, streamlit_command
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
 
 
 def page_url(base: str, page_file: Path | None) -> str:
@@ -26,7 +29,9 @@ def serve_app(port: int | None = None, timeout: float = 60.0):
     """Run `streamlit run app.py` on 127.0.0.1 (one process); yields the base URL."""
     port = port or free_port()
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(streamlit_command(port, "127.0.0.1"), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(
+        streamlit_command(port, "127.0.0.1"), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+    )
     try:
         deadline = time.time() + timeout
         while not healthy(f"127.0.0.1:{port}"):
@@ -54,7 +59,10 @@ MESSAGE_CLOCK = """(() => {
   const mark = () => { window.__atlasLastMessage = performance.now(); };
   mark();
   window.WebSocket = class extends Base {
-    constructor(...args) { super(...args); ['open', 'message', 'close'].forEach((e) => this.addEventListener(e, mark)); }
+    constructor(...args) {
+      super(...args);
+      ['open', 'message', 'close'].forEach((e) => this.addEventListener(e, mark));
+    }
     send(data) { mark(); return super.send(data); }
   };
 })();"""
@@ -104,11 +112,15 @@ def settled(page, read: str, tries: int = 5):
 # select box whose chosen value is wider than its box, and every widget label that runs out of its column (under the
 # next column's controls).
 CUT = """() => [...document.querySelectorAll('[data-testid="stMain"] *')]
-  .filter((e) => e.clientWidth > 0 && getComputedStyle(e).textOverflow === 'ellipsis' && e.scrollWidth > e.clientWidth + 1)
-  .concat([...document.querySelectorAll('[data-testid="stMain"] [data-testid="stSelectbox"] input')].filter((e) => e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 1))
+  .filter((e) => e.clientWidth > 0 && getComputedStyle(e).textOverflow === 'ellipsis'
+    && e.scrollWidth > e.clientWidth + 1)
+  .concat([...document.querySelectorAll('[data-testid="stMain"] [data-testid="stSelectbox"] input')]
+    .filter((e) => e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 1))
   .concat([...document.querySelectorAll('[data-testid="stMain"] [data-testid="stWidgetLabel"]')].filter((e) => {
     const col = e.closest('[data-testid="stColumn"]');
-    return col && e.clientWidth > 0 && Math.max(...[...e.querySelectorAll('*')].map((c) => c.getBoundingClientRect().right)) > col.getBoundingClientRect().right + 1;
+    return col && e.clientWidth > 0
+      && Math.max(...[...e.querySelectorAll('*')].map((c) => c.getBoundingClientRect().right))
+        > col.getBoundingClientRect().right + 1;
   }))
   .map((e) => (e.value || e.textContent).slice(0, 60))"""
 

@@ -51,7 +51,9 @@ def main() -> None:
             (DOCS / "views" / view).mkdir(parents=True, exist_ok=True)
             tab = new_tab(browser, viewport={"width": width, "height": height})
             for page in navigation.ORDER:
-                shoot(tab, base, page, DOCS / "views" / view / f"{name_of(page)}.jpg", presenter, type="jpeg", quality=60)
+                shoot(
+                    tab, base, page, DOCS / "views" / view / f"{name_of(page)}.jpg", presenter, type="jpeg", quality=60
+                )
             tab.close()
         browser.close()
 

@@ -79,8 +79,15 @@ class Class:
 
     def start_worker(self, k: int) -> subprocess.Popen:
         port = int(self.addrs[k].rsplit(":", 1)[1])
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", "ATLAS_WORKER": str(k + 1), "STREAMLIT_SERVER_COOKIE_SECRET": self.secret}
-        return subprocess.Popen(streamlit_command(port, "127.0.0.1"), cwd=ROOT, env=env, stdout=self.out, stderr=self.out)
+        env = {
+            **os.environ,
+            "PYTHONUNBUFFERED": "1",
+            "ATLAS_WORKER": str(k + 1),
+            "STREAMLIT_SERVER_COOKIE_SECRET": self.secret,
+        }
+        return subprocess.Popen(
+            streamlit_command(port, "127.0.0.1"), cwd=ROOT, env=env, stdout=self.out, stderr=self.out
+        )
 
     def start(self, timeout: float = 90.0) -> None:
         self.procs = [self.start_worker(k) for k in range(len(self.addrs))]
@@ -88,7 +95,9 @@ class Class:
         while not all(healthy(a) for a in self.addrs):
             if time.time() > deadline or any(p.poll() is not None for p in self.procs):
                 self.stop()
-                raise RuntimeError("a Streamlit process did not start (run it alone to see why: make serve ATLAS_WORKERS=1)")
+                raise RuntimeError(
+                    "a Streamlit process did not start (run it alone to see why: make serve ATLAS_WORKERS=1)"
+                )
             time.sleep(0.3)
         cfg = Path(tempfile.mkdtemp(prefix="atlas-proxy-")) / "haproxy.cfg"
         cfg.write_text(proxy_config(TEMPLATE.read_text(), self.addrs, self.bind))
@@ -149,7 +158,10 @@ def main() -> None:
     args = ap.parse_args()
     workers = args.workers or worker_count(os.environ.get(WORKERS_ENV), os.cpu_count())
     if workers > 1 and shutil.which("haproxy") is None:
-        print("atlas: HAProxy is not installed (apt-get install haproxy), so one process serves the class", file=sys.stderr)
+        print(
+            "atlas: HAProxy is not installed (apt-get install haproxy), so one process serves the class",
+            file=sys.stderr,
+        )
         workers = 1
     if workers == 1:
         os.chdir(ROOT)
