@@ -47,13 +47,28 @@ def randomize(model: GPT, seed: int, std: float = 0.3) -> GPT:
 
 SMALL_FAMILIES = {  # small random models of the real models' families (a tokenizer's vocabulary, d 32, 4 heads)
     "llama": {"family": "llama", "n_kv_head": 2, "pos_encoding": "rotary", "activation": "silu"},
-    "bert": {"family": "bert", "pos_encoding": "learned", "activation": "gelu", "tie_embeddings": False, "n_token_types": 2, "has_lm_head": False},
+    "bert": {
+        "family": "bert",
+        "pos_encoding": "learned",
+        "activation": "gelu",
+        "tie_embeddings": False,
+        "n_token_types": 2,
+        "has_lm_head": False,
+    },
 }
 
 
 def small_model(family: str, tokenizer: Tokenizer, n_layer: int, seed: int) -> Model:
     """A randomized Llama-style decoder (GPT class, 2 key/value heads) or BERT encoder, small enough for any test."""
-    cfg = ModelConfig(vocab_size=tokenizer.vocab_size, n_ctx=64, d_model=32, n_layer=n_layer, n_head=4, d_mlp=48, **SMALL_FAMILIES[family])
+    cfg = ModelConfig(
+        vocab_size=tokenizer.vocab_size,
+        n_ctx=64,
+        d_model=32,
+        n_layer=n_layer,
+        n_head=4,
+        d_mlp=48,
+        **SMALL_FAMILIES[family],
+    )
     return randomize((BERT if family == "bert" else GPT)(cfg), seed)
 
 

@@ -30,7 +30,9 @@ def send_clear_cache() -> None:
     """What the server does when a browser sends the clear-cache message."""
 
     async def session() -> None:  # an AppSession needs a running event loop
-        s = AppSession(ScriptData(str(ROOT / "app.py")), MemoryUploadedFileManager("/_stcore/upload_file"), ScriptCache(), None, {})
+        s = AppSession(
+            ScriptData(str(ROOT / "app.py")), MemoryUploadedFileManager("/_stcore/upload_file"), ScriptCache(), None, {}
+        )
         try:
             s.handle_backmsg(BackMsg(clear_cache=True))
         finally:
@@ -136,7 +138,10 @@ def test_tau_on_the_weights_shown_is_a_view_of_the_cached_trace(traces):
     batch = ui.BatchKey(MODEL, (text, "A second one."), tau=0.5)
     views = ui.get_traces(batch)
     alone = ui.get_traces(batch.untempered)
-    assert len(views) == len(alone) == 2 and all(v.trace is t and v.tau == 0.5 for v, t in zip(views, alone, strict=True))
+    assert (
+        len(views) == len(alone) == 2
+        and all(v.trace is t and v.tau == 0.5 for v, t in zip(views, alone, strict=True))
+    )
 
 
 def test_trace_cache_keeps_the_most_recent_traces_within_its_byte_budget():
@@ -171,7 +176,8 @@ def test_trace_cache_keeps_the_most_recent_traces_within_its_byte_budget():
     cache.get(("b",), maker(0.6))
     assert made == [0.5, 0.6, 0.7, 0.6, 0.6]
     huge = ui.models.TraceCache(budget=size // 2)
-    assert huge.get(("x",), maker(0.8)) is huge.get(("x",), maker(0.8)) and len(huge) == 1  # one trace above the budget stays
+    # one trace above the budget stays
+    assert huge.get(("x",), maker(0.8)) is huge.get(("x",), maker(0.8)) and len(huge) == 1
 
 
 def test_together_runs_the_calls_at_the_same_time_and_returns_them_in_order():
@@ -180,7 +186,10 @@ def test_together_runs_the_calls_at_the_same_time_and_returns_them_in_order():
     import threading
 
     meet = threading.Barrier(2, timeout=10)
-    assert ui.models.together(lambda: (meet.wait(), "first")[1], lambda: (meet.wait(), "second")[1]) == ["first", "second"]
+    assert (
+        ui.models.together(lambda: (meet.wait(), "first")[1], lambda: (meet.wait(), "second")[1])
+        == ["first", "second"]
+    )
     assert ui.models.together(lambda: 1, lambda: 2, lambda: 3) == [1, 2, 3]  # more calls than threads: they queue
 
     def fails():

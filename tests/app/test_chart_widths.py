@@ -78,14 +78,23 @@ def test_the_heads_of_a_layer_wrap_into_as_many_rows_as_the_width_needs(width, r
     assert panel_rows(charts_by_key(at)["multihead_heads"]) == rows
 
 
-@pytest.mark.parametrize(("width", "expected"), [(None, 6), (150.0, 1), (358.0, 1), (570.0, 2), (736.0, 3), (980.0, 4), (8000.0, 6)])
+@pytest.mark.parametrize(
+    ("width", "expected"), [(None, 6), (150.0, 1), (358.0, 1), (570.0, 2), (736.0, 3), (980.0, 4), (8000.0, 6)]
+)
 def test_panels_per_row_leaves_each_map_its_width(width, expected):
     assert widths.per_row_at(width) == expected
     if width is not None and 1 < expected < 6:
-        assert (width - widths.PANEL_FRAME_PX) / expected >= widths.PANEL_PX > (width - widths.PANEL_FRAME_PX) / (expected + 1)  # one more would not fit
+        assert (
+            (width - widths.PANEL_FRAME_PX) / expected
+            >= widths.PANEL_PX
+            > (width - widths.PANEL_FRAME_PX) / (expected + 1)
+        )  # one more would not fit
 
 
-@pytest.mark.parametrize(("width", "below"), [(None, False), (358.0, True), (widths.NARROW_PX - 1, True), (widths.NARROW_PX, False), (900.0, False)])
+@pytest.mark.parametrize(
+    ("width", "below"),
+    [(None, False), (358.0, True), (widths.NARROW_PX - 1, True), (widths.NARROW_PX, False), (900.0, False)],
+)
 def test_a_narrow_chart_has_its_colour_bar_under_the_plot(width, below):
     """(At 390 px the colour bar beside a map left its plot 134 px of a 358 px column.) A chart measured narrower
     than NARROW_PX is drawn with its colour bar under the plot, the others as before."""

@@ -20,8 +20,16 @@ def test_the_proxy_config_is_the_shipped_one_with_this_machines_processes():
     lines = [line.split("#")[0].strip() for line in cfg.splitlines()]  # without comments
     assert [line for line in lines if line.startswith("bind ")] == ["bind 0.0.0.0:8501"]
     servers = [line for line in lines if line.startswith("server ")]
-    assert servers == ["server atlas1 127.0.0.1:8601 check cookie atlas1", "server atlas2 127.0.0.1:8602 check cookie atlas2"]
-    for kept in ("option redispatch", "balance leastconn", "cookie ATLAS_REPLICA insert indirect nocache", "option httpchk GET /_stcore/health"):
+    assert servers == [
+        "server atlas1 127.0.0.1:8601 check cookie atlas1",
+        "server atlas2 127.0.0.1:8602 check cookie atlas2",
+    ]
+    for kept in (
+        "option redispatch",
+        "balance leastconn",
+        "cookie ATLAS_REPLICA insert indirect nocache",
+        "option httpchk GET /_stcore/health",
+    ):
         assert kept in lines
 
 
@@ -72,4 +80,6 @@ def test_a_process_loads_the_default_model_and_traces_the_presets_as_it_starts()
         tr = TRACES.get(TraceKey(name, sentence), lambda: None)
         assert tr is not None and tr.forward.done == lm.cfg.n_layer + 1, sentence  # every block has run
     fresh = run_trace(lm.model, lm.tokenizer, sentence)
-    np.testing.assert_array_equal(tr[f"blocks.{lm.cfg.n_layer - 1}.attn.hook_pattern"], fresh[f"blocks.{lm.cfg.n_layer - 1}.attn.hook_pattern"])
+    np.testing.assert_array_equal(
+        tr[f"blocks.{lm.cfg.n_layer - 1}.attn.hook_pattern"], fresh[f"blocks.{lm.cfg.n_layer - 1}.attn.hook_pattern"]
+    )

@@ -32,7 +32,12 @@ TAB_PAGES = ["3_One_head", "4_Masking", "7_Multi_head", "13_RoPE_and_shared_head
 def page_controls(at: AppTest) -> list:
     """The page's own sliders, toggles, checkboxes and selectboxes (not the sidebar's shared ones)."""
     kinds = [at.main.slider, at.main.toggle, at.main.checkbox, at.main.selectbox, at.main.select_slider]
-    return [w for ws in kinds for w in ws if w.key and not w.key.startswith(("w_", "bar_")) and w.key not in SHARED and not w.disabled]
+    return [
+        w
+        for ws in kinds
+        for w in ws
+        if w.key and not w.key.startswith(("w_", "bar_")) and w.key not in SHARED and not w.disabled
+    ]
 
 
 def other_value(w) -> tuple[str, object]:
@@ -108,7 +113,9 @@ def test_a_control_the_link_leaves_out_opens_at_its_start_value(page):
     sidebar's head, position 3, a model's example words) could not share a view where the control is back at the
     start. Checked on every tab, with the sidebar away from layer 0, head 0."""
     query = {"model": LINKED_MODEL.get(page.stem, "shakespeare-gpt"), "layer": "1", "head": "2"}
-    views = [{}] + [{key: label} for key, labels in lazy_tabs(run_page(str(page), **query)).items() for label in labels[1:]]
+    views = [{}] + [
+        {key: label} for key, labels in lazy_tabs(run_page(str(page), **query)).items() for label in labels[1:]
+    ]
     checked = 0
     for view in views:
         at = run_page(str(page), **query, **view)
@@ -139,9 +146,16 @@ def styles(at: AppTest) -> str:
 
 def test_the_controls_bar_edits_the_same_state_as_the_sidebar():
     at = run_page("pages/3_One_head.py")
-    assert {s.key for s in at.sidebar.slider} >= {"w_layer", "w_head", "w_temperature"} and "w_sentence" in {t.key for t in at.sidebar.text_area}
-    assert {s.key for s in at.main.slider} >= {"bar_layer", "bar_head", "bar_temperature"} and "bar_sentence" in {t.key for t in at.main.text_area}
-    assert "display: none" in styles(at) and f"max-width: {presenter.NARROW_PX}px" in styles(at)  # the bar shows on narrow screens only
+    assert (
+        {s.key for s in at.sidebar.slider} >= {"w_layer", "w_head", "w_temperature"}
+        and "w_sentence" in {t.key for t in at.sidebar.text_area}
+    )
+    assert (
+        {s.key for s in at.main.slider} >= {"bar_layer", "bar_head", "bar_temperature"}
+        and "bar_sentence" in {t.key for t in at.main.text_area}
+    )
+    # the bar shows on narrow screens only
+    assert "display: none" in styles(at) and f"max-width: {presenter.NARROW_PX}px" in styles(at)
     at.slider(key="bar_layer").set_value(2).run()
     at.text_area(key="bar_sentence").set_value("I love bears.").run()
     assert at.slider(key="w_layer").value == 2 and at.text_area(key="w_sentence").value == "I love bears."
@@ -156,7 +170,8 @@ def test_presenter_view_shows_the_bar_and_enlarges_charts():
     assert "font" not in plain and "display: flex !important" not in styles(normal)
     at = run_page("pages/3_One_head.py", present="true")
     assert_ok(at)
-    assert "display: flex !important" in styles(at) and "stCaptionContainer" in styles(at)  # the bar always, captions hidden
+    # the bar always, captions hidden
+    assert "display: flex !important" in styles(at) and "stCaptionContainer" in styles(at)
     assert {b.key for b in at.main.button} >= {"step_back", "step_next"}
     layout = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]
     assert layout["font"]["size"] >= 16 and layout["title"]["font"]["size"] >= 20
@@ -175,7 +190,8 @@ def test_presenter_view_leaves_the_explanations_out_and_keeps_every_chart(name):
 
 
 def test_presenter_view_puts_the_home_pages_live_map_first():
-    """A projected home page opens on the live attention map, not on the menu of pages; the normal view keeps the menu first."""
+    """A projected home page opens on the live attention map, not on the menu of pages;
+    the normal view keeps the menu first."""
     order = lambda at: [h.value for h in at.main.subheader]  # noqa: E731
     assert order(run_page("app.py")) == ["The pipeline at a glance", "Attention, live"]
     shown = run_page("app.py", present="true")
@@ -183,7 +199,10 @@ def test_presenter_view_puts_the_home_pages_live_map_first():
     assert order(shown) == ["Attention, live", "The pipeline at a glance"] and "home_pattern" in charts_by_key(shown)
     unreadable = run_page("app.py", present="true", sentence="   ")  # the map's message, and the menu still drawn
     assert_ok(unreadable)
-    assert order(unreadable) == ["Attention, live", "The pipeline at a glance"] and "only whitespace" in unreadable.info[0].value
+    assert (
+        order(unreadable) == ["Attention, live", "The pipeline at a glance"]
+        and "only whitespace" in unreadable.info[0].value
+    )
 
 
 @pytest.mark.parametrize(
@@ -203,7 +222,8 @@ def test_presenter_view_folds_a_pages_inputs(name, folds):
     expanders = {e.label: e for e in shown.expander}
     for label, kind in folds.items():
         assert not expanders[label].proto.expanded
-        assert len(getattr(expanders[label], kind)) >= 1 and len(getattr(normal.main, kind)) >= 1  # the same element, moved
+        # the same element, moved
+        assert len(getattr(expanders[label], kind)) >= 1 and len(getattr(normal.main, kind)) >= 1
     assert len(shown.get("plotly_chart")) == len(normal.get("plotly_chart"))
 
 
@@ -236,7 +256,10 @@ def test_the_charts_save_at_slide_resolution_or_as_svg():
 
 def test_pages_offer_their_numbers_and_the_trace():
     at = run_page("pages/3_One_head.py")
-    assert [b.proto.label for b in at.sidebar.get("download_button")] == ["Numbers on this page (CSV)", "The model's trace (NPZ)"]
+    assert (
+        [b.proto.label for b in at.sidebar.get("download_button")]
+        == ["Numbers on this page (CSV)", "The model's trace (NPZ)"]
+    )
     lecture = run_page("pages/6_Lecture_example.py")  # no model: its numbers, no trace
     assert [b.proto.label for b in lecture.sidebar.get("download_button")] == ["Numbers on this page (CSV)"]
 
@@ -248,7 +271,11 @@ def held_traces(earlier: dict[int, weakref.ref]) -> list[str]:
     ui.models.TRACES._items.clear()
     st.cache_resource.clear()
     gc.collect()
-    return [o.encoding.text for o in gc.get_objects() if isinstance(o, Trace) and (id(o) not in earlier or earlier[id(o)]() is not o)]
+    return [
+        o.encoding.text
+        for o in gc.get_objects()
+        if isinstance(o, Trace) and (id(o) not in earlier or earlier[id(o)]() is not o)
+    ]
 
 
 @pytest.mark.parametrize("page", [None, *PAGES], ids=lambda p: "home" if p is None else p.stem)
@@ -261,10 +288,13 @@ def test_a_session_keeps_no_trace_of_its_own(monkeypatch, page):
     let go of their traces, no trace may be left alive while the session is."""
     monkeypatch.setattr(ui.models, "TRACES", ui.models.TraceCache(budget=2**30))
     model = MODEL.get(page.stem, "shakespeare-gpt") if page else "shakespeare-gpt"
-    for name in ui.models.model_choices():  # every model loaded (and the collector's frozen set made) before the page's objects exist:
+    # every model loaded (and the collector's frozen set made) before the page's objects exist:
+    for name in ui.models.model_choices():
         ui.get_model(name)  # the objects of a run that loads one are frozen with it (Encoder vs decoder loads two)
     earlier = {id(o): weakref.ref(o) for o in gc.get_objects() if isinstance(o, Trace)}  # (a Trace is not hashable)
-    at = run_page("app.py" if page is None else f"pages/{page.name}", model=model, sentence="a sentence no other test runs")
+    at = run_page(
+        "app.py" if page is None else f"pages/{page.name}", model=model, sentence="a sentence no other test runs"
+    )
     assert_ok(at)
     if page is None or page.stem == "3_One_head":
         assert "The model's trace (NPZ)" in [b.proto.label for b in at.sidebar.get("download_button")]
@@ -286,7 +316,13 @@ def test_no_widget_is_handed_a_function_written_in_a_page(page):
     a function written in the page file."""
     tree = ast.parse(page.read_text(encoding="utf-8"))
     own = {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}  # and names given a lambda:
-    own |= {t.id for node in ast.walk(tree) if isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda) for t in node.targets if isinstance(t, ast.Name)}
+    own |= {
+        t.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda)
+        for t in node.targets
+        if isinstance(t, ast.Name)
+    }
     bad = []
     for node in ast.walk(tree):
         if isinstance(node, ast.keyword) and node.arg in WIDGET_CALLABLES:
@@ -304,7 +340,8 @@ def test_the_csv_holds_the_home_maps_weights():
     pattern = run_trace(lm.model, lm.tokenizer, "the cat and the dog")["blocks.1.attn.hook_pattern"][2]  # (T, T)
     T = len(pattern)
     assert len(cells) == T * T
-    got = np.array([float(r["z"]) if r["z"] else 0.0 for r in cells]).reshape(T, T)  # the blank (future) cells are 0 weight
+    # the blank (future) cells are 0 weight
+    got = np.array([float(r["z"]) if r["z"] else 0.0 for r in cells]).reshape(T, T)
     np.testing.assert_allclose(got, pattern, atol=1e-6)
 
 

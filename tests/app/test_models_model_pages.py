@@ -67,11 +67,16 @@ def test_tokens_on_smollm2_byte_level_bpe_and_king_man_woman(smol):
     at.toggle(key="tokens_pca_3d").set_value(True).run()
     at.selectbox(key="tokens_query").set_value(1).run()
     assert_ok(at)
-    assert chart(at, "tokens_pca")["data"][0]["type"] == "scatter3d" and len(chart(at, "tokens_pca")["data"][0]["hovertext"]) == 1000
+    assert (
+        chart(at, "tokens_pca")["data"][0]["type"] == "scatter3d"
+        and len(chart(at, "tokens_pca")["data"][0]["hovertext"]) == 1000
+    )
     q = enc.ids[1]
     cos = unit @ unit[q]
     cos[q] = -np.inf
-    np.testing.assert_allclose(array(chart(at, "tokens_neighbours")["data"][0]["y"]), np.sort(cos)[::-1][:10], rtol=1e-4)
+    np.testing.assert_allclose(
+        array(chart(at, "tokens_neighbours")["data"][0]["y"]), np.sort(cos)[::-1][:10], rtol=1e-4
+    )
 
 
 def test_tokens_on_minilm_wordpiece(mini):
@@ -96,7 +101,10 @@ def test_tokens_on_minilm_wordpiece(mini):
 def test_positions_on_smollm2_say_there_is_no_position_table():
     at = page("2_Positional_encoding", SMOL)
     assert "rotary position embedding (RoPE)" in texts(at) and "no position vectors to add" in texts(at)
-    assert {"positions_pe", "positions_waves", "positions_bits", "positions_pe_rows", "positions_similarity"} == set(charts_by_key(at))  # the sinusoids, no sentence panels
+    assert (
+        {"positions_pe", "positions_waves", "positions_bits", "positions_pe_rows", "positions_similarity"}
+        == set(charts_by_key(at))
+    )  # the sinusoids, no sentence panels
     assert at.slider(key="positions_d").value == 128  # d_model 576 is wider than the slider
 
 
@@ -104,16 +112,28 @@ def test_positions_on_minilm_add_token_types_and_a_layernorm(mini):
     at = page("2_Positional_encoding", MINI)
     tr = run_trace(mini.model, mini.tokenizer, SENTENCE)
     T = len(tr.encoding)
-    z = {k: array(chart(at, f"positions_sum_{k}")["data"][0]["z"]).astype(np.float64) for k in ("embed", "pos", "type", "input")}
+    z = {
+        k: array(chart(at, f"positions_sum_{k}")["data"][0]["z"]).astype(np.float64)
+        for k in ("embed", "pos", "type", "input")
+    }
     m = mini.model
     np.testing.assert_array_equal(z["embed"], m.W_E.detach().numpy()[list(tr.encoding.ids)])
     np.testing.assert_array_equal(z["pos"], m.W_pos.detach().numpy()[:T])
     np.testing.assert_array_equal(z["type"], np.broadcast_to(m.W_type.detach().numpy()[0], (T, 384)))  # all sentence A
     s = z["embed"] + z["pos"] + z["type"]  # LN(sum) = (s − μ)/√(σ² + ε)·w + b, by hand
-    ln = (s - s.mean(1, keepdims=True)) / np.sqrt(s.var(1, keepdims=True) + mini.cfg.ln_eps) * m.ln_embed.w.detach().numpy() + m.ln_embed.b.detach().numpy()
+    ln = (
+        (s - s.mean(1, keepdims=True))
+        / np.sqrt(s.var(1, keepdims=True) + mini.cfg.ln_eps)
+        * m.ln_embed.w.detach().numpy()
+        + m.ln_embed.b.detach().numpy()
+    )
     np.testing.assert_allclose(z["input"], ln, rtol=1e-4, atol=1e-4)
     np.testing.assert_array_equal(z["input"], tr["ln_embed.hook_normalized"])
-    assert "*learned* its 512 position vectors" in texts(at) and "this app reads at most 256" in texts(at) and "token type" in texts(at)
+    assert (
+        "*learned* its 512 position vectors" in texts(at)
+        and "this app reads at most 256" in texts(at)
+        and "token type" in texts(at)
+    )
 
 
 # ---- Multi-head ----
@@ -131,7 +151,9 @@ def test_multihead_on_smollm2(smol):
     w = tr["blocks.13.attn.hook_pattern"]
     T = w.shape[-1]
     for h, d in enumerate(maps["data"]):
-        np.testing.assert_allclose(array(d["z"]), np.where(np.tril(np.ones((T, T), dtype=bool)), w[h], np.nan), rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(
+            array(d["z"]), np.where(np.tril(np.ones((T, T), dtype=bool)), w[h], np.nan), rtol=1e-5, atol=1e-7
+        )
     # concat·W_O with no bias: 9 shares and their sum
     at = open_tab(at, "multihead_part", "4 ·")
     out = array(chart(at, "multihead_out")["data"][0]["z"])
@@ -160,7 +182,8 @@ def badges_by_head(fig: dict, n_layer: int, n_head: int) -> dict[tuple[int, int]
 
 @pytest.mark.slow
 def test_head_badges_on_smollm2(smol):
-    """The previous-token head 16.0 and the induction head 18.6 carry their badges, with scores measured here by hand."""
+    """The previous-token head 16.0 and the induction head 18.6 carry their badges,
+    with scores measured here by hand."""
     at = page("7_Multi_head", SMOL, layer="18", head="6")
     at = open_tab(at, "multihead_part", "3 ·")
     found = badges_by_head(chart(at, "multihead_overview"), 30, 9)
@@ -172,7 +195,8 @@ def test_head_badges_on_smollm2(smol):
         smol.model(torch.as_tensor(ids), rec=rec)
     w = rec["blocks.18.attn.hook_pattern"][:, 6].numpy()  # (4, 96, 96)
     half = ids.shape[1] // 2
-    induction = np.mean([w[b, i, i - half + 1] for b in range(len(ids)) for i in range(half, 2 * half)])  # on the token after the earlier copy
+    # on the token after the earlier copy
+    induction = np.mean([w[b, i, i - half + 1] for b in range(len(ids)) for i in range(half, 2 * half)])
     assert induction >= 0.4
     assert f"induction {induction:.2f}" in texts(at)  # the opened head's summary under the overview
 
@@ -186,7 +210,11 @@ def test_multihead_on_minilm_sinks_and_final_vectors(mini):
     assert len(chart(at, "multihead_heads")["data"]) == 12
     np.testing.assert_allclose(array(chart(at, "multihead_heads")["data"][5]["z"]), w[5], rtol=1e-5)
     share = (w[:, :, 0] + w[:, :, T - 1]).mean(axis=1)  # [CLS] is first, [SEP] last
-    assert "Weight on [CLS] and [SEP], averaged over every row: " + ", ".join(f"head {h} {share[h]:.1%}" for h in range(12)) in texts(at)
+    assert (
+        "Weight on [CLS] and [SEP], averaged over every row: "
+        + ", ".join(f"head {h} {share[h]:.1%}" for h in range(12))
+        in texts(at)
+    )
     at.checkbox(key="multihead_sink").check().run()
     assert_ok(at)
     z = array(chart(at, "multihead_heads")["data"][0]["z"])
@@ -196,7 +224,10 @@ def test_multihead_on_minilm_sinks_and_final_vectors(mini):
     at.multiselect(key="multihead_ablate").set_value(["2.0", "2.1", "4.3"]).run()
     assert_ok(at)
     after = run_trace(mini.model, mini.tokenizer, SENTENCE, Interventions(ablate=frozenset({(2, 0), (2, 1), (4, 3)})))
-    a, b = tr["blocks.5.ln2.hook_normalized"].astype(np.float64), after["blocks.5.ln2.hook_normalized"].astype(np.float64)
+    a, b = (
+        tr["blocks.5.ln2.hook_normalized"].astype(np.float64),
+        after["blocks.5.ln2.hook_normalized"].astype(np.float64),
+    )
     cos = (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
     bars = chart(at, "multihead_ablation")["data"]
     np.testing.assert_allclose(array(bars[0]["y"]), cos, rtol=1e-5)
@@ -214,14 +245,20 @@ def test_block_on_smollm2_rmsnorm_and_swiglu(smol):
     tr = run_trace(smol.model, smol.tokenizer, SENTENCE)
     T, eps = len(tr.encoding), smol.cfg.ln_eps
     shown = texts(at)
-    assert "RMSNorm" in shown and "SwiGLU" in shown and r"\mathrm{SiLU}" in shown and "does **not** subtract the mean" in shown
+    assert (
+        "RMSNorm" in shown
+        and "SwiGLU" in shown
+        and r"\mathrm{SiLU}" in shown
+        and "does **not** subtract the mean" in shown
+    )
     for ln, stream in (("ln1", "hook_resid_pre"), ("ln2", "hook_resid_mid")):
         at.radio(key="block_ln").set_value(ln).run()
         assert_ok(at)
         x = tr[f"blocks.5.{stream}"].astype(np.float64)
         x_hat = x / np.sqrt((x**2).mean(-1, keepdims=True) + eps)  # x / √(mean(x²) + ε), from the trace's input
         w = getattr(smol.model.blocks[5], ln).w.detach().numpy().astype(np.float64)
-        np.testing.assert_allclose(x_hat * w, tr[f"blocks.5.{ln}.hook_normalized"], rtol=1e-3, atol=1e-4)  # × w is the model's own output
+        # × w is the model's own output
+        np.testing.assert_allclose(x_hat * w, tr[f"blocks.5.{ln}.hook_normalized"], rtol=1e-3, atol=1e-4)
         x_in, hat, y = ys(at, "block_ln_token")
         np.testing.assert_allclose(hat, x_hat[T - 1], rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(y, x_hat[T - 1] * w, rtol=1e-3, atol=1e-4)
@@ -231,7 +268,9 @@ def test_block_on_smollm2_rmsnorm_and_swiglu(smol):
         np.testing.assert_allclose(ys(at, "block_ln_mean")[1], x_hat.mean(-1), rtol=1e-3, atol=1e-5)  # not moved to 0
     # SwiGLU: SiLU(gate) ⊙ linear = the recorded output, for the token's strongest neurons
     at.selectbox(key="block_token").set_value(3).run()
-    gate, lin, post = (tr[f"blocks.5.mlp.{n}"][3].astype(np.float64) for n in ("hook_pre", "hook_pre_linear", "hook_post"))
+    gate, lin, post = (
+        tr[f"blocks.5.mlp.{n}"][3].astype(np.float64) for n in ("hook_pre", "hook_pre_linear", "hook_post")
+    )
     silu_gate, linear, product = ys(at, "block_swiglu")
     ids = [int(n[1:]) for n in chart(at, "block_swiglu")["layout"]["xaxis"]["ticktext"]]
     assert ids == list(np.argsort(-np.abs(post), kind="stable")[:12])
@@ -244,10 +283,17 @@ def test_block_on_smollm2_rmsnorm_and_swiglu(smol):
     np.testing.assert_allclose(array(points["y"]), gate / (1 + np.exp(-gate)), rtol=1e-4, atol=1e-5)
     at.slider(key="block_neurons").set_value(16).run()
     mlp = chart(at, "block_mlp")
-    assert array(mlp["data"][0]["z"]).shape == (T, 16) and "SiLU(x·W_gate) ⊙ x·W_in" in mlp["layout"]["title"]["text"] and mlp["data"][0]["zmid"] == 0
+    assert (
+        array(mlp["data"][0]["z"]).shape == (T, 16)
+        and "SiLU(x·W_gate) ⊙ x·W_in" in mlp["layout"]["title"]["text"]
+        and mlp["data"][0]["zmid"] == 0
+    )
     # the stream: one token (the first) grows far longer than the others; the colours stop below it
     norms = array(chart(at, "block_norms")["data"][0]["z"])
-    assert norms.shape == (61, T) and chart(at, "block_norms")["layout"]["yaxis"]["ticktext"][:2] == ["embed", "0: + attention"]
+    assert (
+        norms.shape == (61, T)
+        and chart(at, "block_norms")["layout"]["yaxis"]["ticktext"][:2] == ["embed", "0: + attention"]
+    )
     assert "far longer than any other" in texts(at)
 
 
@@ -256,20 +302,31 @@ def test_block_on_minilm_post_norm(mini):
     tr = run_trace(mini.model, mini.tokenizer, SENTENCE)
     T = len(tr.encoding)
     stages = chart(at, "block_norms")["layout"]["yaxis"]["ticktext"]
-    assert stages[:5] == ["LN(e+pos+type)", "0: + attention", "0: LN1", "0: + MLP", "0: LN2 (out)"] and len(stages) == 25
+    assert (
+        stages[:5] == ["LN(e+pos+type)", "0: + attention", "0: LN1", "0: + MLP", "0: LN2 (out)"]
+        and len(stages) == 25
+    )
     assert "post-norm" in texts(at) and "after attention, reads x + attn" in at.radio(key="block_ln").options[0]
-    for ln, stream in (("ln1", "hook_resid_mid"), ("ln2", "hook_resid_post")):  # post-norm: each LN reads the sum after its sublayer
+    # post-norm: each LN reads the sum after its sublayer
+    for ln, stream in (("ln1", "hook_resid_mid"), ("ln2", "hook_resid_post")):
         at.radio(key="block_ln").set_value(ln).run()
         assert_ok(at)
         x = tr[f"blocks.2.{stream}"].astype(np.float64)
         x_hat = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + mini.cfg.ln_eps)
         np.testing.assert_allclose(ys(at, "block_ln_token")[1], x_hat[T - 1], rtol=1e-3, atol=1e-4)
-        np.testing.assert_allclose(ys(at, "block_ln_token")[2], tr[f"blocks.2.{ln}.hook_normalized"][T - 1], rtol=1e-5, atol=1e-6)
-    np.testing.assert_array_equal(tr["blocks.2.ln2.hook_normalized"], tr["blocks.3.hook_resid_pre"])  # LN2's output is the next block's input
+        np.testing.assert_allclose(
+            ys(at, "block_ln_token")[2], tr[f"blocks.2.{ln}.hook_normalized"][T - 1], rtol=1e-5, atol=1e-6
+        )
+    # LN2's output is the next block's input
+    np.testing.assert_array_equal(tr["blocks.2.ln2.hook_normalized"], tr["blocks.3.hook_resid_pre"])
     h = np.linalg.norm(tr["blocks.2.ln1.hook_normalized"].astype(np.float64), axis=-1).mean()
     assert f"to h = LN1(x + attn), of average length {h:.3g}" in texts(at)
     curve, points = chart(at, "block_gelu")["data"]
-    np.testing.assert_allclose(array(curve["y"]), [v * 0.5 * (1 + math.erf(v / math.sqrt(2))) for v in array(curve["x"]).astype(np.float64)], atol=1e-5)  # exact GELU
+    np.testing.assert_allclose(
+        array(curve["y"]),
+        [v * 0.5 * (1 + math.erf(v / math.sqrt(2))) for v in array(curve["x"]).astype(np.float64)],
+        atol=1e-5,
+    )  # exact GELU
     assert "block_swiglu" not in charts_by_key(at)
 
 
@@ -280,7 +337,8 @@ def test_next_token_on_minilm_says_an_encoder_has_no_head():
     at = page("9_Next_token", MINI)
     assert "is an encoder: it has no next-token head" in texts(at) and "Encoder vs decoder" in texts(at)
     own = [s for s in at.main.slider if not s.key.startswith("bar_")]  # (the shared controls bar is on every page)
-    assert not charts_by_key(at) and not at.dataframe and not own  # nothing that claims probabilities, no controls for them
+    # nothing that claims probabilities, no controls for them
+    assert not charts_by_key(at) and not at.dataframe and not own
 
 
 @pytest.mark.slow
@@ -293,7 +351,8 @@ def test_next_token_on_smollm2(smol):
     assert "final RMSNorm" in texts(at) and f"{smol.cfg.vocab_size:,}" in texts(at)
     lens = array(chart(open_tab(at, "next_part", "3 ·"), "next_lens")["data"][0]["z"])
     assert lens.shape == (31, len(tr.encoding))
-    np.testing.assert_allclose(lens[-1], np_softmax(tr["logits"]).max(-1), rtol=1e-4)  # the last stage is the model's output
+    # the last stage is the model's output
+    np.testing.assert_allclose(lens[-1], np_softmax(tr["logits"]).max(-1), rtol=1e-4)
     open_tab(at, "next_part", "1 ·")
     at.slider(key="next_temperature").set_value(0.5).run()
     at.selectbox(key="next_position").set_value(3).run()
@@ -314,27 +373,49 @@ def test_context_on_minilm_follows_the_encoder_outputs(mini):
     sentences = at.text_area(key="context_sentences").value.splitlines()
     traces = run_traces(mini.model, mini.tokenizer, sentences)
     pos = at.dataframe[0].value["position"].tolist()
-    vec = [np.stack([tr["hook_embed"][p], *(tr[f"blocks.{i}.ln2.hook_normalized"][p] for i in range(6))]).astype(np.float64) for tr, p in zip(traces, pos, strict=True)]
+    vec = [
+        np.stack(
+            [tr["hook_embed"][p], *(tr[f"blocks.{i}.ln2.hook_normalized"][p] for i in range(6))]
+        ).astype(np.float64)
+        for tr, p in zip(traces, pos, strict=True)
+    ]
     a, b = vec[0], vec[1]
-    np.testing.assert_allclose(array(chart(at, "context_cosine")["data"][0]["y"]), (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        array(chart(at, "context_cosine")["data"][0]["y"]),
+        (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)),
+        rtol=1e-4,
+        atol=1e-5,
+    )
     at.toggle(key="context_unit").set_value(False).run()
     at.slider(key="w_layer").set_value(4).run()
     assert_ok(at)
-    np.testing.assert_allclose(array(chart(at, "context_attn_2")["data"][0]["y"]), traces[1]["blocks.4.attn.hook_pattern"][0, pos[1]], rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(
+        array(chart(at, "context_attn_2")["data"][0]["y"]),
+        traces[1]["blocks.4.attn.hook_pattern"][0, pos[1]],
+        rtol=1e-4,
+        atol=1e-6,
+    )
 
 
 @pytest.mark.slow
 def test_context_on_smollm2(smol):
     at = page("10_Context", SMOL)
-    assert "with the causal mask that is the first position that has read the whole word" in texts(at) and "RoPE turns queries and keys" in texts(at)
+    assert (
+        "with the causal mask that is the first position that has read the whole word" in texts(at)
+        and "RoPE turns queries and keys" in texts(at)
+    )
     at.selectbox(key="context_set").set_value("River bank vs money bank").run()
     assert_ok(at)
     traces = run_traces(smol.model, smol.tokenizer, at.text_area(key="context_sentences").value.splitlines())
     pos = at.dataframe[0].value["position"].tolist()
-    vec = [np.stack([tr["hook_embed"][p], *(tr[f"blocks.{i}.hook_resid_post"][p] for i in range(30))]).astype(np.float64) for tr, p in zip(traces, pos, strict=True)]
+    vec = [
+        np.stack([tr["hook_embed"][p], *(tr[f"blocks.{i}.hook_resid_post"][p] for i in range(30))]).astype(np.float64)
+        for tr, p in zip(traces, pos, strict=True)
+    ]
     cos = (vec[0] * vec[1]).sum(1) / (np.linalg.norm(vec[0], axis=1) * np.linalg.norm(vec[1], axis=1))
     y = array(chart(at, "context_cosine")["data"][0]["y"])
     assert len(y) == 31 and abs(y[0] - 1) < 1e-6  # the same token ␣bank: one embedding row
     np.testing.assert_allclose(y, cos, rtol=1e-3, atol=1e-4)
     labels = chart(at, "context_pca")["data"][0]["text"]
-    assert labels[0] == "emb" and labels[-1] == "L29" and sum(bool(t) for t in labels) <= 13  # every few points labelled
+    # every few points labelled
+    assert labels[0] == "emb" and labels[-1] == "L29" and sum(bool(t) for t in labels) <= 13

@@ -1,4 +1,5 @@
-"""The "Inside a block" page through AppTest: every figure equals the trace (or numpy / torch references), every control changes it."""
+"""The "Inside a block" page through AppTest: every figure equals the trace
+(or numpy / torch references), every control changes it."""
 
 from __future__ import annotations
 
@@ -8,13 +9,27 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from tests.apptest_utils import EACH_BAD_INPUT, array, assert_bad_input_drawn, assert_ok, chart, charts, page_path, run_page, run_typed, texts
+from tests.apptest_utils import (
+    EACH_BAD_INPUT,
+    array,
+    assert_bad_input_drawn,
+    assert_ok,
+    chart,
+    charts,
+    page_path,
+    run_page,
+    run_typed,
+    texts,
+)
 from transformer import Interventions, run_trace
 
 PAGE = page_path("8_Inside_a_block")
 REPEATED = "the cat and the dog and the bird"  # "␣the" and "␣and" twice
 LN_STREAM = {"ln1": "hook_resid_pre", "ln2": "hook_resid_mid"}
-KEYS = ("block_norms", "block_ln_mean", "block_ln_std", "block_ln_token", "block_gelu", "block_mlp", "block_adds_layers", "block_adds_tokens")
+KEYS = (
+    "block_norms", "block_ln_mean", "block_ln_std", "block_ln_token", "block_gelu", "block_mlp", "block_adds_layers",
+    "block_adds_tokens",
+)
 
 
 def trace(lm, text=REPEATED, temperature=1.0):
@@ -53,11 +68,16 @@ def assert_block(at, lm, tr, layer: int, ln: str, tok: int, n_neurons: int):
         np.testing.assert_allclose(got, want, rtol=1e-4)
     for got, want in zip(ys(at, "block_ln_token"), (x[tok], x_hat[tok], y[tok]), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
-    assert f"token {tok} " in chart(at, "block_ln_token")["layout"]["title"]["text"] and f"LayerNorm {ln[-1]}" in chart(at, "block_ln_token")["layout"]["title"]["text"]
+    assert (
+        f"token {tok} " in chart(at, "block_ln_token")["layout"]["title"]["text"]
+        and f"LayerNorm {ln[-1]}" in chart(at, "block_ln_token")["layout"]["title"]["text"]
+    )
     # 3 · GELU: the curve by the tanh formula, the token's neurons as (pre, post) points
     curve, points = chart(at, "block_gelu")["data"]
     cx = array(curve["x"]).astype(np.float64)
-    np.testing.assert_allclose(array(curve["y"]), 0.5 * cx * (1 + np.tanh(math.sqrt(2 / math.pi) * (cx + 0.044715 * cx**3))), atol=1e-5)
+    np.testing.assert_allclose(
+        array(curve["y"]), 0.5 * cx * (1 + np.tanh(math.sqrt(2 / math.pi) * (cx + 0.044715 * cx**3))), atol=1e-5
+    )
     np.testing.assert_array_equal(array(points["x"]), tr[b + "mlp.hook_pre"][tok])
     np.testing.assert_array_equal(array(points["y"]), tr[b + "mlp.hook_post"][tok])
     # the MLP heatmap: the n neurons with the highest peak, strongest first
@@ -77,7 +97,10 @@ def assert_block(at, lm, tr, layer: int, ln: str, tok: int, n_neurons: int):
         np.testing.assert_allclose(got, want, rtol=1e-5)
     assert chart(at, "block_adds_tokens")["layout"]["title"]["text"] == f"Block {layer}, per token"
     x_in = norm64(tr[b + "hook_resid_pre"]).mean()
-    assert f"attention adds vectors of average length {attn[layer].mean():.3g} to a stream of average length {x_in:.3g}" in texts(at)
+    assert (
+        f"attention adds vectors of average length {attn[layer].mean():.3g} to a stream of average length {x_in:.3g}"
+        in texts(at)
+    )
 
 
 def test_default_figures_equal_the_trace(lm):

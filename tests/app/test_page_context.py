@@ -1,4 +1,5 @@
-"""The "Context changes meaning" page through AppTest: cosine, PCA and attention figures equal independent computations on the traces."""
+"""The "Context changes meaning" page through AppTest: cosine, PCA and attention figures equal
+independent computations on the traces."""
 
 from __future__ import annotations
 
@@ -36,7 +37,9 @@ def last_token(enc, pattern: str) -> int:
 def vectors(lm, tr, pos: int) -> np.ndarray:
     """W_E[id] (the model's own parameter), then the stream after each block, float64. (n_layer + 1, d)"""
     W_E = lm.model.W_E.detach().numpy().astype(np.float64)
-    return np.stack([W_E[tr.encoding.ids[pos]], *(tr[f"blocks.{i}.hook_resid_post"][pos] for i in range(lm.cfg.n_layer))]).astype(np.float64)
+    return np.stack(
+        [W_E[tr.encoding.ids[pos]], *(tr[f"blocks.{i}.hook_resid_post"][pos] for i in range(lm.cfg.n_layer))]
+    ).astype(np.float64)
 
 
 def cos(a, b) -> np.ndarray:
@@ -56,7 +59,10 @@ def assert_context(at, lm, sentences, pattern, layer=0, head=0, temperature=1.0,
     n = len(sentences)
     table = at.dataframe[0].value
     table = table[table["word"] != "—"]  # the sentences that hold the word
-    assert table["position"].tolist() == pos and table["id"].tolist() == [tr.encoding.ids[p] for tr, p in zip(traces, pos, strict=True)]
+    assert (
+        table["position"].tolist() == pos
+        and table["id"].tolist() == [tr.encoding.ids[p] for tr, p in zip(traces, pos, strict=True)]
+    )
     # 1 · cosine per pair and layer
     lines = chart(at, "context_cosine")
     pairs = list(combinations(range(n), 2))
@@ -66,8 +72,10 @@ def assert_context(at, lm, sentences, pattern, layer=0, head=0, temperature=1.0,
         np.testing.assert_allclose(array(d["y"]), want, rtol=1e-4, atol=1e-5)
         same = traces[a].encoding.ids[pos[a]] == traces[b].encoding.ids[pos[b]]
         assert (abs(want[0] - 1) < 1e-6) == same  # identical at the embedding exactly when the token is the same
-    assert lines["layout"]["xaxis"]["ticktext"] == ["emb", *(f"L{i}" for i in range(lm.cfg.n_layer))]  # short on the axis
-    assert lines["data"][0]["text"] == ["embedding W_E[id]", *(f"after block {i}" for i in range(lm.cfg.n_layer))]  # in full on hover
+    # short on the axis
+    assert lines["layout"]["xaxis"]["ticktext"] == ["emb", *(f"L{i}" for i in range(lm.cfg.n_layer))]
+    # in full on hover
+    assert lines["data"][0]["text"] == ["embedding W_E[id]", *(f"after block {i}" for i in range(lm.cfg.n_layer))]
     # 2 · PCA of all vectors together (unit length or raw), against an SVD, per component up to sign
     flat = np.concatenate(vec)  # (n·(L+1), d)
     if unit:
@@ -85,7 +93,9 @@ def assert_context(at, lm, sentences, pattern, layer=0, head=0, temperature=1.0,
     # 3 · the word's attention row in every sentence
     for i, (tr, p) in enumerate(zip(shown, pos, strict=True), start=1):
         bars = chart(at, f"context_attn_{i}")
-        np.testing.assert_allclose(array(bars["data"][0]["y"]), tr[f"blocks.{layer}.attn.hook_pattern"][head, p], rtol=1e-5, atol=1e-7)  # two batched float32 passes
+        np.testing.assert_allclose(
+            array(bars["data"][0]["y"]), tr[f"blocks.{layer}.attn.hook_pattern"][head, p], rtol=1e-5, atol=1e-7
+        )  # two batched float32 passes
         assert bars["layout"]["title"]["text"] == f"Sentence {i} · token {p}"
 
 
@@ -94,14 +104,20 @@ def test_default_is_the_four_bear_sentences(page, lm):
     assert page.text_input(key="context_word").value == "bear" and page.toggle(key="context_forms").value
     assert page.dataframe[0].value["word"].tolist() == ["bears", "bears", "Bears", "bear"]
     assert_context(page, lm, BEARS, BEAR_FORMS)
-    assert chart_keys(page) == ["context_cosine", "context_pca", "context_attn_1", "context_attn_2", "context_attn_3", "context_attn_4"]
+    assert (
+        chart_keys(page)
+        == ["context_cosine", "context_pca", "context_attn_1", "context_attn_2", "context_attn_3", "context_attn_4"]
+    )
     assert "different tokens" in texts(page)  # ␣bears, ears and ␣bear are different tokens
 
 
 def test_bank_pair_is_identical_at_the_embedding_then_diverges(page, lm):
     page.selectbox(key="context_set").set_value("River bank vs money bank").run()
     assert_ok(page)
-    assert page.text_area(key="context_sentences").value.splitlines() == BANKS and page.text_input(key="context_word").value == "bank"
+    assert (
+        page.text_area(key="context_sentences").value.splitlines() == BANKS
+        and page.text_input(key="context_word").value == "bank"
+    )
     assert_context(page, lm, BANKS, r"\bbank")
     y = array(chart(page, "context_cosine")["data"][0]["y"])
     assert abs(y[0] - 1) < 1e-6 and np.all(y[1:] < 0.9999)
@@ -200,7 +216,9 @@ def test_sidebar_sentence_button(page, lm):
     page.button(key="context_use_sidebar").click().run()
     assert_ok(page)
     assert page.text_area(key="context_sentences").value.splitlines()[0] == PRESETS["Money bank"]
-    assert page.warning[0].value.startswith("Sentence 1 «She put the money in the bank\\.» does not contain the word «bear»")
+    assert page.warning[0].value.startswith(
+        "Sentence 1 «She put the money in the bank\\.» does not contain the word «bear»"
+    )
     page.text_area(key="context_sentences").set_value("\n".join(BEARS)).run()
     page.text_area(key="w_sentence").set_value("My brown bear\nsleeps all winter.").run()
     assert_ok(page)
@@ -221,7 +239,10 @@ def test_bad_inputs_in_the_sidebar(name, text, lm):
     at.button(key="context_use_sidebar").click().run()
     assert_ok(at)
     if not text.strip():
-        assert "The sidebar sentence is empty" in texts(at) and at.text_area(key="context_sentences").value.splitlines() == BEARS
+        assert (
+            "The sidebar sentence is empty" in texts(at)
+            and at.text_area(key="context_sentences").value.splitlines() == BEARS
+        )
         return
     first = at.text_area(key="context_sentences").value.splitlines()[0]
     assert first == " ".join(text.split())

@@ -32,7 +32,8 @@ def test_default_page_shows_the_models_pattern_and_the_pipeline():
     np.testing.assert_allclose(shown(at), pattern(DEFAULT_SENTENCE, 0, 0), atol=1e-6)
     assert "Model card: shakespeare-gpt" in [e.label for e in at.expander]
     linked = [link.proto.page for link in at.get("page_link")]
-    assert sorted(linked) == sorted(p.url_path for p in navigation.ORDER if p is not navigation.HOME)  # every page, once
+    # every page, once
+    assert sorted(linked) == sorted(p.url_path for p in navigation.ORDER if p is not navigation.HOME)
 
 
 def test_the_tests_page_lists_are_the_menus():
@@ -73,18 +74,31 @@ def test_query_string_opens_the_same_state():
     at = run_page("app.py", sentence="the cat and the dog", layer="3", head="1", temperature="0.25")
     assert_ok(at)
     assert at.text_area(key="w_sentence").value == "the cat and the dog"
-    assert (at.slider(key="w_layer").value, at.slider(key="w_head").value, at.slider(key="w_temperature").value) == (3, 1, 0.25)
+    assert (
+        (at.slider(key="w_layer").value, at.slider(key="w_head").value, at.slider(key="w_temperature").value)
+        == (3, 1, 0.25)
+    )
     z = shown(at)
     np.testing.assert_allclose(z, pattern("the cat and the dog", 3, 1, 0.25), atol=1e-6)
-    assert z.shape[0] == len(ui.get_model("shakespeare-gpt").tokenizer.encode("the cat and the dog"))  # "the" twice: both rows kept
+    # "the" twice: both rows kept
+    assert z.shape[0] == len(ui.get_model("shakespeare-gpt").tokenizer.encode("the cat and the dog"))
 
 
-@pytest.mark.parametrize("query", [{"layer": "99", "head": "-4", "temperature": "nan"}, {"model": "../../etc", "layer": "x"}, {"temperature": "1e9"}, {"model": "translator-en-fr"}])
+@pytest.mark.parametrize(
+    "query",
+    [
+        {"layer": "99", "head": "-4", "temperature": "nan"},
+        {"model": "../../etc", "layer": "x"},
+        {"temperature": "1e9"},
+        {"model": "translator-en-fr"},
+    ],
+)
 def test_bad_query_values_fall_back_to_valid_ones(query):
     at = run_page("app.py", **query)
     assert_ok(at)
     assert at.selectbox(key="w_model").value == "shakespeare-gpt"
-    assert at.selectbox(key="w_model").options == [*real_models(), "shakespeare-gpt"]  # the translator has its own page, not this picker
+    # the translator has its own page, not this picker
+    assert at.selectbox(key="w_model").options == [*real_models(), "shakespeare-gpt"]
     assert 0 <= at.slider(key="w_layer").value <= 3 and 0 <= at.slider(key="w_head").value <= 3
     assert 0.05 <= at.slider(key="w_temperature").value <= 5.0
 

@@ -72,7 +72,11 @@ def test_seed_changes_every_matrix():
 
 def test_editing_x_changes_the_matrices():
     at = run_page(PAGE)
-    at.session_state[table_key(at)] = {"edited_rows": {0: {"dim 2": 5.0}, 3: {"dim 1": -1.5}}, "added_rows": [], "deleted_rows": []}
+    at.session_state[table_key(at)] = {
+        "edited_rows": {0: {"dim 2": 5.0}, 3: {"dim 1": -1.5}},
+        "added_rows": [],
+        "deleted_rows": [],
+    }
     at.run()
     assert_ok(at)
     X = X_LECTURE.copy()
@@ -83,7 +87,11 @@ def test_editing_x_changes_the_matrices():
 
 def test_renaming_words_relabels_and_escapes():
     at = run_page(PAGE)
-    at.session_state[table_key(at)] = {"edited_rows": {1: {"word": "<img src=x onerror=alert(1)>"}, 2: {"word": "   "}}, "added_rows": [], "deleted_rows": []}
+    at.session_state[table_key(at)] = {
+        "edited_rows": {1: {"word": "<img src=x onerror=alert(1)>"}, 2: {"word": "   "}},
+        "added_rows": [],
+        "deleted_rows": [],
+    }
     at.run()
     assert_ok(at)
     figs = figures(at)
@@ -94,7 +102,10 @@ def test_renaming_words_relabels_and_escapes():
     assert at.selectbox(key="lecture_row").options[1].startswith("row 2: <img")  # plain text in a selectbox
 
 
-@pytest.mark.parametrize(("edit", "cell"), [({"dim 3": None}, "row 3, dim 3"), ({"dim 1": 1e9}, "row 3, dim 1"), ({"dim 2": float("nan")}, "row 3, dim 2")])
+@pytest.mark.parametrize(
+    ("edit", "cell"),
+    [({"dim 3": None}, "row 3, dim 3"), ({"dim 1": 1e9}, "row 3, dim 1"), ({"dim 2": float("nan")}, "row 3, dim 2")],
+)
 def test_bad_cells_give_a_clear_message(edit, cell):
     at = run_page(PAGE)
     at.session_state[table_key(at)] = {"edited_rows": {2: edit}, "added_rows": [], "deleted_rows": []}
@@ -107,7 +118,11 @@ def test_bad_cells_give_a_clear_message(edit, cell):
 def test_reset_restores_the_lecture():
     at = run_page(PAGE)
     at.number_input(key="lecture_seed").set_value(3).run()
-    at.session_state[table_key(at)] = {"edited_rows": {0: {"dim 1": 9.0, "word": "bear"}}, "added_rows": [], "deleted_rows": []}
+    at.session_state[table_key(at)] = {
+        "edited_rows": {0: {"dim 1": 9.0, "word": "bear"}},
+        "added_rows": [],
+        "deleted_rows": [],
+    }
     at.run()
     X = X_LECTURE.copy()
     X[0, 0] = 9.0

@@ -7,7 +7,20 @@ import pytest
 import torch
 
 from lessons.next_token import top_tokens
-from tests.apptest_utils import EACH_BAD_INPUT, array, assert_bad_input_drawn, assert_ok, chart_titled, charts, each_tab, open_tab, page_path, run_page, run_typed, texts
+from tests.apptest_utils import (
+    EACH_BAD_INPUT,
+    array,
+    assert_bad_input_drawn,
+    assert_ok,
+    chart_titled,
+    charts,
+    each_tab,
+    open_tab,
+    page_path,
+    run_page,
+    run_typed,
+    texts,
+)
 from tests.apptest_utils import chart_z as z
 from transformer import Interventions, run_trace
 from ui.state import DEFAULT_SENTENCE, PRESETS
@@ -64,7 +77,9 @@ def test_default_sentence_and_every_preset(lm):
         T = len(tr.encoding)
         np.testing.assert_array_equal(~np.isnan(z(part(at, 1), "Causal mask")), np.tril(np.ones((T, T), dtype=bool)))
         masked = tr["blocks.0.attn.hook_scores_masked"][0]
-        np.testing.assert_allclose(z(part(at, 2), "After the mask"), np.where(np.isneginf(masked), np.nan, masked), rtol=1e-6)
+        np.testing.assert_allclose(
+            z(part(at, 2), "After the mask"), np.where(np.isneginf(masked), np.nan, masked), rtol=1e-6
+        )
         assert part(at, 3).dataframe[0].value["token"].tolist() == list(tr.encoding.labels[: min(T, 8)])
         assert max(metrics(part(at, 4))) <= 1e-5
 
@@ -131,7 +146,9 @@ def test_padded_batch(lm):
     assert max(metrics(at)) <= 1e-5  # real tokens: batch logits = alone logits
     # encoder-style: no causal mask, only padding hidden
     at.toggle(key="masking_encoder").set_value(True).run()
-    np.testing.assert_array_equal(~np.isnan(z(at, "Mask of sentence B")), np.broadcast_to(np.arange(n_a) < n_b, (n_a, n_a)))
+    np.testing.assert_array_equal(
+        ~np.isnan(z(at, "Mask of sentence B")), np.broadcast_to(np.arange(n_a) < n_b, (n_a, n_a))
+    )
     assert max(metrics(at)) <= 1e-5
     # … and without the padding mask the padded sentence's outputs change
     at.toggle(key="masking_padmask").set_value(False).run()
@@ -157,7 +174,10 @@ def test_second_sentence_input(lm):
     at.text_input(key="masking_other").set_value("<script>alert(1)</script>").run()
     assert_ok(at)
     assert "<script" not in str(chart_titled(at, "The batch")["data"])
-    assert part(at, 1).get("plotly_chart") and part(at, 4).text_input(key="masking_other").value == "<script>alert(1)</script>"  # kept while closed
+    assert (
+        part(at, 1).get("plotly_chart")
+        and part(at, 4).text_input(key="masking_other").value == "<script>alert(1)</script>"
+    )  # kept while closed
 
 
 def test_shorter_sentence_clamps_the_sliders():

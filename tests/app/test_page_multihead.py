@@ -11,7 +11,21 @@ import torch
 import ui.models
 from figures.common import tick_labels
 from figures.multihead import OPACITY_STEP, mosaic_slices
-from tests.apptest_utils import BAD_INPUTS, EACH_BAD_INPUT, array, assert_bad_input_drawn, assert_ok, chart_titled, charts, each_tab, open_tab, page_path, run_page, run_typed, texts
+from tests.apptest_utils import (
+    BAD_INPUTS,
+    EACH_BAD_INPUT,
+    array,
+    assert_bad_input_drawn,
+    assert_ok,
+    chart_titled,
+    charts,
+    each_tab,
+    open_tab,
+    page_path,
+    run_page,
+    run_typed,
+    texts,
+)
 from tests.apptest_utils import chart_z as z
 from tests.counting import block_calls
 from transformer import Interventions, run_trace
@@ -58,7 +72,9 @@ def shown(weights: np.ndarray, hide_first: bool = False) -> np.ndarray:
     return out
 
 
-def line_view(at, title: str = "Lines, ", head: str = "") -> tuple[dict[tuple[int, int], float], dict[tuple[int, int], float]]:
+def line_view(
+    at, title: str = "Lines, ", head: str = ""
+) -> tuple[dict[tuple[int, int], float], dict[tuple[int, int], float]]:
     """The line view (of `head`, in a view of several) as {(query, key): drawn line opacity} and {(query, key): exact
     weight of its middle dot}."""
     data = chart_titled(at, title)["data"]
@@ -90,9 +106,14 @@ def test_heads_side_by_side_equal_the_trace_on_one_scale(lm, default_page):
     for h in range(NH):
         np.testing.assert_allclose(maps[f"head {h}"], shown(w[h]), rtol=1e-6)
     assert {d["coloraxis"] for d in c["data"]} == {"coloraxis"}  # one colour axis for every head
-    assert (c["layout"]["coloraxis"]["cmin"], c["layout"]["coloraxis"]["cmax"]) == (0, 1.0)  # 0 … the largest weight shown (row 0 gives 1 to itself)
+    # 0 … the largest weight shown (row 0 gives 1 to itself)
+    assert (c["layout"]["coloraxis"]["cmin"], c["layout"]["coloraxis"]["cmax"]) == (0, 1.0)
     share = w[:, 1:, 0].mean(axis=1)
-    assert "Weight on the first token, averaged over rows 1…T−1: " + ", ".join(f"head {h} {share[h]:.1%}" for h in range(NH)) in texts(at)
+    assert (
+        "Weight on the first token, averaged over rows 1…T−1: "
+        + ", ".join(f"head {h} {share[h]:.1%}" for h in range(NH))
+        in texts(at)
+    )
 
 
 def test_repeated_tokens_keep_their_rows(lm, default_page):
@@ -112,17 +133,23 @@ def test_repeated_tokens_keep_their_rows(lm, default_page):
     part(default_page, 3)
     for role in ("query", "key"):
         ends = next(d for d in chart_titled(default_page, "Lines, ")["data"] if d.get("name") == role + " tokens")
-        assert ends["text"] == [f"{role} {i}: {s}" for i, s in enumerate(labels)] and array(ends["y"]).tolist() == list(range(T))
+        assert (
+            ends["text"] == [f"{role} {i}: {s}" for i, s in enumerate(labels)]
+            and array(ends["y"]).tolist() == list(range(T))
+        )
     options = part(default_page, 4).selectbox(key="multihead_token").options
     assert len(set(options)) == T and sum(o.endswith(": ␣the") for o in options) == 2
 
 
 def test_averages_are_labelled_and_equal_the_mean(lm, default_page):
     at, tr = part(default_page, 2), trace(lm)
-    stacked = np.stack([tr[f"blocks.{lay}.attn.hook_pattern"] for lay in range(NL)]).astype(np.float64)  # (NL, NH, T, T)
+    # (NL, NH, T, T)
+    stacked = np.stack([tr[f"blocks.{lay}.attn.hook_pattern"] for lay in range(NL)]).astype(np.float64)
     maps = panels(at, "Averages (not heads)")
     np.testing.assert_allclose(maps["AVERAGE over the 4 heads of layer 0"], shown(stacked[0].mean(axis=0)), rtol=1e-5)
-    np.testing.assert_allclose(maps["AVERAGE over all 16 heads (4 layers × 4 heads)"], shown(stacked.mean(axis=(0, 1))), rtol=1e-5)
+    np.testing.assert_allclose(
+        maps["AVERAGE over all 16 heads (4 layers × 4 heads)"], shown(stacked.mean(axis=(0, 1))), rtol=1e-5
+    )
     assert "These are averages, not heads" in texts(at)
     averages = chart_titled(at, "Averages")["data"]
     assert len(averages) == 2  # over the layer's heads, over every head
@@ -193,7 +220,9 @@ def test_sidebar_layer_head_and_temperature_drive_the_page(lm):
 def test_query_string_opens_the_same_view(lm):
     at = run_page(PAGE, sentence=REPEATED, layer="1", head="2")
     assert_ok(at)
-    np.testing.assert_allclose(panels(at, "The heads of layer 1")["head 2"], shown(trace(lm)["blocks.1.attn.hook_pattern"][2]), rtol=1e-6)
+    np.testing.assert_allclose(
+        panels(at, "The heads of layer 1")["head 2"], shown(trace(lm)["blocks.1.attn.hook_pattern"][2]), rtol=1e-6
+    )
     assert part(at, 3).selectbox(key="multihead_open").value == "1.2"
 
 
@@ -203,7 +232,9 @@ def test_preset_sentence(lm):
     assert_ok(at)
     tr = trace(lm, "Fruit flies like a banana.")
     assert chart_titled(at, "The heads of layer 0")["layout"]["yaxis"]["ticktext"] == tick_labels(tr.encoding.labels)
-    np.testing.assert_allclose(panels(at, "The heads of layer 0")["head 2"], shown(tr["blocks.0.attn.hook_pattern"][2]), rtol=1e-6)
+    np.testing.assert_allclose(
+        panels(at, "The heads of layer 0")["head 2"], shown(tr["blocks.0.attn.hook_pattern"][2]), rtol=1e-6
+    )
 
 
 def test_open_another_head(lm):
@@ -216,7 +247,10 @@ def test_open_another_head(lm):
     T = len(tr.encoding)
     rows, cols = mosaic_slices(NL, NH, T)[0][(3, 1)]
     box = chart_titled(at, "All 16 heads")["layout"]["shapes"][0]
-    assert (box["x0"], box["x1"], box["y0"], box["y1"]) == (cols.start - 0.5, cols.stop - 0.5, rows.start - 0.5, rows.stop - 0.5)
+    assert (
+        (box["x0"], box["x1"], box["y0"], box["y1"])
+        == (cols.start - 0.5, cols.stop - 0.5, rows.start - 0.5, rows.stop - 0.5)
+    )
     _, dots = line_view(at, "Lines, layer 3, head 1")
     assert dots == pytest.approx({(a, b): float(w[a, b]) for a in range(T) for b in range(a + 1) if w[a, b] >= 0.1})
     assert chart_titled(part(at, 1), "The heads of layer 0")  # the side-by-side maps still show the sidebar's layer
@@ -250,7 +284,11 @@ def test_line_view_threshold_and_token(lm):
     assert_ok(at)
     lines, _ = line_view(at)
     want = {(a, b) for a in range(T) for b in range(a + 1) if w[a, b] >= 0.01 and the in (a, b)}
-    assert set(lines) == want and {b for a, b in want if a == the} == set(range(the + 1)) and any(a > the for a, _ in want)
+    assert (
+        set(lines) == want
+        and {b for a, b in want if a == the} == set(range(the + 1))
+        and any(a > the for a, _ in want)
+    )
     at.slider(key="multihead_threshold").set_value(1.0).run()  # nothing reaches 1 except row 0 → key 0
     lines, _ = line_view(at)
     assert set(lines) <= {(0, 0)}
@@ -279,21 +317,31 @@ def test_sink_checkbox_hides_the_first_column_without_renormalising(lm):
     w = tr["blocks.0.attn.hook_pattern"]
     top = float(np.nanmax(shown(w, hide_first=True)))
     c = chart_titled(at, f"The heads of layer 0, one colour scale 0 … {top:.3f}")
-    assert c["layout"]["coloraxis"]["cmax"] == pytest.approx(top)  # the shared scale stretched to the largest weight still shown
+    # the shared scale stretched to the largest weight still shown
+    assert c["layout"]["coloraxis"]["cmax"] == pytest.approx(top)
     maps = panels(at, "The heads of layer 0")
     for h in range(NH):
-        np.testing.assert_allclose(maps[f"head {h}"], shown(w[h], hide_first=True), rtol=1e-6)  # the other weights unchanged
+        # the other weights unchanged
+        np.testing.assert_allclose(maps[f"head {h}"], shown(w[h], hide_first=True), rtol=1e-6)
     assert np.isnan(maps["head 1"][:, 0]).all() and not np.isnan(before[:, 0]).any()
-    np.testing.assert_allclose(panels(part(at, 2), "Averages")["AVERAGE over the 4 heads of layer 0"], shown(w.mean(axis=0), hide_first=True), rtol=1e-5)
+    np.testing.assert_allclose(
+        panels(part(at, 2), "Averages")["AVERAGE over the 4 heads of layer 0"],
+        shown(w.mean(axis=0), hide_first=True),
+        rtol=1e-5,
+    )
     opened = chart_titled(part(at, 3), "Opened: layer 0, head 0")["data"][0]
     np.testing.assert_allclose(array(opened["z"]), shown(w[0], hide_first=True), rtol=1e-6)
-    assert "first-token column" in opened["text"][4][0] and f"{w[0, 4, 0]:.4g}" in opened["text"][4][0]  # its hover keeps the real weight
+    # its hover keeps the real weight
+    assert "first-token column" in opened["text"][4][0] and f"{w[0, 4, 0]:.4g}" in opened["text"][4][0]
     grid = z(at, "All 16 heads")
     rows, cols = mosaic_slices(NL, NH, len(tr.encoding))[0][(0, 2)]
     np.testing.assert_allclose(grid[rows, cols], shown(w[2], hide_first=True), rtol=1e-6)
     lines, _ = line_view(at)
     assert lines and all(b != 0 for _, b in lines)
-    assert f"add up to {w[0, -1, 1:].sum():.3f}, not 1 (the hidden {w[0, -1, 0]:.3f} went to the first token)" in texts(at)
+    assert (
+        f"add up to {w[0, -1, 1:].sum():.3f}, not 1 (the hidden {w[0, -1, 0]:.3f} went to the first token)"
+        in texts(at)
+    )
 
 
 def test_concat_and_w_o_for_a_chosen_token(lm):
@@ -307,7 +355,8 @@ def test_concat_and_w_o_for_a_chosen_token(lm):
     fig = chart_titled(at, f"z of each head for token {i}, ({nh} × {hs}), side by side = concat, (1, {nh * hs})")
     concat = array(fig["data"][0]["z"])
     np.testing.assert_allclose(concat, tr[a + "hook_concat"][i][None], rtol=1e-6)
-    np.testing.assert_allclose(concat[0], tr[a + "hook_z"][i].reshape(-1), rtol=1e-6)  # concat = the heads' z side by side
+    # concat = the heads' z side by side
+    np.testing.assert_allclose(concat[0], tr[a + "hook_z"][i].reshape(-1), rtol=1e-6)
     assert fig["layout"]["xaxis"]["ticktext"] == [f"z, head {h}" for h in range(nh)]
     W_O = z(at, f"W_O of layer 0, ({nh * hs}, {d})")
     attn = lm.model.blocks[0].attn
@@ -334,7 +383,9 @@ def test_ablation_equals_the_engine_intervention(lm):
     assert_ok(at)
     # independently: softmax of the model's last logits, with and without the two heads
     p = torch.softmax(torch.tensor(trace(lm)["logits"][-1], dtype=torch.float64), -1).numpy()
-    q = torch.softmax(torch.tensor(trace(lm, ablate=frozenset({(0, 1), (2, 3)}))["logits"][-1], dtype=torch.float64), -1).numpy()
+    q = torch.softmax(
+        torch.tensor(trace(lm, ablate=frozenset({(0, 1), (2, 3)}))["logits"][-1], dtype=torch.float64), -1
+    ).numpy()
     top_p, top_q = list(np.argsort(-p)[:5]), list(np.argsort(-q)[:5])
     ids = top_p + [t for t in top_q if t not in top_p]
     fig = chart_titled(at, "Next-token probabilities, 2 heads switched off")
@@ -347,7 +398,8 @@ def test_ablation_equals_the_engine_intervention(lm):
     np.testing.assert_allclose(table["p, switched off"], q[ids], rtol=1e-5)
     assert f"**{0.5 * np.abs(p - q).sum():.1%}** of the probability moved" in texts(at)
     assert "Switched off: 0.1, 2.3" in texts(at)
-    assert part(part(at, 1), 5).multiselect(key="multihead_ablate").value == ["0.1", "2.3"]  # kept while its tab was closed
+    # kept while its tab was closed
+    assert part(part(at, 1), 5).multiselect(key="multihead_ablate").value == ["0.1", "2.3"]
 
 
 def test_one_token(lm):
@@ -367,7 +419,9 @@ def test_long_text_pools_the_overview(lm):
     tr = trace(lm, text)
     T = len(tr.encoding)
     assert T == 256 and "reads at most 256" in texts(at)
-    np.testing.assert_allclose(panels(at, "The heads of layer 0")["head 3"], shown(tr["blocks.0.attn.hook_pattern"][3]), rtol=1e-6)
+    np.testing.assert_allclose(
+        panels(at, "The heads of layer 0")["head 3"], shown(tr["blocks.0.attn.hook_pattern"][3]), rtol=1e-6
+    )
     grid = z(part(at, 3), "All 16 heads")
     where, shape = mosaic_slices(NL, NH, 32)
     assert grid.shape == shape

@@ -1,4 +1,5 @@
-"""The next-token page: bars = softmax(z/T) of the trace, filters = an independent reference, seeded generation, the logit lens."""
+"""The next-token page: bars = softmax(z/T) of the trace, filters = an independent reference,
+seeded generation, the logit lens."""
 
 from __future__ import annotations
 
@@ -57,7 +58,8 @@ def series(fig: dict, i: int) -> np.ndarray:
 
 
 def reference(logits: np.ndarray, T: float, k: int, p: float) -> tuple[np.ndarray, np.ndarray]:
-    """Independent reference over the full vocabulary: softmax(z/T) (T = 0: one-hot), numpy sort + cumulative sum, renormalise."""
+    """Independent reference over the full vocabulary: softmax(z/T) (T = 0: one-hot), numpy
+    sort + cumulative sum, renormalise."""
     z = np.asarray(logits, dtype=np.float64)
     if T == 0:
         q = np.zeros_like(z)
@@ -107,7 +109,10 @@ def test_default_bars_are_softmax_of_the_trace(lm):
     _, _, top = assert_bars(at, tr["logits"][-1], 1.0, 0, 0.9)
     fig = charts_by_key(at)["next_bars_chart"]
     vocab = lm.tokenizer.vocab_labels()
-    assert fig["data"][0]["text"] == [vocab[i].replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") for i in top]
+    assert (
+        fig["data"][0]["text"]
+        == [vocab[i].replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") for i in top]
+    )
     assert "softmax" in texts(at) and r"S_k \cap S_p" in texts(at)
 
 
@@ -161,7 +166,10 @@ def test_bars_slider_and_position(lm):
     q, filtered, _ = assert_bars(at, tr["logits"][1], 1.0, 0, 0.9, n_bars=25)
     nxt = tr.encoding.ids[2]
     rank = int(np.flatnonzero(np.argsort(-q, kind="stable") == nxt)[0]) + 1
-    assert f"has p = {q[nxt]:.4f}, rank {rank:,} of {lm.cfg.vocab_size:,}: {'kept' if filtered[nxt] > 0 else 'dropped'}" in texts(at)
+    assert (
+        f"has p = {q[nxt]:.4f}, rank {rank:,} of {lm.cfg.vocab_size:,}: {'kept' if filtered[nxt] > 0 else 'dropped'}"
+        in texts(at)
+    )
     assert "After position 1" in charts_by_key(at)["next_bars_chart"]["layout"]["title"]["text"]
 
 
@@ -213,7 +221,9 @@ def test_generation_is_reproducible_through_the_page_and_the_engine(lm):
     np.testing.assert_allclose(table["p"], [s.prob for s in want.steps], rtol=1e-6)
     np.testing.assert_allclose(table["u"], [s.u for s in want.steps], rtol=1e-12)
     open_tab(a, PARTS, "1 ·")
-    np.testing.assert_allclose([c.prob for c in want.steps[0].top], series(charts_by_key(a)["next_bars_chart"], 0)[:5], rtol=1e-5)
+    np.testing.assert_allclose(
+        [c.prob for c in want.steps[0].top], series(charts_by_key(a)["next_bars_chart"], 0)[:5], rtol=1e-5
+    )
 
 
 def test_one_token_at_a_time_equals_n_at_once(lm):

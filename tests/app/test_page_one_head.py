@@ -7,7 +7,20 @@ import math
 import numpy as np
 import torch
 
-from tests.apptest_utils import EACH_BAD_INPUT, array, assert_bad_input_drawn, assert_ok, chart_titled, charts, each_tab, open_tab, page_path, run_page, run_typed, texts
+from tests.apptest_utils import (
+    EACH_BAD_INPUT,
+    array,
+    assert_bad_input_drawn,
+    assert_ok,
+    chart_titled,
+    charts,
+    each_tab,
+    open_tab,
+    page_path,
+    run_page,
+    run_typed,
+    texts,
+)
 from tests.apptest_utils import chart_z as z
 from tests.counting import block_calls
 from transformer import Interventions, run_trace
@@ -52,20 +65,29 @@ def bits(weights) -> float:
 
 
 def assert_head(at, tr, layer, head, i):
-    """Every figure of every step equals the trace's tensors for (layer, head) and query i (the page is left at step 5)."""
+    """Every figure of every step equals the trace's tensors for (layer, head) and
+    query i (the page is left at step 5)."""
     a = f"blocks.{layer}.attn."
-    np.testing.assert_allclose(z(step(at, 1), f"X = LN1 output, layer {layer}"), tr[f"blocks.{layer}.ln1.hook_normalized"], rtol=1e-6)
+    np.testing.assert_allclose(
+        z(step(at, 1), f"X = LN1 output, layer {layer}"), tr[f"blocks.{layer}.ln1.hook_normalized"], rtol=1e-6
+    )
     step(at, 2)
     for name in ("q", "k", "v"):
         np.testing.assert_allclose(z(at, f"{name.upper()}, head {head}"), tr[a + f"hook_{name}"][:, head], rtol=1e-6)
     np.testing.assert_allclose(z(step(at, 3), "Raw scores"), tr[a + "hook_scores_raw"][head], rtol=1e-6)
     np.testing.assert_allclose(z(at, "Scaled scores"), tr[a + "hook_scores_scaled"][head], rtol=1e-6)
     np.testing.assert_allclose(z(step(at, 4), "Masked scores"), shown(tr[a + "hook_scores_masked"][head]), rtol=1e-6)
-    np.testing.assert_allclose(z(at, "Attention weights"), np.where(np.isneginf(tr[a + "hook_scores_masked"][head]), np.nan, tr[a + "hook_pattern"][head]), rtol=1e-6)
+    np.testing.assert_allclose(
+        z(at, "Attention weights"),
+        np.where(np.isneginf(tr[a + "hook_scores_masked"][head]), np.nan, tr[a + "hook_pattern"][head]),
+        rtol=1e-6,
+    )
     np.testing.assert_allclose(z(step(at, 6), f"Z = αV, head {head}"), tr[a + "hook_z"][:, head], rtol=1e-6)
     # the query row: bars are its weights; the terms are α_ij·v_j (hidden keys blank); the last row sums to z_i
     step(at, 5)
-    np.testing.assert_allclose(array(chart_titled(at, f"Weights of query {i}")["data"][0]["y"]), tr[a + "hook_pattern"][head, i], rtol=1e-6)
+    np.testing.assert_allclose(
+        array(chart_titled(at, f"Weights of query {i}")["data"][0]["y"]), tr[a + "hook_pattern"][head, i], rtol=1e-6
+    )
     terms = z(at, f"α_ij·v_j for query {i}")
     T = len(tr.encoding)
     want = tr[a + "hook_pattern"][head, i][:, None] * tr[a + "hook_v"][:, head]
@@ -79,7 +101,8 @@ def test_default_figures_equal_the_trace(lm):
     assert_ok(at)
     tr = trace(lm)
     T = len(tr.encoding)
-    assert [c["layout"]["title"]["text"] for c in charts(at)] == ["X = LN1 output, layer 0"]  # step 1 is open, and only it is drawn
+    # step 1 is open, and only it is drawn
+    assert [c["layout"]["title"]["text"] for c in charts(at)] == ["X = LN1 output, layer 0"]
     assert "LN1" in texts(at) or "LayerNorm 1" in texts(at)
     assert r"\sqrt{32}" in texts(step(at, 3)) and r"1.00" in texts(at)  # √d_k and τ in the formula
     assert [c["layout"]["title"]["text"] for c in charts(step(at, 4))] == ["Masked scores", "Attention weights α"]
@@ -91,7 +114,11 @@ def test_default_sentence_and_every_preset(lm):
     at = step(run_page(PAGE), 4)
     assert_ok(at)
     tr = trace(lm, DEFAULT_SENTENCE)
-    np.testing.assert_allclose(z(at, "Attention weights"), np.where(np.isneginf(tr["blocks.0.attn.hook_scores_masked"][0]), np.nan, tr["blocks.0.attn.hook_pattern"][0]), rtol=1e-6)
+    np.testing.assert_allclose(
+        z(at, "Attention weights"),
+        np.where(np.isneginf(tr["blocks.0.attn.hook_scores_masked"][0]), np.nan, tr["blocks.0.attn.hook_pattern"][0]),
+        rtol=1e-6,
+    )
     for name, sentence in PRESETS.items():
         at.selectbox(key="w_preset").set_value(name).run()
         assert_ok(at)
@@ -101,7 +128,8 @@ def test_default_sentence_and_every_preset(lm):
         assert (chart_titled(at, "Attention weights")["data"][0].get("texttemplate") == "%{z:.2f}") == (T <= 12)
         np.testing.assert_allclose(z(step(at, 3), "Raw scores"), tr["blocks.0.attn.hook_scores_raw"][0], rtol=1e-6)
         np.testing.assert_allclose(z(step(at, 6), "Z = αV"), tr["blocks.0.attn.hook_z"][:, 0], rtol=1e-6)
-        i = step(at, 5).selectbox(key="onehead_query").value  # kept from the last sentence while it fits, else the last token
+        # kept from the last sentence while it fits, else the last token
+        i = step(at, 5).selectbox(key="onehead_query").value
         assert i < T and chart_titled(at, f"Weights of query {i}")
         step(at, 4)
 
@@ -202,7 +230,9 @@ def test_no_scaling_equals_a_numpy_softmax_of_raw_scores(lm):
     np.testing.assert_allclose(z(step(at, 3), "Unscaled scores"), raw, rtol=1e-6)
     assert r"\text{no }" in texts(at)
     np.testing.assert_allclose(z(step(at, 6), "Z = αV"), want @ tr["blocks.0.attn.hook_v"][:, 0], rtol=1e-4, atol=1e-6)
-    np.testing.assert_allclose(array(chart_titled(step(at, 5), f"Weights of query {T - 1}")["data"][0]["y"]), want[T - 1], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(
+        array(chart_titled(step(at, 5), f"Weights of query {T - 1}")["data"][0]["y"]), want[T - 1], rtol=1e-5, atol=1e-7
+    )
 
 
 def test_no_scaling_keeps_the_temperature(lm):
@@ -225,7 +255,9 @@ def test_mask_off_equals_a_trace_without_the_causal_mask(lm):
     # a later layer: its input X changed too, since the layers before it saw the future
     at.slider(key="w_layer").set_value(1).run()
     assert_head(at, tr, 1, 0, T - 1)
-    assert not np.allclose(z(step(at, 1), "X = LN1 output, layer 1"), trace(lm)["blocks.1.ln1.hook_normalized"], atol=1e-4)
+    assert not np.allclose(
+        z(step(at, 1), "X = LN1 output, layer 1"), trace(lm)["blocks.1.ln1.hook_normalized"], atol=1e-4
+    )
     assert "layers before 1 saw the future" in texts(at)
 
 
@@ -238,7 +270,8 @@ def test_bad_inputs(name, text):
 
 
 def test_hover_names_the_tokens_and_says_minus_infinity_on_masked_cells(lm):
-    """Each cell's hover: its query and key tokens with their positions, and the value; a masked score is −∞, its weight 0."""
+    """Each cell's hover: its query and key tokens with their positions, and the value;
+    a masked score is −∞, its weight 0."""
     at = step(run_page(PAGE, sentence=REPEATED), 4)
     assert_ok(at)
     tr = trace(lm)
@@ -250,7 +283,10 @@ def test_hover_names_the_tokens_and_says_minus_infinity_on_masked_cells(lm):
         if masked[i, j]:
             assert "score = −∞" in scores[i][j] and "weight = 0 " in weights[i][j] and "−∞" in weights[i][j]
         else:
-            assert "−∞" not in scores[i][j] and f"weight = {tr['blocks.0.attn.hook_pattern'][0, i, j]:.4g}" in weights[i][j]
+            assert (
+                "−∞" not in scores[i][j]
+                and f"weight = {tr['blocks.0.attn.hook_pattern'][0, i, j]:.4g}" in weights[i][j]
+            )
     assert masked[0, 1] and not masked[3, 3]  # both kinds of cell were checked
 
 
@@ -258,7 +294,8 @@ def test_what_the_head_does_gives_its_scores_measured_by_hand(lm):
     """The expander names the head's measured scores: previous-token and self weight on the probe, recomputed here."""
     at = run_page(PAGE, layer="1", head="2")
     assert_ok(at)
-    ids = hs.probe_ids(hs.allowed_ids(lm.tokenizer, lm.cfg.vocab_size), min(hs.PROBE_HALF, lm.cfg.n_ctx // 2))  # (4, 2·half)
+    # (4, 2·half)
+    ids = hs.probe_ids(hs.allowed_ids(lm.tokenizer, lm.cfg.vocab_size), min(hs.PROBE_HALF, lm.cfg.n_ctx // 2))
     rec = {}
     with torch.inference_mode():
         lm.model(torch.as_tensor(ids), rec=rec)

@@ -1,4 +1,5 @@
-"""The Positional encoding page through AppTest: the sinusoid figures against the formula, the sentence figures against the trace."""
+"""The Positional encoding page through AppTest: the sinusoid figures against the formula, the
+sentence figures against the trace."""
 
 from __future__ import annotations
 
@@ -11,7 +12,17 @@ import pytest
 import streamlit as st
 
 import ui.models
-from tests.apptest_utils import EACH_BAD_INPUT, array, assert_ok, chart, chart_keys, page_path, run_page, run_repeated, texts
+from tests.apptest_utils import (
+    EACH_BAD_INPUT,
+    array,
+    assert_ok,
+    chart,
+    chart_keys,
+    page_path,
+    run_page,
+    run_repeated,
+    texts,
+)
 from tests.conftest import randomize
 from transformer import GPT, ModelConfig, loading, sinusoidal_encoding
 from transformer.loading import LoadedModel
@@ -132,7 +143,8 @@ def test_three_panels_are_the_trace_and_add_up(default_page, lm):
     np.testing.assert_allclose(inp, embed + pos, atol=1e-6)
     T = len(tr.encoding)
     np.testing.assert_array_equal(pos, lm.model.W_pos[:T].numpy())
-    np.testing.assert_allclose(pos, formula_pe(T, lm.cfg.d_model), atol=1e-6)  # the bundled model's positions are the sinusoids
+    # the bundled model's positions are the sinusoids
+    np.testing.assert_allclose(pos, formula_pe(T, lm.cfg.d_model), atol=1e-6)
     assert "uses the fixed sinusoids" in texts(default_page) and "largest difference 0" in texts(default_page)
 
 
@@ -143,7 +155,9 @@ def test_bundled_model_positions_equal_sinusoidal_encoding(lm):
 @pytest.fixture
 def learned_model(tokenizer, monkeypatch):
     """A random learned-position model served under the bundled name, then restored."""
-    cfg = ModelConfig(vocab_size=tokenizer.vocab_size, n_ctx=64, d_model=32, n_layer=2, n_head=2, d_mlp=64, pos_encoding="learned")  # 2 layers: the sidebar cannot show a 1-layer slider
+    cfg = ModelConfig(
+        vocab_size=tokenizer.vocab_size, n_ctx=64, d_model=32, n_layer=2, n_head=2, d_mlp=64, pos_encoding="learned"
+    )  # 2 layers: the sidebar cannot show a 1-layer slider
     fake = LoadedModel("shakespeare-gpt", Path("learned-test"), randomize(GPT(cfg), seed=3), tokenizer, "")
     real = ui.models.get_model("shakespeare-gpt")
     loading._REGISTRY["shakespeare-gpt"] = fake
@@ -203,7 +217,8 @@ def test_bad_inputs(name, text):
     at = run_page(PAGE, sentence=text)
     assert_ok(at)
     keys = set(chart_keys(at))
-    assert {"positions_pe", "positions_waves", "positions_bits", "positions_similarity"} <= keys  # the sinusoids need no sentence
+    # the sinusoids need no sentence
+    assert {"positions_pe", "positions_waves", "positions_bits", "positions_similarity"} <= keys
     if not text.strip():
         assert not keys & set(SENTENCE_KEYS) and "type" in texts(at).lower()
         return
@@ -217,5 +232,9 @@ def test_bad_inputs(name, text):
 
 
 def test_positions_help_texts(default_page):
-    for widget in (default_page.slider(key="positions_d"), default_page.slider(key="positions_length"), default_page.multiselect(key="positions_dims")):
+    for widget in (
+        default_page.slider(key="positions_d"),
+        default_page.slider(key="positions_length"),
+        default_page.multiselect(key="positions_dims"),
+    ):
         assert widget.help

@@ -1,11 +1,22 @@
-"""The "Query–key map" page: the points are an independent PCA of the trace's queries and keys, the lines its strongest weights."""
+"""The "Query–key map" page: the points are an independent PCA of the trace's queries and keys,
+the lines its strongest weights."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from tests.apptest_utils import EACH_BAD_INPUT, array, assert_bad_input_drawn, assert_ok, charts, page_path, run_page, run_typed, texts
+from tests.apptest_utils import (
+    EACH_BAD_INPUT,
+    array,
+    assert_bad_input_drawn,
+    assert_ok,
+    charts,
+    page_path,
+    run_page,
+    run_typed,
+    texts,
+)
 from transformer import Interventions, run_trace
 
 PAGE = page_path("11_Query_key_map")
@@ -27,7 +38,8 @@ def traces(at) -> dict[str, dict]:
 
 
 def reference_map(tr, layer: int, head: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Independent PCA of the stacked [Q; K]: the 2T points (queries first) and the variance share of the first two axes."""
+    """Independent PCA of the stacked [Q; K]: the 2T points (queries first) and the
+    variance share of the first two axes."""
     a = f"blocks.{layer}.attn."
     m = np.vstack([tr[a + "hook_q"][:, head], tr[a + "hook_k"][:, head]]).astype(np.float64)  # (2T, hs)
     c = m - m.mean(axis=0)
@@ -61,7 +73,9 @@ def drawn_lines(at) -> list[tuple[np.ndarray, np.ndarray]]:
     return [(np.array([a[0], b[0]]), np.array([a[1], b[1]])) for a, b in zip(x, y, strict=True)]
 
 
-def expected_pairs(w: np.ndarray, top_k: int, min_weight: float = 0.0, query: int | None = None) -> list[tuple[int, int]]:
+def expected_pairs(
+    w: np.ndarray, top_k: int, min_weight: float = 0.0, query: int | None = None
+) -> list[tuple[int, int]]:
     """Independently: each query's top_k visible keys by weight, weights ≥ min_weight."""
     out = []
     for i in range(len(w)) if query is None else [query]:

@@ -1,5 +1,5 @@
-"""The "RoPE and shared key/value heads" page through AppTest: on the bundled GPT (no RoPE, no shared heads: it says so),
-and on a small random Llama checkpoint (RoPE, 6 query heads sharing 2 key/value heads) opened from a model folder;
+"""The "RoPE and shared key/value heads" page through AppTest: on the bundled GPT (no RoPE, no shared heads: it says
+so), and on a small random Llama checkpoint (RoPE, 6 query heads sharing 2 key/value heads) opened from a model folder;
 every number drawn is checked against the trace and hand-written formulas."""
 
 from __future__ import annotations
@@ -13,7 +13,18 @@ import ui.models
 from transformer import run_trace
 from transformer.loading import MODEL_DIRS_ENV, load_model
 
-from ..apptest_utils import BAD_INPUTS, array, assert_ok, chart, charts_by_key, open_tab, page_path, run_page, run_typed, texts
+from ..apptest_utils import (
+    BAD_INPUTS,
+    array,
+    assert_ok,
+    chart,
+    charts_by_key,
+    open_tab,
+    page_path,
+    run_page,
+    run_typed,
+    texts,
+)
 from ..lessons.test_rope_gqa import SENTENCE, THETA, write_llama
 
 PAGE = page_path("13_RoPE_and_shared_heads")
@@ -22,7 +33,8 @@ TABS = "rope_part"
 
 @pytest.fixture(scope="module")
 def llama_dir(tmp_path_factory):
-    """A model folder the app may open ($ATLAS_MODEL_DIRS) holding a tiny random Llama; yields its path as the picker names it."""
+    """A model folder the app may open ($ATLAS_MODEL_DIRS) holding a tiny random Llama;
+    yields its path as the picker names it."""
     root = tmp_path_factory.mktemp("models")
     path = write_llama(root / "tiny-llama")
     with pytest.MonkeyPatch.context() as mp:
@@ -74,7 +86,11 @@ def test_angle_table_is_m_times_omega(llama_dir):
     want = np.array([[m * THETA ** (-2 * i / 8) for i in range(4)] for m in range(64)])
     np.testing.assert_allclose(raw, want, rtol=1e-6)
     np.testing.assert_allclose(wrapped, np.mod(want, 2 * math.pi), atol=1e-4)
-    np.testing.assert_allclose(array(chart(at, "rope_waves")["data"][0]["y"]), [2 * math.pi * THETA ** (2 * i / 8) for i in range(4)], rtol=1e-5)
+    np.testing.assert_allclose(
+        array(chart(at, "rope_waves")["data"][0]["y"]),
+        [2 * math.pi * THETA ** (2 * i / 8) for i in range(4)],
+        rtol=1e-5,
+    )
     at.slider(key="rope_npos").set_value(200).run()
     assert_ok(at)
     assert array(chart(at, "rope_angles")["data"][0]["customdata"]).shape == (200, 4)
@@ -89,7 +105,12 @@ def test_query_and_key_before_and_after_turning(llama_dir, trace):
     assert_ok(at)
     a = "blocks.1.attn."
     rows = array(chart(at, "rope_vectors")["data"][0]["z"])  # q, q turned, k, k turned; head 4 reads K/V head 1
-    want = [trace[a + "hook_q"][8, 4], trace[a + "hook_rot_q"][8, 4], trace[a + "hook_k"][3, 1], trace[a + "hook_rot_k"][3, 1]]
+    want = [
+        trace[a + "hook_q"][8, 4],
+        trace[a + "hook_rot_q"][8, 4],
+        trace[a + "hook_k"][3, 1],
+        trace[a + "hook_rot_k"][3, 1],
+    ]
     np.testing.assert_allclose(rows, want, atol=1e-5)
     assert "K/V head 1" in chart(at, "rope_vectors")["layout"]["title"]["text"]
     bars = array(chart(at, "rope_pair_bars")["data"][0]["y"])
@@ -97,7 +118,8 @@ def test_query_and_key_before_and_after_turning(llama_dir, trace):
     clocks = chart(at, "rope_clocks")
     assert len(clocks["data"]) == 3 * 4  # 4 hands in each default pair: 0, 1 (= 4 // 4), 3
     q_turned = [d for d in clocks["data"] if d["name"].startswith("q_m after")][0]
-    np.testing.assert_allclose(array(q_turned["x"])[1], trace[a + "hook_rot_q"][8, 4][0], atol=1e-5)  # pair 0 = (dim 0, dim 4)
+    # pair 0 = (dim 0, dim 4)
+    np.testing.assert_allclose(array(q_turned["x"])[1], trace[a + "hook_rot_q"][8, 4][0], atol=1e-5)
     np.testing.assert_allclose(array(q_turned["y"])[1], trace[a + "hook_rot_q"][8, 4][4], atol=1e-5)
     at.multiselect(key="rope_pairs").set_value([2]).run()
     assert_ok(at)
@@ -200,4 +222,7 @@ def test_switching_to_smollm2_and_its_numbers():
     assert np.ptp(both) < 1e-3 * max(1.0, abs(float(both[0])))
     open_tab(at, TABS, "4 ·")
     head = at.slider(key="w_head").value  # the GPT's 4 heads clamped head 8 to 3 before the switch
-    assert array(chart(at, "gqa_table")["data"][0]["z"]).shape == (9, 3) and at.selectbox(key="gqa_group").value == head // 3
+    assert (
+        array(chart(at, "gqa_table")["data"][0]["z"]).shape == (9, 3)
+        and at.selectbox(key="gqa_group").value == head // 3
+    )

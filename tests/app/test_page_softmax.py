@@ -32,7 +32,9 @@ def bits(p):
 
 def trace(sentence, tau=1.0, model="shakespeare-gpt", head_temperature=()):
     lm = ui.get_model(model)
-    return run_trace(lm.model, lm.tokenizer, sentence, Interventions(temperature=tau, head_temperature=head_temperature))
+    return run_trace(
+        lm.model, lm.tokenizer, sentence, Interventions(temperature=tau, head_temperature=head_temperature)
+    )
 
 
 # ---- section 1: the toy score vector ----
@@ -66,7 +68,10 @@ def test_temperature_slider():
     np.testing.assert_allclose(y(figs["softmax_bars"], 1), p, rtol=1e-6)
     np.testing.assert_allclose(y(figs["softmax_bars"], 0), np_softmax(s), rtol=1e-6)  # the reference bars stay
     curves = figs["softmax_curves"]["data"]
-    assert array(curves[2]["x"])[0] == pytest.approx(0.5) and y(figs["softmax_curves"], 2)[0] == pytest.approx(bits(p), rel=1e-5)
+    assert (
+        array(curves[2]["x"])[0] == pytest.approx(0.5)
+        and y(figs["softmax_curves"], 2)[0] == pytest.approx(bits(p), rel=1e-5)
+    )
     assert y(figs["softmax_curves"], 3)[0] == pytest.approx(p.max(), rel=1e-6)
     assert at.metric[0].value == f"{p.max():.3f}"
     np.testing.assert_allclose(at.dataframe[0].value["weight"], p, rtol=1e-12)
@@ -115,7 +120,14 @@ def test_overflowing_scores_use_the_shift():
 
 
 @pytest.mark.parametrize(
-    ("text", "message"), [("", "Type a few numbers"), ("a,b", "not a number"), ("1e999", "not a finite number"), ("nan", "not a finite number"), (",".join(["1"] * 10_000), "10,000 numbers")]
+    ("text", "message"),
+    [
+        ("", "Type a few numbers"),
+        ("a,b", "not a number"),
+        ("1e999", "not a finite number"),
+        ("nan", "not a finite number"),
+        (",".join(["1"] * 10_000), "10,000 numbers"),
+    ],
 )
 def test_bad_score_vectors(text, message):
     at = run_page(PAGE)
@@ -166,10 +178,12 @@ def test_dk_slider_and_seed():
 
 
 def real_row(sentence, layer, head, q, tau_page):
-    """Expected bars: scaled scores at τ = 1, their softmax at the page's τ, the model's pattern with τ_page on that head only."""
+    """Expected bars: scaled scores at τ = 1, their softmax at the page's τ, the model's
+    pattern with τ_page on that head only."""
     tr1 = trace(sentence, 1.0)
     scores = tr1[f"blocks.{layer}.attn.hook_scores_scaled"][head, q, : q + 1].astype(float)  # causal: keys 0…q
-    model = trace(sentence, 1.0, head_temperature=((layer, head, tau_page),))[f"blocks.{layer}.attn.hook_pattern"][head, q, : q + 1]
+    tempered = trace(sentence, 1.0, head_temperature=((layer, head, tau_page),))
+    model = tempered[f"blocks.{layer}.attn.hook_pattern"][head, q, : q + 1]
     return scores, np_softmax(scores / tau_page), model, tr1.encoding.labels
 
 
@@ -208,7 +222,8 @@ def test_real_row_page_temperature_equals_model_with_that_head_tempered():
     weights = figs["softmax_real_weights"]
     np.testing.assert_allclose(y(weights, 0), p, rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(y(weights, 1), model, rtol=1e-4, atol=1e-6)
-    np.testing.assert_allclose(y(weights, 0), y(weights, 1), rtol=1e-4, atol=1e-6)  # the hand softmax is what the model does
+    # the hand softmax is what the model does
+    np.testing.assert_allclose(y(weights, 0), y(weights, 1), rtol=1e-4, atol=1e-6)
     assert "τ = 0.5 on this head only" in weights["data"][1]["name"]
 
     # A lower page τ sharpens the row, in the hand softmax and in the model alike.
@@ -230,7 +245,8 @@ def test_real_row_follows_sidebar_layer_head_and_temperature():
     q = at.selectbox(key="softmax_query").value
     figs = charts_by_key(at)
     scores, p, model, _ = real_row(sentence, 3, 1, q, 1.0)
-    np.testing.assert_allclose(y(figs["softmax_real_scores"]), scores, rtol=1e-5, atol=1e-6)  # scores stay at τ = 1, whatever the sidebar τ
+    # scores stay at τ = 1, whatever the sidebar τ
+    np.testing.assert_allclose(y(figs["softmax_real_scores"]), scores, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(y(figs["softmax_real_weights"], 1), model, rtol=1e-4, atol=1e-6)
     assert not np.allclose(before, y(figs["softmax_real_scores"]))
     assert "layer 3, head 1" in texts(at)

@@ -1,4 +1,5 @@
-"""The Tokens & embeddings page through AppTest: figure data equals the model's W_E and the trace, every control changes the page."""
+"""The Tokens & embeddings page through AppTest: figure data equals the model's W_E and the
+trace, every control changes the page."""
 
 from __future__ import annotations
 
@@ -6,7 +7,17 @@ import numpy as np
 import pytest
 
 from figures.common import esc
-from tests.apptest_utils import EACH_BAD_INPUT, array, assert_ok, chart, chart_keys, page_path, run_page, run_repeated, texts
+from tests.apptest_utils import (
+    EACH_BAD_INPUT,
+    array,
+    assert_ok,
+    chart,
+    chart_keys,
+    page_path,
+    run_page,
+    run_repeated,
+    texts,
+)
 from transformer.trace import run_trace
 from ui import PRESETS
 
@@ -39,7 +50,9 @@ def brute_top(W: np.ndarray, v: np.ndarray, k: int, exclude: set[int]) -> tuple[
 def first_merged(tok, n: int) -> list[int]:
     """The first n ids whose byte-level string is longer than one byte (skipping special tokens), by id."""
     specials = {t.content for t in tok.hf.get_added_tokens_decoder().values()}
-    return [i for i in range(tok.vocab_size) if len(tok.hf.id_to_token(i)) > 1 and tok.hf.id_to_token(i) not in specials][:n]
+    return [
+        i for i in range(tok.vocab_size) if len(tok.hf.id_to_token(i)) > 1 and tok.hf.id_to_token(i) not in specials
+    ][:n]
 
 
 def escaped(tok, ids) -> list[str]:
@@ -70,7 +83,10 @@ def test_chips_show_every_token_with_id_and_covered_characters(default_page, lm)
     assert len(bar["text"]) == len(enc)
     for pos, (label, i, (s, e)) in enumerate(zip(enc.labels, enc.ids, enc.offsets, strict=True)):
         assert bar["text"][pos].startswith(label) and f">{i}<" in bar["text"][pos]
-        assert f"id {i}" in bar["hovertext"][pos] and f"characters {s}–{e}: «{enc.text[s:e].replace(' ', '␣')}»" in bar["hovertext"][pos]
+        assert (
+            f"id {i}" in bar["hovertext"][pos]
+            and f"characters {s}–{e}: «{enc.text[s:e].replace(' ', '␣')}»" in bar["hovertext"][pos]
+        )
     assert any(t.startswith("␣") for t in bar["text"])  # whitespace is visible
     table = default_page.dataframe[0].value
     assert list(table["token"]) == list(enc.labels) and list(table["id"]) == list(enc.ids)
@@ -130,7 +146,9 @@ def test_analogy_default_is_the_brute_force_answer(default_page, lm, W_E):
     tok = lm.tokenizer
     a, b, c = (tok.encode(" " + w).ids[0] for w in ("king", "he", "she"))
     unit = W_E / np.linalg.norm(W_E, axis=1, keepdims=True)
-    ref_ids, ref_cos = brute_top(W_E, unit[a] - unit[b] + unit[c], default_page.slider(key="tokens_analogy_k").value, {a, b, c})
+    ref_ids, ref_cos = brute_top(
+        W_E, unit[a] - unit[b] + unit[c], default_page.slider(key="tokens_analogy_k").value, {a, b, c}
+    )
     fig = chart(default_page, "tokens_analogy")
     np.testing.assert_allclose(array(fig["data"][0]["y"]), ref_cos, atol=1e-5)
     assert fig["data"][0]["text"] == escaped(tok, ref_ids)
@@ -228,7 +246,9 @@ def test_changing_the_sentence_changes_every_sentence_figure(lm):
     at.text_area(key="w_sentence").set_value("We sat on the bank of the river.").run()
     assert_ok(at)
     new = chart(at, "tokens_chips")["data"][0]["text"]
-    assert new != chips and [t.split("<br>")[0] for t in new] == [esc(s) for s in lm.tokenizer.encode("We sat on the bank of the river.").labels]
+    assert new != chips and [t.split("<br>")[0] for t in new] == [
+        esc(s) for s in lm.tokenizer.encode("We sat on the bank of the river.").labels
+    ]
     assert array(chart(at, "tokens_embed")["data"][0]["z"]).shape != embed.shape
     assert array(chart(at, "tokens_cosine")["data"][0]["z"]).shape != cos.shape
 
@@ -267,11 +287,15 @@ def test_bad_inputs(name, text):
     if not text.strip():
         assert "type" in shown.lower() and not at.get("plotly_chart")
         return
-    assert {"tokens_chips", "tokens_embed", "tokens_pca", "tokens_cosine", "tokens_neighbours", "tokens_analogy"} <= set(chart_keys(at))
+    assert (
+        {"tokens_chips", "tokens_embed", "tokens_pca", "tokens_cosine", "tokens_neighbours", "tokens_analogy"}
+        <= set(chart_keys(at))
+    )
     if name == "very_long":
         assert "reads at most 256" in shown and len(chart(at, "tokens_chips")["data"][0]["text"]) == 256
     shown = " ".join(s for key in chart_keys(at) for s in strings(chart(at, key)))
-    assert "<script" not in shown and "<img" not in shown and "\u202e" not in shown  # no markup, no invisible text reversal
+    # no markup, no invisible text reversal
+    assert "<script" not in shown and "<img" not in shown and "\u202e" not in shown
     if name in ("script", "img"):
         assert "&lt;" in shown
     if name == "control":

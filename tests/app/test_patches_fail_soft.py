@@ -1,8 +1,9 @@
 """Streamlit internals the app leans on fail soft: when one is missing, one warning and Streamlit's default behaviour.
 
 ui/serving.py wraps the private ScriptRunner._run_script; ui/widths.py mounts a components-v2 component whose
-JavaScript reads Streamlit's DOM test ids; ui/navigation.py clears PagesManager's private uses_pages_directory flag. Each test removes one of them and checks the app goes on without it,
-and one test per patch checks that with everything present the patch is in place.
+JavaScript reads Streamlit's DOM test ids; ui/navigation.py clears PagesManager's private uses_pages_directory flag.
+Each test removes one of them and checks the app goes on without it, and one test per patch checks that with
+everything present the patch is in place.
 """
 
 from __future__ import annotations
@@ -134,7 +135,8 @@ def test_widths_with_components_v2_measure_and_draw_measured_widths(caplog):
 JS_STUB = """
 const charts = JSON.parse(process.argv[1]).map(({ frame, box, cls }) => ({
   closest: (sel) => (sel.includes('stFullScreenFrame') && frame ? { getBoundingClientRect: () => ({ width: 400 }) }
-    : sel.includes('stElementContainer') && box ? { classList: ['stElementContainer', ...(cls ? ['st-key-chart'] : [])] } : null),
+    : sel.includes('stElementContainer') && box
+      ? { classList: ['stElementContainer', ...(cls ? ['st-key-chart'] : [])] } : null),
 }));
 const frames = [];
 Object.assign(globalThis, {
@@ -164,7 +166,13 @@ PAGES = {
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
 @pytest.mark.parametrize("page", PAGES.values(), ids=PAGES.keys())
 def test_the_javascript_reports_nothing_when_a_test_id_is_missing(page):
-    out = subprocess.run(["node", "--input-type=module", "-e", JS_STUB, json.dumps(page), script(widths.SCAN)], capture_output=True, text=True, timeout=30, check=True)
+    out = subprocess.run(
+        ["node", "--input-type=module", "-e", JS_STUB, json.dumps(page), script(widths.SCAN)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
     sent = json.loads(out.stdout)
     assert sent == ([["widths", {"chart": 400}]] if page == PAGES["all_present"] else [])
 
@@ -181,7 +189,8 @@ def test_the_page_script_without_components_v2_warns_once_and_is_left_out(monkey
 
 
 # The fitting JavaScript on a stub page: formulas, each (its box's width, the width it needs at 16 px), and chart
-# titles, each (its chart's width, where it starts, its width at 14 px). Prints the font size set on each ("": as drawn).
+# titles, each (its chart's width, where it starts, its width at 14 px).
+# Prints the font size set on each ("": as drawn).
 FIT_STUB = """
 const [boxes, heads] = JSON.parse(process.argv[1]);
 const sized = (e, drawn, size) => Object.assign(e, { style: { fontSize: drawn }, dataset: {}, size });
@@ -198,8 +207,11 @@ const titles = heads.map(([width, x, w]) => {
 const all = [...formulas.map((f) => f.katex), ...titles];
 const frames = [];
 Object.assign(globalThis, {
-  document: { body: {}, querySelectorAll: (sel) => (sel.includes('katex-display') ? formulas : sel.includes('gtitle') ? titles
-    : sel.includes('data-atlas-px') ? all.filter((e) => 'atlasPx' in e.dataset) : []) },
+  document: {
+    body: {},
+    querySelectorAll: (sel) => (sel.includes('katex-display') ? formulas : sel.includes('gtitle') ? titles
+      : sel.includes('data-atlas-px') ? all.filter((e) => 'atlasPx' in e.dataset) : []),
+  },
   window: { addEventListener() {}, removeEventListener() {} },
   MutationObserver: class { observe() {} disconnect() {} },
   requestAnimationFrame: (cb) => frames.push(cb),
@@ -218,9 +230,16 @@ console.log(JSON.stringify([first, all.map((e) => e.style.fontSize)]));
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
 def test_the_javascript_sets_a_wide_formula_or_title_smaller_down_to_the_floor():
-    boxes = [(358, 358), (358, 360), (358, 421), (358, 724), (0, 500)]  # fits; 2 px of rounding; 0.85×; below the floor; hidden
+    # fits; 2 px of rounding; 0.85×; below the floor; hidden
+    boxes = [(358, 358), (358, 360), (358, 421), (358, 724), (0, 500)]
     heads = [(358, 4, 300), (358, 4, 414), (358, 4, 700)]  # fits; 0.85×; below the floor
-    out = subprocess.run(["node", "--input-type=module", "-e", FIT_STUB, json.dumps([boxes, heads]), script(page_script.SCAN)], capture_output=True, text=True, timeout=30, check=True)
+    out = subprocess.run(
+        ["node", "--input-type=module", "-e", FIT_STUB, json.dumps([boxes, heads]), script(page_script.SCAN)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
     first, again = json.loads(out.stdout)
     assert first == again  # refitting from the drawn sizes gives the same sizes, not smaller and smaller ones
     size = [float(s.removesuffix("px")) for s in first]
@@ -258,4 +277,5 @@ def test_navigation_with_the_pages_flag_takes_over_once_without_warning(monkeypa
     monkeypatch.setattr(navigation.st, "rerun", lambda: reruns.append(1))
     navigation.take_over()
     navigation.take_over()
-    assert fake.uses_pages_directory is False and reruns == [1]  # the old mode left once, then runs go through the router
+    # the old mode left once, then runs go through the router
+    assert fake.uses_pages_directory is False and reruns == [1]

@@ -1,4 +1,5 @@
-"""The serving configuration (.streamlit/config.toml), as written and as Streamlit itself reads it; and the input caps."""
+"""The serving configuration (.streamlit/config.toml), as written and as Streamlit
+itself reads it; and the input caps."""
 
 from __future__ import annotations
 
@@ -56,7 +57,8 @@ def test_config_file_holds_the_serving_values():
 
 
 def test_streamlit_reads_every_option_from_the_file(served):
-    """A typo'd key ("server.enableXSRFProtection") or section would be ignored by Streamlit with a mere log line: here it fails."""
+    """A typo'd key ("server.enableXSRFProtection") or section would be ignored by Streamlit
+    with a mere log line: here it fails."""
     for key, value in file_options().items():
         assert key in served, f"{key!r} is not a Streamlit option"
         assert served[key].where_defined == str(CONFIG), key

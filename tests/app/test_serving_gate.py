@@ -93,7 +93,8 @@ def test_install_follows_the_environment(monkeypatch, value):
 
 
 def test_pages_run_through_the_gate(monkeypatch):
-    """`import ui` gates Streamlit's own runner (AppTest's runner inherits it): with the place taken, a page waits WAIT_S."""
+    """`import ui` gates Streamlit's own runner (AppTest's runner inherits it):
+    with the place taken, a page waits WAIT_S."""
     places = script_runner.ScriptRunner._run_script.places
     monkeypatch.setattr(serving, "WAIT_S", 0.5)
     assert places.acquire(blocking=False)

@@ -10,12 +10,19 @@ import pytest
 from tests.apptest_utils import PAGES, assert_ok, each_tab, run_page, texts
 
 SENTENCE = "The cat sat on the mat because the cat was tired."
-DEVELOPER_WORDS = re.compile(r"hook_|\b(?!softmax)[a-z]+\(s\)|task's|intervention", re.IGNORECASE)  # softmax(s) is maths
+# softmax(s) is maths
+DEVELOPER_WORDS = re.compile(r"hook_|\b(?!softmax)[a-z]+\(s\)|task's|intervention", re.IGNORECASE)
 
 
 def shown_words(at) -> str:
     """Everything a student reads: texts, widget labels and help, chart titles, axis titles, legend names and hovers."""
-    widgets = [w for kind in ("slider", "select_slider", "selectbox", "toggle", "checkbox", "radio", "text_area", "text_input", "button") for w in at.get(kind)]
+    widgets = [
+        w
+        for kind in (
+            "slider", "select_slider", "selectbox", "toggle", "checkbox", "radio", "text_area", "text_input", "button",
+        )
+        for w in at.get(kind)
+    ]
     labels = [f"{getattr(w, 'label', '')} {getattr(w, 'help', '') or ''}" for w in widgets]
     charts = [c.proto.spec for c in at.get("plotly_chart")]  # the figures' JSON
     return "\n".join([texts(at), *labels, *charts])
