@@ -34,7 +34,12 @@ def tab(browser):
     """A desktop-sized tab that records console errors (Streamlit's own 404 probes aside), page errors and dialogs."""
     page = new_tab(browser, viewport={"width": 1300, "height": 900})
     page.errors = []
-    page.on("console", lambda m: page.errors.append(f"{m.text} {m.location}") if m.type == "error" and not streamlit_probe(m) else None)
+    page.on(
+        "console",
+        lambda m: (
+            page.errors.append(f"{m.text} {m.location}") if m.type == "error" and not streamlit_probe(m) else None
+        ),
+    )
     page.on("pageerror", lambda e: page.errors.append(str(e)))
     page.dialogs = []
     page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))

@@ -1,4 +1,5 @@
-"""The app in headless Chromium: every page loads and every tab draws without console errors, links restore state, charts keep their labels."""
+"""The app in headless Chromium: every page loads and every tab draws without console errors, links restore
+state, charts keep their labels."""
 
 from __future__ import annotations
 
@@ -20,16 +21,22 @@ pytestmark = pytest.mark.browser
 PAGES = [None, *PAGE_FILES]  # None: the home page
 NAMES = ["home" if p is None else p.stem for p in PAGES]
 NO_FORMULA = {"0_Guided_tour"}  # pages with no display formula
-PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"  # plotly.js as a global, to draw figures by hand
+# plotly.js as a global, to draw figures by hand
+PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 
 
 # Every shown display formula: its box's width and the width it needs (a formula that needs more scrolls sideways).
-FORMULAS = """() => [...document.querySelectorAll('[data-testid="stMain"] .katex-display')].filter((d) => d.clientWidth > 0)
+FORMULAS = """() => [...document.querySelectorAll('[data-testid="stMain"] .katex-display')]
+  .filter((d) => d.clientWidth > 0)
   .map((d) => ({text: d.textContent.slice(0, 50), room: d.clientWidth, need: d.scrollWidth}))"""
 
 # Every shown chart title: where it ends, and its chart's width.
-TITLES = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot text.gtitle')].filter((t) => t.ownerSVGElement.getBoundingClientRect().width > 0)
-  .map((t) => { const b = t.getBBox(); return {text: t.textContent, right: b.x + b.width, chart: t.ownerSVGElement.getBoundingClientRect().width}; })"""
+TITLES = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot text.gtitle')]
+  .filter((t) => t.ownerSVGElement.getBoundingClientRect().width > 0)
+  .map((t) => {
+    const b = t.getBBox();
+    return {text: t.textContent, right: b.x + b.width, chart: t.ownerSVGElement.getBoundingClientRect().width};
+  })"""
 
 
 def resize(tab, width: int) -> None:
@@ -60,23 +67,31 @@ def test_page_loads_without_errors_or_cut_text_and_its_formulas_and_titles_fit_a
 
 
 def test_query_string_restores_state(base_url, tab):
-    query = urllib.parse.urlencode({"sentence": "The cat sat on the mat.", "layer": "1", "head": "2", "temperature": "0.5"})
+    query = urllib.parse.urlencode(
+        {"sentence": "The cat sat on the mat.", "layer": "1", "head": "2", "temperature": "0.5"}
+    )
     tab.goto(base_url + "/?" + query)
     wait_rendered(tab)
     assert tab.get_by_role("textbox", name="Sentence").input_value() == "The cat sat on the mat."
     playwright_api.expect(tab.locator(".stPlotlyChart").first).to_contain_text("layer 1, head 2")
 
 
-TOKEN_TAB = {"3_One_head": ("5 · One query's weighted sum", "Query token i"), "7_Multi_head": ("4 · Concat and W_O", "Token")}
+TOKEN_TAB = {
+    "3_One_head": ("5 · One query's weighted sum", "Query token i"),
+    "7_Multi_head": ("4 · Concat and W_O", "Token"),
+}
 
 
 TOKEN_PAGES = [p for p in PAGES if p and p.stem in ("3_One_head", "7_Multi_head", "8_Inside_a_block", "9_Next_token")]
 
 
-@pytest.mark.parametrize("page_file", by_group(TOKEN_PAGES, [p.stem for p in TOKEN_PAGES], [f"token-{p.stem}" for p in TOKEN_PAGES]))
+@pytest.mark.parametrize(
+    "page_file", by_group(TOKEN_PAGES, [p.stem for p in TOKEN_PAGES], [f"token-{p.stem}" for p in TOKEN_PAGES])
+)
 def test_token_choice_survives_a_new_sentence(base_url, tab, page_file):
     """After the sentence changes, a browser sends the token selectbox's old label back ("3: ␣not", now another token's
-    position); the next rerun must fall back to a valid token (found by the load generator: a TypeError on pages 3, 7, 8)."""
+    position); the next rerun must fall back to a valid token (found by the load
+    generator: a TypeError on pages 3, 7, 8)."""
     tab.goto(page_url(base_url, page_file) + "?sentence=" + urllib.parse.quote("To be or not"))
     wait_rendered(tab)
     if page_file.stem in TOKEN_TAB:  # the tab with the token selectbox
@@ -87,7 +102,8 @@ def test_token_choice_survives_a_new_sentence(base_url, tab, page_file):
     box.fill("To be, or not to be, that is the question: whether 'tis nobler in the mind to suffer")
     box.press("Control+Enter")
     wait_rendered(tab)
-    tab.locator('[data-testid="stSidebar"] input[aria-label^="Attention temperature"]').press("ArrowRight")  # another rerun
+    # another rerun
+    tab.locator('[data-testid="stSidebar"] input[aria-label^="Attention temperature"]').press("ArrowRight")
     wait_rendered(tab)
     assert tab.locator('[data-testid="stException"]').count() == 0
     assert tab.errors == []
@@ -97,7 +113,9 @@ TABBED = [p for p in PAGES if p and "ui.lazy_tabs(" in p.read_text(encoding="utf
 
 
 def test_the_pages_with_lazy_tabs_are_found():
-    assert [p.stem for p in TABBED] == ["13_RoPE_and_shared_heads", "14_Encoder_vs_decoder", "3_One_head", "4_Masking", "7_Multi_head", "9_Next_token"]
+    assert [p.stem for p in TABBED] == [
+        "13_RoPE_and_shared_heads", "14_Encoder_vs_decoder", "3_One_head", "4_Masking", "7_Multi_head", "9_Next_token",
+    ]
 
 
 FIRST_PRESS = {"2 · Generate text": "Generate one token"}  # tabs that draw a chart once a button is pressed
@@ -120,17 +138,23 @@ def test_every_tab_draws_without_console_errors(base_url, tab, page_file):
 
 
 # Figures whose margin plotly.js may still push in the narrow column, each with why: (page stem, title start, width).
-PUSH_ALLOWED = {("7_Multi_head", "Every head of layer", 380)}  # its legend (a head per entry) under the plot wraps deeper than margins.fit counts in a narrow column
-MARGIN_SENTENCES = [None, "Supercalifragilistic 日本語のテキスト 🐻‍❄️ antidisestablishmentarianism, internationalization!"]
+# its legend (a head per entry) under the plot wraps deeper than margins.fit counts in a narrow column
+PUSH_ALLOWED = {("7_Multi_head", "Every head of layer", 380)}
+MARGIN_SENTENCES = [
+    None,
+    "Supercalifragilistic 日本語のテキスト 🐻‍❄️ antidisestablishmentarianism, internationalization!",
+]
 PLOT_MARGINS = """async ([figures, widths]) => {
-  const template = document.querySelector('.js-plotly-plot').layout.template;  // Streamlit's theme, as it styles our charts
+  // Streamlit's theme, as it styles our charts
+  const template = document.querySelector('.js-plotly-plot').layout.template;
   const pushed = [];
   for (const [name, fig] of figures) for (const width of widths) {
     const div = document.createElement('div');
     document.querySelector('[data-testid="stMain"]').prepend(div);
     await Plotly.newPlot(div, fig.data, {...fig.layout, template, width});
     const got = div._fullLayout._size, want = fig.layout.margin;
-    const over = ['l', 'r', 't', 'b'].filter(k => got[k] > want[k] + 0.5).map(k => `${k} ${want[k]} → ${Math.round(got[k])}`);
+    const over = ['l', 'r', 't', 'b'].filter(k => got[k] > want[k] + 0.5)
+      .map(k => `${k} ${want[k]} → ${Math.round(got[k])}`);
     if (over.length) pushed.push(`${name} at ${width} px: ${over.join(', ')}`);
     Plotly.purge(div);
     div.remove();
@@ -148,16 +172,26 @@ def test_figure_margins_hold_their_labels(base_url, tab):
     figures = []
     for page_file in PAGES:
         for sentence in MARGIN_SENTENCES:
-            at = run_page("app.py" if page_file is None else f"pages/{page_file.name}", **({"sentence": sentence} if sentence else {}))
-            figures += [(f"{'home' if page_file is None else page_file.stem} '{c['layout'].get('title', {}).get('text', '')}'", c) for c in charts(at)]
+            at = run_page(
+                "app.py" if page_file is None else f"pages/{page_file.name}",
+                **({"sentence": sentence} if sentence else {}),
+            )
+            name = "home" if page_file is None else page_file.stem
+            figures += [(f"{name} '{c['layout'].get('title', {}).get('text', '')}'", c) for c in charts(at)]
             for _ in each_tab(at):
-                figures += [(f"{page_file.stem} '{c['layout'].get('title', {}).get('text', '')}'", c) for c in charts(at)]
+                figures += [
+                    (f"{page_file.stem} '{c['layout'].get('title', {}).get('text', '')}'", c) for c in charts(at)
+                ]
     assert len(figures) > 100
     tab.goto(page_url(base_url, None))
     wait_rendered(tab)
     tab.add_script_tag(path=str(PLOTLY_JS))
     pushed = tab.evaluate(PLOT_MARGINS, [figures, [380, 1100]])
-    allowed = [p for p in pushed if any(p.startswith(f"{stem} '{title}") and f" at {w} px:" in p for stem, title, w in PUSH_ALLOWED)]
+    allowed = [
+        p
+        for p in pushed
+        if any(p.startswith(f"{stem} '{title}") and f" at {w} px:" in p for stem, title, w in PUSH_ALLOWED)
+    ]
     assert len(allowed) <= 2 * len(PUSH_ALLOWED)  # (one per sentence)
     assert [p for p in pushed if p not in allowed] == []
 
@@ -172,8 +206,9 @@ const watch = (div) => {
     visibility: getComputedStyle(div).visibility, width: div._fullLayout.width,
     frame: div.closest('[data-testid="stFullScreenFrame"]').getBoundingClientRect().width}));
 };
-new MutationObserver(() => document.querySelectorAll('.js-plotly-plot').forEach((d) => typeof d.on === 'function' && watch(d)))
-  .observe(document, {subtree: true, childList: true, attributes: true, attributeFilter: ['class']});
+new MutationObserver(
+  () => document.querySelectorAll('.js-plotly-plot').forEach((d) => typeof d.on === 'function' && watch(d))
+).observe(document, {subtree: true, childList: true, attributes: true, attributeFilter: ['class']});
 """
 
 
@@ -188,7 +223,10 @@ def test_a_redrawn_chart_is_shown_at_its_first_draw(base_url, tab):
     assert [d["visibility"] for d in tab.evaluate("window.firstDraws")][-2:] == ["hidden", "hidden"]
     tab.evaluate("document.querySelectorAll('.js-plotly-plot').forEach((d) => { d.before = true; })")
     tab.wait_for_timeout(1500)  # the widths report comes and goes
-    assert tab.evaluate("[...document.querySelectorAll('.js-plotly-plot')].map((d) => d.before === true)") == [True, True]
+    assert (
+        tab.evaluate("[...document.querySelectorAll('.js-plotly-plot')].map((d) => d.before === true)")
+        == [True, True]
+    )
     tab.evaluate("window.firstDraws = []")
     tab.locator('[data-testid="stSidebar"] input[aria-label^="Attention temperature"]').press("ArrowRight")
     wait_rendered(tab)

@@ -48,8 +48,12 @@ def test_presenter_view_is_readable_on_a_projector(base_url, tab):
     assert tab.locator('[data-testid="stSidebar"]').evaluate("e => e.getBoundingClientRect().right") <= 1  # collapsed
     sentence = tab.locator('[data-testid="stMain"]').get_by_role("textbox", name="Sentence")
     assert sentence.is_visible() and sentence.bounding_box()["y"] < 300  # the controls sit above the page
-    ticks = tab.locator(".js-plotly-plot .xtick text").evaluate_all("ts => ts.map(t => parseFloat(getComputedStyle(t).fontSize))")
-    titles = tab.locator(".js-plotly-plot .gtitle").evaluate_all("ts => ts.map(t => parseFloat(getComputedStyle(t).fontSize))")
+    ticks = tab.locator(".js-plotly-plot .xtick text").evaluate_all(
+        "ts => ts.map(t => parseFloat(getComputedStyle(t).fontSize))"
+    )
+    titles = tab.locator(".js-plotly-plot .gtitle").evaluate_all(
+        "ts => ts.map(t => parseFloat(getComputedStyle(t).fontSize))"
+    )
     assert ticks and min(ticks) >= 16 and titles and min(titles) >= 20
     assert tab.evaluate(CUT) == []  # the bar's preset box showed "(choose" in its narrow column
 
@@ -165,7 +169,10 @@ def test_charts_save_as_large_png_or_svg_and_pages_save_numbers_and_trace(base_u
     with tab.expect_download() as got:
         tab.get_by_role("button", name="The model's trace (NPZ)").click()
     saved = np.load(got.value.path())
-    assert "blocks.0.attn.hook_pattern" in saved.files and saved["blocks.0.attn.hook_pattern"].shape[-1] == len(saved["tokens"])
+    assert (
+        "blocks.0.attn.hook_pattern" in saved.files
+        and saved["blocks.0.attn.hook_pattern"].shape[-1] == len(saved["tokens"])
+    )
     tab.goto(base_url + "/?chart_format=SVG")
     wait_rendered(tab)
     chart = tab.locator(".stPlotlyChart").first

@@ -18,7 +18,8 @@ pytestmark = pytest.mark.browser
 WIDTHS = (390, 768, 1024, 1440)
 # name → (address, tab to open, button to press first)
 PAGES = {
-    "softmax": ("Softmax_and_temperature?softmax_scale=%C3%97100", None, None),  # ×100 (the address holds the label): the worked table's widest numbers
+    # ×100 (the address holds the label): the worked table's widest numbers
+    "softmax": ("Softmax_and_temperature?softmax_scale=%C3%97100", None, None),
     "context": ("Context", None, None),
     "ablation": ("Multi_head", "5 · Switch heads off", None),
     "cross": ("Cross_attention", None, None),
@@ -31,7 +32,8 @@ PAGES = {
     "heads": ("Multi_head?model=shakespeare-gpt", None, None),  # a layer's heads side by side, wrapping into rows
     "forming": ("Heads_forming", None, None),  # eight heads in two layers, and two line charts with legends above
     "rope": ("RoPE_and_shared_heads?model=smollm2-135m", None, None),  # angles as a heatmap and as lines
-    "shared": ("RoPE_and_shared_heads?model=smollm2-135m", "4 · Shared key/value heads", None),  # three query heads, K and V of three heads
+    # three query heads, K and V of three heads
+    "shared": ("RoPE_and_shared_heads?model=smollm2-135m", "4 · Shared key/value heads", None),
     "home": ("", None, None),
     "tokens": ("Tokens_and_embeddings", None, None),
     "onehead": ("One_head", "4 · Mask, then softmax", None),
@@ -98,8 +100,8 @@ MIN_LISTED_PX = 125
 # Figures of several maps (figures.multihead.weight_panels) wrap their maps into rows at the width the browser measured
 # (ui.widths.panels_per_row): each map holds MIN_MAP_PX (on a phone one map has the row).
 PANEL_FIGURES = {
-    ("heads", "The heads of layer"), ("forming", "Every head on the probe"), ("shared", "Weights of the query heads"), ("shared", "K after RoPE"), ("shared", "V of each"),
-    ("means", "Averages (not heads)"),
+    ("heads", "The heads of layer"), ("forming", "Every head on the probe"), ("shared", "Weights of the query heads"),
+    ("shared", "K after RoPE"), ("shared", "V of each"), ("means", "Averages (not heads)"),
 }
 MIN_MAP_PX = 125  # a phone: 358 px less the token labels (~115–140 px); the colour bar goes under the maps
 # Charts that may leave a taller blank band (at most MAX_LISTED_BLANK_PX) at these widths: plotly turns x labels
@@ -115,18 +117,27 @@ MAX_LISTED_BLANK_PX = 110
 TABLES = ("softmax_worked", "masking_table", "masking_top")
 
 MEASURE = """() => {
-  const box = (e) => { const r = e.getBoundingClientRect(); return {l: r.left, r: r.right, t: r.top, b: r.bottom, w: r.width, h: r.height}; };
-  const charts = [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')].filter(p => p.getBoundingClientRect().width > 0).map((p) => {
+  const box = (e) => {
+    const r = e.getBoundingClientRect();
+    return {l: r.left, r: r.right, t: r.top, b: r.bottom, w: r.width, h: r.height};
+  };
+  const charts = [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')]
+    .filter(p => p.getBoundingClientRect().width > 0).map((p) => {
     const drags = [...p.querySelectorAll('.nsewdrag')].map(box).sort((a, b) => b.w * b.h - a.w * a.h);
-    const titles = [...p.querySelectorAll('text.gtitle, text.xtitle, text[class^="x"][class$="title"], text.ytitle, text[class^="y"][class$="title"]')]
+    const titles = [...p.querySelectorAll(
+      'text.gtitle, text.xtitle, text[class^="x"][class$="title"], text.ytitle, text[class^="y"][class$="title"]')]
       .filter(e => e.textContent.trim()).map(e => ({cls: e.getAttribute('class'), text: e.textContent, ...box(e)}));
     const legend = p.querySelector('.legend .bg');
-    // drawn under the plot: every x axis's labels and title (x2, x3, … of a figure's other maps), those maps and their titles
-    const below = [...p.querySelectorAll('.xaxislayer-above text, text[class^="x"][class$="title"], .legend .bg, .colorbar, .nsewdrag, .annotation')].map(box);
+    // drawn under the plot: every x axis's labels and title (x2, x3, … of a figure's other maps), those maps and
+    // their titles
+    const below = [...p.querySelectorAll(
+      '.xaxislayer-above text, text[class^="x"][class$="title"], .legend .bg, .colorbar, .nsewdrag, .annotation')]
+      .map(box);
     return {
       title: (p.querySelector('text.gtitle') || {textContent: ''}).textContent,
       svg: box(p), plot: drags[0] || null, titles, legend: legend ? box(legend) : null, below,
-      bartext: [...p.querySelectorAll('.bartext')].filter(e => getComputedStyle(e).display !== 'none' && e.textContent).map(box),
+      bartext: [...p.querySelectorAll('.bartext')]
+        .filter(e => getComputedStyle(e).display !== 'none' && e.textContent).map(box),
     };
   });
   const grids = [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stDataFrame"]')].map((d) => {
@@ -197,9 +208,16 @@ def test_legends_and_titles_do_not_overprint(measured, name, width):
     bad = []
     for c in charts:
         if c["legend"]:
-            bad += [f"{c['title']!r}: legend over {t['cls']} {t['text']!r}" for t in c["titles"] if overlap(c["legend"], t)]
+            bad += [
+                f"{c['title']!r}: legend over {t['cls']} {t['text']!r}" for t in c["titles"] if overlap(c["legend"], t)
+            ]
         ts = c["titles"]
-        bad += [f"{c['title']!r}: {a['text']!r} over {b['text']!r}" for i, a in enumerate(ts) for b in ts[i + 1 :] if overlap(a, b)]
+        bad += [
+            f"{c['title']!r}: {a['text']!r} over {b['text']!r}"
+            for i, a in enumerate(ts)
+            for b in ts[i + 1 :]
+            if overlap(a, b)
+        ]
     assert bad == []
 
 
@@ -251,7 +269,8 @@ def test_tables_and_widget_labels_are_not_cut_off(measured, name, width):
 
 @pytest.mark.parametrize(("name", "width"), CASES)
 def test_bar_values_do_not_run_together(measured, name, width):
-    """(Next token page: the generation step's bar values overprinted each other.) No two values written on bars overlap."""
+    """(Next token page: the generation step's bar values overprinted each other.) No
+    two values written on bars overlap."""
     bad = []
     for c in measured(name, width)["charts"]:
         t = c["bartext"]
