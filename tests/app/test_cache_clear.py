@@ -8,6 +8,7 @@ and traces in ui.models.TRACES: neither is emptied. The tests send the real mess
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -38,7 +39,9 @@ def send_clear_cache() -> None:
         finally:
             s.shutdown()
 
-    asyncio.run(session())
+    # on a thread of its own: in a worker that ran browser tests first, Playwright's loop runs on this one
+    with ThreadPoolExecutor(1) as thread:
+        thread.submit(asyncio.run, session()).result()
 
 
 @pytest.fixture
