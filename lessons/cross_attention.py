@@ -14,6 +14,8 @@ from transformer.families.seq2seq import PARTS, Seq2Seq
 from transformer.train_translator import alignment_agreement
 from transformer.vocabulary import SourceText
 
+from .words import percent
+
 PRESETS = {  # phrases that show reordering, agreement and elision
     "European Economic Area (the order flips)": "the european economic area",
     "The big red car": "the big red car",
@@ -68,11 +70,6 @@ def agreement(tr: TranslationTrace, gold: tuple[tuple[int, int], ...], shown: np
     patterns = [tr[f"decoder.blocks.{layer}.cross_attn.hook_pattern"] for layer in range(tr.n_layer)]  # (nh, T, S) each
     per_head = np.stack([alignment_agreement(pattern, gold, n) for pattern in patterns])  # (n_layer, nh)
     return float(alignment_agreement(shown[None], gold, n)[0]), per_head
-
-
-def percent(p: float) -> str:
-    """A probability as a percentage; tiny ones in scientific notation rather than 0.0%."""
-    return f"{p:.1%}" if p >= 0.001 else f"{p:.0e}"
 
 
 def step_rows(tr: TranslationTrace) -> list[dict]:

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from lessons import cross_attention as xa
+from lessons.words import percent
 from transformer import decoding
 from transformer.data import phrases as td
 from transformer.families.seq2seq import PARTS, Seq2SeqInterventions
@@ -57,7 +58,7 @@ def test_step_rows_and_percent(lt):
     assert [r["writes"] for r in rows] == [*tr.output, "[EOS]"] and rows[0]["reads (last word)"] == "[BOS]"
     s = tr.steps[0]
     assert rows[0]["probability"] == s.top[0][1] and rows[0]["next best"].split(" · ")[0].split(" ")[0] == s.top[1][0]
-    assert xa.percent(0.25) == "25.0%" and xa.percent(0.001) == "0.1%" and xa.percent(0.00042) == "4e-04"
+    assert percent(0.25) == "25.0%" and percent(0.001) == "0.1%" and percent(0.00042) == "4.2e-4"
 
 
 def test_cross_head_scores_are_q_times_k_over_root_d_and_tau(lt):
