@@ -31,7 +31,8 @@ def test_quote_marks_shortens_shows_invisible_characters_and_escapes():
 
 def test_percent_is_a_percentage_from_a_tenth_of_a_percent_and_scientific_below():
     assert [percent(p) for p in (1.0, 0.25, 0.12345, 0.001)] == ["100.0%", "25.0%", "12.3%", "0.1%"]
-    assert [percent(p) for p in (0.00042, 2.7e-7, 3.04e-5, 1e-12, 0.0)] == ["4.2e-4", "2.7e-7", "3.0e-5", "1.0e-12", "0%"]
+    tiny = (0.00042, 2.7e-7, 3.04e-5, 1e-12, 0.0)
+    assert [percent(p) for p in tiny] == ["4.2e-4", "2.7e-7", "3.0e-5", "1.0e-12", "0%"]
 
 
 def test_shown_reads_the_printed_number_back():
