@@ -30,6 +30,7 @@ import numpy as np
 from transformer import Encoding, Trace
 
 from .encoder_decoder import WORD
+from .words import quote
 
 PIECE = re.compile(WORD.pattern + r"|[^\w\s]")  # a word, or one punctuation mark
 CHANGE = 0.05  # a weight that moves by less than this has not changed (the best head's verdict)
@@ -205,3 +206,57 @@ def first_change(text_a: str, text_b: str) -> tuple[str, str]:
             if pa[m].text != pb[n].text:
                 return pa[m].text, pb[n].text
     return "", ""
+
+
+def slot_labels(slots: tuple[list[int | None], list[int | None]], labels_a, labels_b) -> list[str]:
+    """A name for each slot: the token when both sentences have it, "a | b" for a paired token that differs, and a
+    token only one sentence has with (1) or (2) after it."""
+    out = []
+    for i, j in zip(*slots, strict=True):
+        if i is not None and j is not None:
+            out.append(labels_a[i] if labels_a[i] == labels_b[j] else f"{labels_a[i]} | {labels_b[j]}")
+        else:
+            out.append(f"{labels_a[i]} (1)" if i is not None else f"{labels_b[j]} (2)")
+    return out
+
+
+def head_name(layer: int, head: int) -> str:
+    return f"L{layer} H{head}"
+
+
+def best_head_text(c: Comparison, token: str, target: str) -> str:
+    """The best head (the most weight on the target in sentence 1) with its control: the same head's weight in
+    sentence 2, and whether it moved by at least CHANGE (markdown; token and target are user text)."""
+    layer, head = c.best_head()
+    wa, wb = float(c.weight_a[layer, head]), float(c.weight_b[layer, head])
+    d = wb - wa
+    said = (
+        f"The head that puts the most weight from {quote(token)} on {quote(target)} in sentence 1 is **layer {layer}, "
+        f"head {head}**: {wa:.2f}. Its control, the same head in sentence 2: **{wb:.2f}** (Δ {d:+.2f}). "
+    )
+    if abs(d) < CHANGE:
+        return said + (
+            f"It moved by less than {CHANGE}: this head gives {quote(target)} the same weight in both sentences, so it "
+            "does not tell them apart (it may just pick that word wherever it is)."
+        )
+    way = "less" if d < 0 else "more"
+    return said + f"It puts {way} weight on it in sentence 2: this head reads the word that differs."
+
+
+def ranking_text(c: Comparison) -> str:
+    """The most changed head and how many heads changed at all (TV ≥ CHANGE)."""
+    layer, head = c.ranking()[0]
+    n = int((c.tv >= CHANGE).sum())
+    return (
+        f"Most changed: **layer {layer}, head {head}**, total variation {c.tv[layer, head]:.2f} (0: the same row, "
+        f"1: no weight in common). {n} of {c.tv.size} heads changed by {CHANGE} or more."
+    )
+
+
+def blind_text(token: str, word_a: str, word_b: str) -> str:
+    """Why a decoder cannot change: the word that differs comes after the token (markdown; the words are user text)."""
+    which = f" ({quote(word_a)} / {quote(word_b)})" if word_a or word_b else ""
+    return (
+        f"The word that differs{which} comes after {quote(token)}: in this decoder no head can see it (the causal mask "
+        "hides it), so every head gives the same row in both sentences"
+    )
