@@ -17,7 +17,7 @@ from transformer.shortcuts import Tempered
 from .gqa import group_heads
 from .next_token import next_token_probs, top_tokens
 from .probability import entropy_bits, masked_softmax
-from .words import noun
+from .words import noun, percent, shown
 
 
 def weighted_values(weights_row: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -214,8 +214,8 @@ def reading(cfg: ModelConfig, layer: int, head: int, mask_on: bool = True) -> Re
 
 
 def future_table(with_mask: Trace, without: Trace, vocab: list[str], n_rows: int, k: int = 3) -> list[dict]:
-    """The first n_rows positions: each token, the actual next token, the top-k next tokens and p(actual next)
-    with and without the causal mask."""
+    """The first n_rows positions: each token, the actual next token, the top-k next tokens and p(actual next) with and
+    without the causal mask, printed by `percent` (tiny ones as 2.7e-7), and how p(actual next) moved as printed."""
     labels, ids, T = with_mask.encoding.labels, with_mask.encoding.ids, len(with_mask.encoding)
     traces = {"with": with_mask, "without": without}
     # (≤ n_rows,)
@@ -224,13 +224,20 @@ def future_table(with_mask: Trace, without: Trace, vocab: list[str], n_rows: int
     for i in range(n_rows):
         row = {"position": i, "token": labels[i], "actual next token": labels[i + 1] if i + 1 < T else "(end)"}
         for m, t in traces.items():
-            row[f"top-{k} {m} mask"] = " · ".join(
-                f"{vocab[j]} {100 * p:.3g}%" for j, p in top_tokens(t["logits"][i], k)
-            )
+            row[f"top-{k} {m} mask"] = " · ".join(f"{vocab[j]} {percent(p)}" for j, p in top_tokens(t["logits"][i], k))
         for m in traces:
-            row[f"p(actual) {m} mask"] = float(p_next[m][i]) if i + 1 < T else None
+            row[f"p(actual) {m} mask"] = percent(p_next[m][i]) if i + 1 < T else "—"
+        row["as printed"] = MOVES[moved(p_next["with"][i], p_next["without"][i])] if i + 1 < T else "—"
         rows.append(row)
     return rows
+
+
+MOVES = {1: "higher", -1: "lower", 0: "same"}  # how p(actual next) moved without the mask, as printed
+
+
+def moved(before: float, after: float) -> int:
+    """+1 if `after` prints higher than `before` (lessons.words.percent), −1 if lower, 0 if both print the same."""
+    return int(np.sign(shown(after) - shown(before)))
 
 
 def top_rows(rows: list[dict], k: int = 3) -> list[dict]:
@@ -243,28 +250,43 @@ def top_rows(rows: list[dict], k: int = 3) -> list[dict]:
 
 
 # How the Masking page's grids show future_table (Streamlit column settings as plain dicts: lessons import no
-# streamlit). Seven columns do not fit a page column of ~700 px, and a grid cannot wrap text, so the rows are shown
+# streamlit). Eight columns do not fit a page column of ~700 px, and a grid cannot wrap text, so the rows are shown
 # twice: the probability of the actual next token (short numbers, short headers), then the top-3 lists, the widest, one
-# row per position and mask (top_rows). The token stays pinned on the left of both.
-FUTURE_ORDER = ("position", "token", "actual next token", "p(actual) with mask", "p(actual) without mask")
+# row per position and mask (top_rows). The token stays pinned on the left of both. Probabilities are text, as
+# `percent` prints them: a grid's number format cannot switch to 2.7e-7 below 0.1 %.
+FUTURE_ORDER = ("position", "token", "actual next token", "p(actual) with mask", "p(actual) without mask", "as printed")
 FUTURE_COLUMNS = {
     "position": {"label": "pos", "width": "small"},
     "token": {"pinned": True},
     "actual next token": {"label": "next token"},
-    "p(actual) with mask": {"label": "p(next), mask", "type_config": {"type": "number", "format": "percent"}},
-    "p(actual) without mask": {"label": "p(next), no mask", "type_config": {"type": "number", "format": "percent"}},
+    "p(actual) with mask": {"label": "p(next), mask"},
+    "p(actual) without mask": {"label": "p(next), no mask"},
+    "as printed": {"label": "no mask vs mask", "width": "small"},
     "mask": {"width": "small"},
     "top-3": {"label": "3 most likely next tokens"},
 }
 
 
-def changes(with_mask: Trace, without: Trace) -> tuple[int, int, int]:
-    """Without the causal mask: at how many positions the most likely next token differs, at how many the actual next
-    token became more likely, and out of how many positions that have a next token."""
+@dataclass(frozen=True)
+class Changes:
+    """What switching the causal mask off changed over a whole text (every position, not only the table's rows)."""
+
+    top1: int  # positions whose most likely next token differs
+    rose: int  # positions where p(actual next) prints higher without the mask
+    fell: int  # … prints lower
+    n: int  # positions that have a next token (T − 1)
+    T: int  # tokens
+
+
+def changes(with_mask: Trace, without: Trace) -> Changes:
+    """Without the causal mask: where the most likely next token differs, and where the actual next token's
+    probability prints higher or lower (compared as `percent` prints them, so each count can be checked on the
+    numbers shown)."""
     top1 = int((np.argmax(with_mask["logits"], axis=-1) != np.argmax(without["logits"], axis=-1)).sum())
     ids = with_mask.encoding.ids
-    rose = int((next_token_probs(without["logits"], ids) > next_token_probs(with_mask["logits"], ids)).sum())
-    return top1, rose, len(ids) - 1
+    before, after = next_token_probs(with_mask["logits"], ids), next_token_probs(without["logits"], ids)  # (T−1,)
+    signs = [moved(b, a) for b, a in zip(before, after, strict=True)]
+    return Changes(top1, signs.count(1), signs.count(-1), len(ids) - 1, len(ids))
 
 
 # --- The Masking page's words: a decoder (causal and padding masks) or an encoder (padding mask only) ---
@@ -381,10 +403,22 @@ def encoder_future_note(model_name: str, weights: np.ndarray, layer: int, head: 
     )
 
 
-def changes_note(top1: int, rose: int, n: int, T: int) -> str:
-    """What switching the causal mask off changed (see `changes`), for a text of T tokens."""
-    return (
-        f"The most likely next token changed at **{top1} of {T}** positions, "
-        f"and the actual next token, now in view, became more likely at **{rose} of {n}**. "
-        "Below, the same head without the mask: now row 0 sees all the tokens too."
+def changes_note(c: Changes, n_rows: int) -> str:
+    """What switching the causal mask off changed (see `changes`), in words that follow the counts: a count of 0 is
+    said as such, and the table's rows are said to be the first n_rows of the whole text's positions."""
+    winner = (
+        f"The most likely next token changed at **{c.top1} of {c.T}** positions"
+        if c.top1
+        else f"The most likely next token changed at **none of the {c.T}** positions"
     )
+    same = c.n - c.rose - c.fell
+    moves = (
+        f"With the future in view, the actual next token became more likely at **{c.rose} of {c.n}** positions, "
+        f"less likely at **{c.fell}**, and printed the same at {same} (compared as printed: 2.7e-7 → 3.0e-5 counts "
+        f"as more likely, 0.0% → 0.0% would not; the table shows the first {min(n_rows, c.n)})."
+    )
+    if c.n and c.rose <= c.fell:
+        moves += (
+            " Seeing the answer did **not** help it: a model trained with the mask never learned to read the future."
+        )
+    return f"{winner}. {moves} Below, the same head without the mask: now row 0 sees all the tokens too."

@@ -7,25 +7,13 @@ import pytest
 import torch
 
 from lessons.next_token import top_tokens
-from tests.apptest_utils import (
-    EACH_BAD_INPUT,
-    array,
-    assert_bad_input_drawn,
-    assert_ok,
-    chart_titled,
-    charts,
-    each_tab,
-    open_tab,
-    page_path,
-    run_page,
-    run_typed,
-    texts,
-)
+from lessons.words import percent
+from tests import apptest_utils as u
 from tests.apptest_utils import chart_z as z
 from transformer import Interventions, run_trace
 from ui.state import DEFAULT_SENTENCE, PRESETS
 
-PAGE = page_path("4_Masking")
+PAGE = u.page_path("4_Masking")
 REPEATED = "the cat and the dog and the bird"  # "␣the" and "␣and" twice
 OTHER = "The cat sat."  # the page's default second sentence
 
@@ -37,7 +25,7 @@ def trace(lm, text=REPEATED, temperature=1.0, causal=True, head_temperature=()):
 
 def part(at, n: int):
     """Open part n's tab ("3 · Seeing the future" for 3); only the open part runs."""
-    return open_tab(at, "masking_part", f"{n} ·")
+    return u.open_tab(at, "masking_part", f"{n} ·")
 
 
 def metrics(at) -> list[float]:
@@ -45,8 +33,8 @@ def metrics(at) -> list[float]:
 
 
 def test_causal_mask_and_scrubber(lm):
-    at = run_page(PAGE, sentence=REPEATED)
-    assert_ok(at)
+    at = u.run_page(PAGE, sentence=REPEATED)
+    u.assert_ok(at)
     tr = trace(lm)
     T = len(tr.encoding)
     tril = np.tril(np.ones((T, T), dtype=bool))
@@ -56,23 +44,23 @@ def test_causal_mask_and_scrubber(lm):
     for pos in (3, T - 1, 0):
         if pos != at.slider(key="masking_pos").value:
             at.slider(key="masking_pos").set_value(pos).run()
-        assert_ok(at)
-        (rect,) = chart_titled(at, "Causal mask")["layout"]["shapes"]
+        u.assert_ok(at)
+        (rect,) = u.chart_titled(at, "Causal mask")["layout"]["shapes"]
         assert (rect["y0"], rect["y1"]) == (pos - 0.5, pos + 0.5)
-        bars = array(chart_titled(at, f"Where position {pos} looks")["data"][0]["y"])
+        bars = u.array(u.chart_titled(at, f"Where position {pos} looks")["data"][0]["y"])
         np.testing.assert_allclose(bars, tr["blocks.0.attn.hook_pattern"][0, pos], rtol=1e-6)
         assert (bars[pos + 1 :] == 0).all()
-        assert f"may see **{pos + 1}** token" in texts(at) and f"**{T - pos - 1}** later" in texts(at)
+        assert f"may see **{pos + 1}** token" in u.texts(at) and f"**{T - pos - 1}** later" in u.texts(at)
         assert at.text[0].value == tr.encoding.text[: tr.encoding.offsets[pos][1]]
 
 
 def test_default_sentence_and_every_preset(lm):
-    at = run_page(PAGE)
-    assert_ok(at)
+    at = u.run_page(PAGE)
+    u.assert_ok(at)
     for name, sentence in [(None, DEFAULT_SENTENCE), *PRESETS.items()]:
         if name:
             at.selectbox(key="w_preset").set_value(name).run()
-            assert_ok(at)
+            u.assert_ok(at)
         tr = trace(lm, sentence)
         T = len(tr.encoding)
         np.testing.assert_array_equal(~np.isnan(z(part(at, 1), "Causal mask")), np.tril(np.ones((T, T), dtype=bool)))
@@ -85,7 +73,7 @@ def test_default_sentence_and_every_preset(lm):
 
 
 def test_scores_before_and_after_the_mask_follow_layer_head_temperature(lm):
-    at = run_page(PAGE, sentence=REPEATED)
+    at = u.run_page(PAGE, sentence=REPEATED)
     at.slider(key="w_layer").set_value(1).run()
     at.slider(key="w_head").set_value(2).run()
     at.slider(key="w_temperature").set_value(0.5).run()
@@ -93,7 +81,7 @@ def test_scores_before_and_after_the_mask_follow_layer_head_temperature(lm):
     # τ on the weights shown (layer 1's heads at τ alone, as the page reads them), then τ in every layer
     for every_layer, iv in ((False, {"head_temperature": ((1, None, 0.5),)}), (True, {"temperature": 0.5})):
         at.toggle(key="w_tau_every_layer").set_value(every_layer).run()
-        assert_ok(part(at, 2))
+        u.assert_ok(part(at, 2))
         tr = trace(lm, **iv)
         masked = tr[a + "hook_scores_masked"][2]
         np.testing.assert_allclose(z(at, "Scores before the mask"), tr[a + "hook_scores_scaled"][2], rtol=1e-6)
@@ -106,12 +94,12 @@ def test_scores_before_and_after_the_mask_follow_layer_head_temperature(lm):
         open_weights = trace(lm, causal=False, **iv)[a + "hook_pattern"][2]
         np.testing.assert_allclose(z(part(at, 3), "Weights without the mask, layer 1, head 2"), open_weights, rtol=1e-6)
         as_trained = "The predictions, with and without the mask: the model's as trained (τ = 1)"
-        assert (as_trained in texts(at)) != every_layer
+        assert (as_trained in u.texts(at)) != every_layer
 
 
 def test_future_table_equals_traces_with_and_without_the_mask(lm):
-    at = part(run_page(PAGE, sentence=REPEATED), 3)
-    assert_ok(at)
+    at = part(u.run_page(PAGE, sentence=REPEATED), 3)
+    u.assert_ok(at)
     with_mask, without = trace(lm), trace(lm, causal=False)
     vocab = lm.tokenizer.vocab_labels()
     labels, ids = with_mask.encoding.labels, with_mask.encoding.ids
@@ -121,24 +109,24 @@ def test_future_table_equals_traces_with_and_without_the_mask(lm):
     for i, row in df.iterrows():
         for m, tr in (("with", with_mask), ("without", without)):
             tops = top_tokens(tr["logits"][i], 3)
-            assert row[f"top-3 {m} mask"] == " · ".join(f"{vocab[j]} {100 * p:.3g}%" for j, p in tops)
+            assert row[f"top-3 {m} mask"] == " · ".join(f"{vocab[j]} {percent(p)}" for j, p in tops)
             if i + 1 < T:
                 p = torch.softmax(torch.tensor(tr["logits"][i]), dim=-1)[ids[i + 1]].item()
-                assert row[f"p(actual) {m} mask"] == pytest.approx(p, rel=1e-5)
+                assert row[f"p(actual) {m} mask"] == percent(p)  # 2.7e-7 when a percentage would print 0.0%
     changed = int((with_mask["logits"].argmax(-1) != without["logits"].argmax(-1)).sum())
-    assert f"changed at **{changed} of {T}** positions" in texts(at)
+    assert f"changed at **{changed} of {T}** positions" in u.texts(at)
     at.slider(key="masking_rows").set_value(3).run()
     assert len(at.dataframe[0].value) == 3
 
 
 def test_padded_batch(lm):
-    at = part(run_page(PAGE, sentence=REPEATED), 4)
-    assert_ok(at)
+    at = part(u.run_page(PAGE, sentence=REPEATED), 4)
+    u.assert_ok(at)
     n_a, n_b = len(trace(lm).encoding), len(trace(lm, OTHER).encoding)
     assert n_a > n_b
     real = z(at, "The batch")
     np.testing.assert_array_equal(~np.isnan(real), [np.arange(n_a) < n_a, np.arange(n_a) < n_b])
-    cells = chart_titled(at, "The batch")["data"][0]["text"]
+    cells = u.chart_titled(at, "The batch")["data"][0]["text"]
     assert cells[1][n_b:] == ["[pad]"] * (n_a - n_b) and cells[0] == list(trace(lm).encoding.labels)
     # B's mask in the batch, as the model used it: causal AND real key
     want = np.tril(np.ones((n_a, n_a), dtype=bool)) & (np.arange(n_a) < n_b)[None, :]
@@ -152,28 +140,28 @@ def test_padded_batch(lm):
     assert max(metrics(at)) <= 1e-5
     # … and without the padding mask the padded sentence's outputs change
     at.toggle(key="masking_padmask").set_value(False).run()
-    assert_ok(at)
+    u.assert_ok(at)
     assert not np.isnan(z(at, "Mask of sentence B")).any()
     a, b = metrics(at)
     assert a <= 1e-5 and b > 1e-4 and "read the padding" in at.warning[0].value
     # causal mask back on: right padding is hidden by it anyway
     at.toggle(key="masking_encoder").set_value(False).run()
-    assert max(metrics(at)) <= 1e-5 and "already hides it" in texts(at)
+    assert max(metrics(at)) <= 1e-5 and "already hides it" in u.texts(at)
 
 
 def test_second_sentence_input(lm):
-    at = part(run_page(PAGE, sentence="Hi"), 4)
+    at = part(u.run_page(PAGE, sentence="Hi"), 4)
     longer = "Now is the winter of our discontent made glorious summer"
     at.text_input(key="masking_other").set_value(longer).run()
-    assert_ok(at)
+    u.assert_ok(at)
     n = len(trace(lm, longer).encoding)
-    assert z(at, "The batch").shape == (2, n) and chart_titled(at, "Mask of sentence A")
+    assert z(at, "The batch").shape == (2, n) and u.chart_titled(at, "Mask of sentence A")
     at.text_input(key="masking_other").set_value("   ").run()
-    assert_ok(at)
-    assert "Second sentence" in texts(at) and "whitespace" in texts(at)
+    u.assert_ok(at)
+    assert "Second sentence" in u.texts(at) and "whitespace" in u.texts(at)
     at.text_input(key="masking_other").set_value("<script>alert(1)</script>").run()
-    assert_ok(at)
-    assert "<script" not in str(chart_titled(at, "The batch")["data"])
+    u.assert_ok(at)
+    assert "<script" not in str(u.chart_titled(at, "The batch")["data"])
     assert (
         part(at, 1).get("plotly_chart")
         and part(at, 4).text_input(key="masking_other").value == "<script>alert(1)</script>"
@@ -181,20 +169,20 @@ def test_second_sentence_input(lm):
 
 
 def test_shorter_sentence_clamps_the_sliders():
-    at = run_page(PAGE, sentence=REPEATED)
+    at = u.run_page(PAGE, sentence=REPEATED)
     at.slider(key="masking_pos").set_value(7).run()
     part(at, 3).slider(key="masking_rows").set_value(12).run()
     assert part(at, 1).slider(key="masking_pos").value == 7  # kept while its tab was closed
     at.text_area(key="w_sentence").set_value("Hi there").run()
-    assert_ok(at)
+    u.assert_ok(at)
     T = z(at, "Causal mask").shape[0]
     assert at.slider(key="masking_pos").value == T - 1
     assert part(at, 3).slider(key="masking_rows").value == 12 and len(at.dataframe[0].value) == T
 
 
-@EACH_BAD_INPUT
+@u.EACH_BAD_INPUT
 def test_bad_inputs(name, text):
-    if at := run_typed(PAGE, text):
+    if at := u.run_typed(PAGE, text):
         T = z(at, "Causal mask").shape[0]
         assert len(part(at, 3).dataframe[0].value) == min(T, 8)
-        assert_bad_input_drawn(at, name, [c for _ in each_tab(at) for c in charts(at)], n_tokens=T)
+        u.assert_bad_input_drawn(at, name, [c for _ in u.each_tab(at) for c in u.charts(at)], n_tokens=T)

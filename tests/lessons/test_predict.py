@@ -11,6 +11,7 @@ from lessons import padding
 from lessons.next_token import next_token_probs, top_tokens
 from lessons.one_head import (
     WHY_CAUSAL,
+    Changes,
     changes,
     changes_note,
     encoder_future_note,
@@ -219,6 +220,11 @@ def test_sharing_and_reading_name_each_familys_parts(tiny_cfg):
     )
 
 
+def printed(text: str) -> float:
+    """Independent reading of a printed probability: "12.3%" → 0.123, "2.7e-7" → 2.7e-7."""
+    return float(text.removesuffix("%")) / (100 if text.endswith("%") else 1)
+
+
 def test_future_table_and_changes_against_softmax(tiny_model, tokenizer):
     with_mask, without = (
         run_trace(tiny_model, tokenizer, SENTENCES[0]),
@@ -226,20 +232,60 @@ def test_future_table_and_changes_against_softmax(tiny_model, tokenizer):
     )
     ids, T = with_mask.encoding.ids, len(with_mask.encoding)
     p = {m: np_softmax(t["logits"]) for m, t in (("with", with_mask), ("without", without))}  # (T, V) each
-    rows = future_table(with_mask, without, tokenizer.vocab_labels(), 4)
-    assert [r["token"] for r in rows] == list(with_mask.encoding.labels[:4])
-    for i, row in enumerate(rows):
+    rows = future_table(with_mask, without, tokenizer.vocab_labels(), T)
+    assert [r["token"] for r in rows] == list(with_mask.encoding.labels)
+    for i, row in enumerate(rows[:-1]):
         for m in p:
-            assert row[f"p(actual) {m} mask"] == pytest.approx(p[m][i, ids[i + 1]], rel=1e-5)
+            want = p[m][i, ids[i + 1]]
+            if want >= 0.001:  # a percentage with one decimal
+                assert row[f"p(actual) {m} mask"] == f"{100 * want:.1f}%"
+            else:  # two significant digits in scientific notation
+                assert printed(row[f"p(actual) {m} mask"]) == pytest.approx(want, rel=0.051)
             assert row[f"top-3 {m} mask"].startswith(tokenizer.vocab_labels()[int(p[m][i].argmax())] + " ")
-    long = top_rows(rows)  # the top-3 lists, one row per (position, mask), in that order
+    assert rows[-1]["p(actual) with mask"] == rows[-1]["as printed"] == "—"  # the last token has no next token
+    long = top_rows(rows[:4])  # the top-3 lists, one row per (position, mask), in that order
     assert (
         [(r["position"], r["token"], r["mask"]) for r in long]
         == [(i, rows[i]["token"], m) for i in range(4) for m in ("with", "without")]
     )
     assert [r["top-3"] for r in long] == [rows[i][f"top-3 {m} mask"] for i in range(4) for m in ("with", "without")]
-    rose = int((p["without"][np.arange(T - 1), ids[1:]] > p["with"][np.arange(T - 1), ids[1:]]).sum())
-    assert changes(with_mask, without) == (int((p["with"].argmax(-1) != p["without"].argmax(-1)).sum()), rose, T - 1)
+    # the counts are those of the printed numbers, row by row
+    signs = [np.sign(printed(r["p(actual) without mask"]) - printed(r["p(actual) with mask"])) for r in rows[:-1]]
+    assert [r["as printed"] for r in rows[:-1]] == [{1: "higher", -1: "lower", 0: "same"}[x] for x in signs]
+    c = changes(with_mask, without)
+    assert (c.top1, c.rose, c.fell, c.n, c.T) == (
+        int((p["with"].argmax(-1) != p["without"].argmax(-1)).sum()), signs.count(1), signs.count(-1), T - 1, T
+    )
+
+
+class Logits(dict):
+    """A stand-in for a trace: its logits and an encoding with ids."""
+
+    def __init__(self, logits, ids):
+        super().__init__(logits=np.asarray(logits, dtype=np.float32))
+        self.encoding = type("Encoding", (), {"ids": ids})()
+
+
+def test_changes_count_only_what_the_printed_numbers_show():
+    # two tokens (ids 0, 1), the text 0 0 0 0: p(next = 0) at positions 0–2, with the mask and without
+    with_p, without_p = [0.12341, 2.7e-7, 0.5], [0.12349, 3.0e-5, 0.4]  # prints the same, higher, lower
+    logit = lambda ps: [[np.log(p), np.log(1 - p)] for p in [*ps, 0.5]]  # noqa: E731
+    c = changes(Logits(logit(with_p), [0, 0, 0, 0]), Logits(logit(without_p), [0, 0, 0, 0]))
+    assert (c.rose, c.fell, c.n, c.T) == (1, 1, 3, 4)  # 12.3% → 12.3% is no rise, 2.7e-7 → 3.0e-5 is one
+    note = changes_note(c, 8)
+    assert "more likely at **1 of 3** positions, less likely at **1**, and printed the same at 1" in note
+    assert "the table shows the first 3" in note and "did **not** help" in note  # 1 up, 1 down: no help
+
+
+def test_changes_note_says_when_nothing_changed_and_when_the_future_helped():
+    none = changes_note(Changes(top1=0, rose=0, fell=0, n=4, T=5), 8)
+    assert none.startswith("The most likely next token changed at **none of the 5** positions.")
+    assert "more likely at **0 of 4** positions, less likely at **0**, and printed the same at 4" in none
+    assert "did **not** help" in none
+    helped = changes_note(Changes(top1=2, rose=3, fell=1, n=4, T=5), 2)
+    assert helped.startswith("The most likely next token changed at **2 of 5** positions.")
+    assert "more likely at **3 of 4**" in helped and "the table shows the first 2" in helped
+    assert "did **not** help" not in helped
 
 
 def test_padding_check_compares_each_text_with_itself_alone(tiny_model, tokenizer):
@@ -297,10 +343,6 @@ def test_position_words_and_future_notes_by_hand():
         and note == "Weight on later tokens: 0.3000 (a decoder's: exactly 0)."
     )
     assert "Layer 2, head 1 puts on average **55.0%** of a row's weight" in encoder_future_note("minilm-l6", e, 2, 1)
-    assert changes_note(2, 3, 4, 5).startswith(
-        "The most likely next token changed at **2 of 5** positions, "
-        "and the actual next token, now in view, became more likely at **3 of 4**."
-    )
 
 
 def test_padding_words(tiny_model, tokenizer):

@@ -12,7 +12,7 @@ from ..models import TraceKey, get_model, get_trace, together
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
-def future_comparison(key: TraceKey, n_rows: int) -> tuple[list[dict], tuple[int, int, int]]:
+def future_comparison(key: TraceKey, n_rows: int) -> tuple[list[dict], one_head.Changes]:
     """The next-token table of the first n_rows positions of key's trace and of the same text without the causal mask,
     and how many predictions changed (softmax over the whole vocabulary at every position: ~0.1 s for SmolLM2 at 64
     tokens, so cached). The two forward passes run at the same time."""
