@@ -184,7 +184,7 @@ def compare(tr_a: Trace, tr_b: Trace, position: int, target: int | None = None) 
     target_b = al.pairs.get(target) if target is not None else None
     wa = row_a[..., target].astype(np.float64) if target_b is not None else None
     wb = row_b[..., target_b].astype(np.float64) if target_b is not None else None
-    blind = tr_a.cfg.causal and position < al.first_change and b == position
+    blind = tr_a.cfg.causal and tr_a.interventions.causal and position < al.first_change and b == position
     return Comparison(position, b, target if target_b is not None else None, target_b, tv, wa, wb, blind, slots)
 
 
@@ -260,3 +260,13 @@ def blind_text(token: str, word_a: str, word_b: str) -> str:
         f"The word that differs{which} comes after {quote(token)}: in this decoder no head can see it (the causal mask "
         "hides it), so every head gives the same row in both sentences"
     )
+
+
+def word_token(enc: Encoding, word: str) -> int | None:
+    """The last token of the first piece that is `word` (ignoring upper/lower case); None when there is none."""
+    found = pieces(enc.text)
+    owner = owners(enc, found)
+    for n, p in enumerate(found):
+        if p.text.lower() == word.lower() and n in owner:
+            return len(owner) - 1 - owner[::-1].index(n)
+    return None

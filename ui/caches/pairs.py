@@ -1,0 +1,44 @@
+"""Minimal pairs (ui/pairs.py, on One head, Multi-head, Context and Encoder vs decoder): one token's row in every head
+of two sentences' traces, compared; and the section's figures."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+
+from figures import pairs as fp
+from lessons import pairs
+
+from ..models import TraceKey, get_trace
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def comparison(key_a: TraceKey, key_b: TraceKey, position: int, target: int | None) -> pairs.Comparison | None:
+    """Token `position` of key_a's trace against its token in key_b's, in every head (every layer runs); target: a
+    token of key_a's trace whose weight is compared too. None when the token has no counterpart in key_b's text."""
+    return pairs.compare(get_trace(key_a), get_trace(key_b), position, target)
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def ranking_figure(key_a: TraceKey, key_b: TraceKey, position: int, target: int | None) -> go.Figure:
+    """The heads most changed between the two sentences, for the token."""
+    c = comparison(key_a, key_b, position, target)
+    names = [pairs.head_name(layer, head) for layer in range(c.tv.shape[0]) for head in range(c.tv.shape[1])]
+    label = get_trace(key_a).encoding.labels[position]
+    return fp.ranking(names, c.tv, c.delta, f"The heads whose row for “{label}” changes most")
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def rows_figure(
+    key_a: TraceKey, key_b: TraceKey, position: int, target: int | None, layer: int, head: int
+) -> go.Figure:
+    """The token's row in one head, in both sentences side by side on the alignment's slots."""
+    tr_a, tr_b = get_trace(key_a), get_trace(key_b)
+    c = comparison(key_a, key_b, position, target)
+    pattern = f"blocks.{layer}.attn.hook_pattern"
+    row_a = pairs.on_slots(tr_a[pattern][head, c.a], c.slots[0])  # (slots,)
+    row_b = pairs.on_slots(tr_b[pattern][head, c.b], c.slots[1])
+    names = pairs.slot_labels(c.slots, tr_a.encoding.labels, tr_b.encoding.labels)
+    title = f"Weights of “{tr_a.encoding.labels[c.a]}”, layer {layer}, head {head}: TV {c.tv[layer, head]:.2f}"
+    return fp.rows_side_by_side(np.asarray(row_a), np.asarray(row_b), names, title)
