@@ -61,6 +61,13 @@ def phase_change(
     return PhaseChange(lo, hi + 1, share) if sudden else None
 
 
+def jump_index(replay: Replay) -> int | None:
+    """The snapshot to jump to before playing: the one just before the loss starts its steep fall (the phase change's
+    start); None when the loss shows no phase change."""
+    pc = phase_change(replay.steps, replay.series("loss"))
+    return None if pc is None else pc.start
+
+
 def guess_loss(replay: Replay) -> float:
     """The loss of guessing uniformly among the symbols, log n (nats)."""
     return float(np.log(replay.config.n_symbols))

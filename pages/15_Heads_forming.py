@@ -30,6 +30,7 @@ st.markdown(
 
 
 playing = st.session_state.get("heads_playing", False)
+jump = hf.jump_index(rp)
 
 
 @st.fragment(run_every=training.PLAY_SECONDS if playing else None)
@@ -38,7 +39,7 @@ def replay_view() -> None:
         st.session_state["heads_playing"] = False
     if st.session_state.get("heads_playing", False) != playing:
         st.rerun()  # start or stop the timer: it is set when the fragment is defined
-    c1, c2, c3 = st.columns([5, 1.5, 2.5], vertical_alignment="bottom")
+    c1, c2, c3, c4 = st.columns([4, 1.4, 2.4, 2.4], vertical_alignment="bottom")
     step = c1.select_slider(
         "Training step",
         steps,
@@ -52,7 +53,15 @@ def replay_view() -> None:
         on_click=training.toggle_play,
         args=("heads_playing", "heads_step", steps),
     )
-    score = c3.selectbox(
+    c3.button(
+        "⏭ Jump to the phase change",
+        key="heads_jump",
+        on_click=training.jump,
+        args=("heads_playing", "heads_step", None if jump is None else steps[jump]),
+        disabled=jump is None,
+        help="Go to the step just before the loss's steep fall; ▶ Play shows the fall within a few seconds.",
+    )
+    score = c4.selectbox(
         "Score to follow", list(roles.SCORES), format_func=roles.score_title, bind="query-params", key="heads_score"
     )
     i = steps.index(step)

@@ -133,6 +133,12 @@ def toggle_play(playing_key: str, step_key: str, steps: list[int]) -> None:
         st.session_state[step_key] = steps[0]
 
 
+def jump(playing_key: str, step_key: str, step: int) -> None:
+    """The jump button's callback: stop playing and go to `step` (▶ Play goes on from there)."""
+    st.session_state[playing_key] = False
+    st.session_state[step_key] = step
+
+
 def formed_step(rp: ti.Replay) -> str:
     """When the replay's induction head formed (layer 1, score ≥ 0.5), as text."""
     s = ti.induction_step(rp)

@@ -97,7 +97,7 @@ def live(monkeypatch):
     yield trainer
     if trainer.thread is not None:
         trainer._cancel.set()
-        trainer.thread.join(60)
+        trainer.thread.join(240)
 
 
 def test_default_view_is_the_replay_at_step_0():
@@ -170,6 +170,28 @@ def test_play_and_pause():
     assert_step(at, STEPS[-1])
 
 
+def test_jump_goes_to_just_before_the_induction_score_rises():
+    """From the stored numbers: at the step the button jumps to, layer 1's best induction score is still low; within
+    the snapshots that ▶ Play shows in the next 10 s it passes 0.5, with its largest rise and the loss's steepest fall
+    between snapshots; before that step it never rose as much."""
+    at = run_page(PAGE)
+    at.select_slider(key="heads_step").set_value(STEPS[-1]).run()
+    at.button(key="heads_play").click().run()  # playing: the jump stops it
+    at.button(key="heads_jump").click().run()
+    step = at.select_slider(key="heads_step").value
+    assert not at.session_state["heads_playing"]
+    assert_step(at, step)
+    k = STEPS.index(step)
+    ind = score("induction")[:, 1].max(-1)  # (S,) the best in layer 1
+    rise, fall = np.diff(ind), -np.diff(LOSS) / np.diff(STEPS)  # between neighbouring snapshots, (S−1,)
+    shown = int(10 / training.PLAY_SECONDS)  # snapshots played in 10 s
+    assert ind[k] < 0.3 and ind[k + shown] >= 0.5
+    assert k <= rise.argmax() < k + shown and k <= fall.argmax() < k + shown
+    assert rise[:k].max() < rise.max() / 2
+    at.button(key="heads_play").click().run()  # play goes on from there
+    assert_step(at, STEPS[k + 1])
+
+
 def test_every_score_is_explained():
     at = run_page(PAGE)
     for name in hs.SCORE_NAMES:
@@ -189,7 +211,7 @@ def test_live_training_reproduces_the_replay(live):
     at.button(key="heads_train").click().run()
     assert_ok(at)
     assert at.toggle(key="heads_watch").value  # the starter watches
-    live.thread.join(60)
+    live.thread.join(240)
     at.run()
     assert_ok(at)
     assert live.state == "done" and at.progress[0].proto.text.startswith("finished: step 40 of 40")
@@ -219,7 +241,7 @@ def test_one_training_at_a_time_and_only_its_starter_cancels(live, monkeypatch):
     assert not live.start("someone else", training.LIVE_CONFIG)  # a second start is refused
     assert not live.cancel("someone else") and live.running
     starter.button(key="heads_cancel").click().run()
-    live.thread.join(60)
+    live.thread.join(240)
     starter.run()
     assert live.state == "cancelled" and starter.progress[0].proto.text.startswith("cancelled")
     assert starter.button(key="heads_train")  # a new training may start

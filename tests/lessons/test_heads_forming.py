@@ -159,3 +159,11 @@ def test_phase_sentence_says_so_when_there_is_none():
     one = replay([scores()], loss=[4.2])
     for rp in (flat, one):
         assert "no phase change is marked" in hf.phase_sentence(rp)
+
+
+def test_jump_index_is_where_the_steep_fall_begins():
+    steps = [0, 10, 20, 40, 80, 160, 320, 640, 1280]
+    loss = [4.2, 4.19, 4.18, 4.17, 4.16, 3.2, 2.5, 2.45, 2.4]  # steepest 80 → 160 (the worked example above)
+    rp = replay([scores()] * len(steps), loss=loss, steps=steps)
+    assert hf.jump_index(rp) == 4  # step 80: the last snapshot before the fall
+    assert hf.jump_index(replay([scores()] * 3, loss=[4.2, 4.2, 4.2])) is None  # no fall: nowhere to jump
