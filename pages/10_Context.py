@@ -6,7 +6,7 @@ import ui
 from lessons import context as cx
 from lessons.words import quote
 from transformer.trace import token_limit
-from ui import context
+from ui import context, pairs
 from ui.caches import context as cached
 
 state = ui.sidebar()
@@ -133,3 +133,6 @@ st.latex(
 bars = {f"context_attn_{n}": cached.attention_figure(key, n, m.position, L, H) for n, m in found.items()}
 for row in range(0, len(bars), 2):  # one chart per sentence that holds the word, two to a row (four would be crushed)
     ui.side_by_side(dict(list(bars.items())[row : row + 2]))
+if 1 in found:  # sentence 1 against a second sentence, the word's token
+    into = {"context_sentences": "{first}\n{second}", "context_word": "{word}"}
+    pairs.compare(ui.TraceKey(state.model, sentences[0], key.iv, key.tau), found[1].position, L, H, into=into)

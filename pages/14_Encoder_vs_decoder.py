@@ -12,6 +12,7 @@ from lessons.words import md
 from transformer import TraceInputError
 from transformer.loading import DEFAULT_MODEL_ENV, missing_real_models
 from transformer.trace import token_limit
+from ui import pairs
 from ui.caches import compare as cached
 
 state = ui.sidebar()
@@ -169,4 +170,9 @@ ui.lazy_tabs(
         "3 · Attention sinks": part_sinks,
     },
     "compare_part",
+)
+src, tgt = ed.pair_tokens(MODELS["decoder"][1].encoding, text, word[0], target[0])  # a second sentence, a word changed
+pairs.compare(
+    KEYS["decoder"], src[-1], *(st.session_state.get(f"compare_decoder_{k}", 0) for k in ("layer", "head")), tgt[-1],
+    into={"atlas_sentence": "{first}", "compare_source": OWN},
 )

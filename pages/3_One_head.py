@@ -7,6 +7,7 @@ import ui
 from figures import attention as fa
 from lessons import one_head
 from lessons.probability import entropy_bits
+from ui import pairs
 
 state = ui.sidebar()
 L, H = state.layer, state.head
@@ -182,6 +183,7 @@ STEPS = {
 }
 # only the open step runs and is drawn: a slider redraws two or three charts, not eleven
 ui.lazy_tabs(STEPS, "onehead_step")
+pairs.compare(state.key, st.session_state.get("onehead_query", T - 1), L, H)  # a second sentence, a word changed
 st.caption(
     "A caveat: attention weights show where information flows, not why the model predicts what it does. "
     "Many heads put most of their weight on the first token (an “attention sink”; "

@@ -7,6 +7,7 @@ import ui
 from figures import multihead as fm
 from lessons import head_roles, heads
 from lessons.words import noun
+from ui import pairs
 from ui.caches import heads as cached
 
 state = ui.sidebar()
@@ -193,3 +194,4 @@ PARTS = {
 }
 # only the open part runs and is drawn; part 5 runs the model again with heads off
 ui.lazy_tabs({**PARTS, "5 · Switch heads off": switch_off}, "multihead_part")
+pairs.compare(key, st.session_state.get("multihead_token", T - 1), L, H)  # a second sentence, a word changed
