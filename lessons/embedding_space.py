@@ -18,6 +18,8 @@ from transformer import sinusoidal_encoding
 from transformer.errors import NotOneToken
 from transformer.tokenizer import BYTE_DECODER, Tokenizer
 
+from .words import md, quote
+
 SPECIAL = re.compile(r"^\[[^\]]*\]$")  # WordPiece's [PAD], [CLS], [unused17] …
 
 
@@ -103,13 +105,54 @@ def nearest(
     return top, cos[top]
 
 
-def analogy(unit: np.ndarray | Directions, a: int, b: int, c: int, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Tokens nearest to ŵ_a − ŵ_b + ŵ_c (unit vectors, as word2vec does), excluding a, b and c.
-    Returns (ids, cosines)."""
+def analogy_vector(unit: np.ndarray | Directions, a: int, b: int, c: int) -> np.ndarray:
+    """v = ŵ_a − ŵ_b + ŵ_c: unit vectors, as word2vec does. Shape (d,)."""
     row = unit.unit if isinstance(unit, Directions) else unit.__getitem__
-    # v = ŵ_a − ŵ_b + ŵ_c
-    v = row(a) - row(b) + row(c)  # (d,)
-    return nearest(unit, v, k, exclude={a, b, c})
+    return row(a) - row(b) + row(c)  # (d,)
+
+
+def analogy(
+    unit: np.ndarray | Directions, a: int, b: int, c: int, k: int, exclude: Iterable[int] = ()
+) -> tuple[np.ndarray, np.ndarray]:
+    """Tokens nearest to ŵ_a − ŵ_b + ŵ_c, excluding a, b, c and `exclude` (their other spellings: `variant_ids`).
+    Returns (ids, cosines)."""
+    return nearest(unit, analogy_vector(unit, a, b, c), k, exclude={a, b, c, *exclude})
+
+
+SPACE_MARKS = "␣Ġ▁ "  # a leading space as labels show it (␣), as byte-level BPE (Ġ) and SentencePiece (▁) write it
+
+
+def word_key(label: str) -> str:
+    """A token's word without its leading space mark, in lower case: "␣Paris" → "paris"."""
+    return label.lstrip(SPACE_MARKS).lower()
+
+
+def variants(word: str) -> set[str]:
+    """The lower-case spellings that count as the same word: itself, its plural in -s and -es, its singular."""
+    w = word.strip().lower()
+    forms = {w, w + "s", w + "es", w.removesuffix("s"), w.removesuffix("es")}
+    return {f for f in forms if f.strip()}
+
+
+def variant_ids(labels: Sequence[str], words: Iterable[str]) -> list[int]:
+    """Every vocabulary token that spells one of `words` in any case, with or without a leading space, in the plural or
+    the singular ("Paris", "␣Paris", "␣paris", "␣PARIS"): an analogy that answers one of its own words, respelt, has
+    found nothing."""
+    wanted = set().union(*(variants(w) for w in words))
+    return [i for i, label in enumerate(labels) if word_key(label) in wanted]
+
+
+def expected_rank(
+    unit: np.ndarray | Directions, v: np.ndarray, expected: Iterable[int], exclude: Iterable[int]
+) -> int | None:
+    """The rank (1 = nearest) of the expected answer among the tokens not excluded: 1 + how many of them have a higher
+    cosine to v than the best of `expected` (its spellings). None when no spelling is left to rank."""
+    cos = unit.cosines(v) if isinstance(unit, Directions) else unit @ unit_rows(v[None])[0]  # (V,)
+    cos[list(set(exclude))] = -np.inf
+    targets = [i for i in expected if np.isfinite(cos[i])]
+    if not targets:
+        return None
+    return 1 + int((cos > cos[targets].max()).sum())
 
 
 def word_pieces(tokenizer: Tokenizer, text: str) -> tuple[tuple[int, ...], tuple[str, ...]]:
@@ -126,16 +169,44 @@ def single_token_id(tokenizer: Tokenizer, text: str) -> int:
     return ids[0]
 
 
-ANALOGIES = (("king", "man", "woman"), ("king", "he", "she"))  # word2vec's classic, and one for small vocabularies
+# a, b, c and the expected answer: word2vec's classic, one for small vocabularies, capitals (one that fails on SmolLM2)
+ANALOGIES = (
+    ("king", "man", "woman", "queen"),
+    ("king", "he", "she", "queen"),
+    ("Berlin", "Germany", "France", "Paris"),
+    ("Paris", "France", "Italy", "Rome"),
+)
 
 
-def analogy_words(tokenizer: Tokenizer) -> tuple[str, str, str]:
-    """The first of ANALOGIES whose words are each one token of this vocabulary (inside a sentence); else the last."""
+def analogy_words(tokenizer: Tokenizer) -> tuple[str, str, str, str]:
+    """The first of the first two ANALOGIES whose words are each one token of this vocabulary (inside a sentence);
+    else the second: a, b, c and the expected answer."""
     space = " " if tokenizer.byte_level else ""
-    for words in ANALOGIES:
-        if all(len(word_pieces(tokenizer, space + w)[0]) == 1 for w in words):
+    for words in ANALOGIES[:2]:
+        if all(len(word_pieces(tokenizer, space + w)[0]) == 1 for w in words[:3]):
             return words
-    return ANALOGIES[-1]
+    return ANALOGIES[1]
+
+
+def analogy_state(words: Sequence[str]) -> dict[str, str]:
+    """The analogy boxes' session values for a, b, c and the expected answer (a preset, or a model's defaults)."""
+    return {f"tokens_analogy_{name}": w for name, w in zip(("a", "b", "c", "expected"), words, strict=True)}
+
+
+def analogy_verdict(words: Sequence[str], top: str, expected: str, rank: int | None, k: int) -> tuple[str, str]:
+    """Whether a − b + c gave the expected answer, from the ranking shown: (kind "success", "warning" or "info",
+    markdown). It works only when the expected answer is the nearest token (other spellings of a, b and c left out);
+    k: how many tokens the chart lists."""
+    nearest_ = f"The nearest token to {md(f'{words[0]} − {words[1]} + {words[2]}')} is **{md(top)}**"
+    if not expected.strip():
+        return "info", f"{nearest_}. Type an expected answer to check the analogy."
+    want = quote(expected.strip(), 40)
+    if rank is None:
+        return "info", f"{nearest_}. No token of this vocabulary spells {want} as one token: nothing to rank."
+    if rank == 1:
+        return "success", f"{nearest_}, the expected {want}: the analogy **works** here (rank 1)."
+    where = f"rank **{rank}**" + ("" if rank <= k else f", not in the top {k} listed")
+    return "warning", f"{nearest_}; the expected {want} is {where}: the analogy **does not work** here."
 
 
 # --- Position vectors ---

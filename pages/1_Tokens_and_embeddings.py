@@ -102,11 +102,18 @@ ui.show_figure(neighbours, key="tokens_neighbours")
 st.header("6. Directions: a − b + c")
 # another model: its own default words
 if st.session_state.setdefault("tokens_analogy_model", state.model) != state.model:
-    st.session_state.update(
-        {"tokens_analogy_model": state.model, **{f"tokens_analogy_{n}": w for n, w in zip("abc", words, strict=True)}}
-    )
+    st.session_state.update({"tokens_analogy_model": state.model, **es.analogy_state(words)})
 ui.explain(read.analogy)
 st.latex(r"v = \hat w_a - \hat w_b + \hat w_c, \qquad \text{answer} = \arg\max_{t \notin \{a,b,c\}} \cos(v, w_t)")
+for col, preset in zip(st.columns(len(es.ANALOGIES)), es.ANALOGIES, strict=True):
+    col.button(
+        "{} − {} + {} → {}".format(*preset),
+        key=f"tokens_analogy_preset_{preset[0]}_{preset[1]}",
+        on_click=st.session_state.update,
+        args=(es.analogy_state(preset),),
+        help="Fill the boxes with this analogy and its expected answer.",
+    )
+columns = st.columns(4)
 boxes = {
     name: col.text_input(
         name,
@@ -116,8 +123,16 @@ boxes = {
         key=f"tokens_analogy_{name}",
         help=f"A token of the vocabulary (box {name}).",
     )
-    for col, name, word in zip(st.columns(3), "abc", words, strict=True)
+    for col, name, word in zip(columns, "abc", words, strict=False)
 }
+expected = columns[3].text_input(
+    "expected (optional)",
+    words[3],
+    max_chars=40,
+    bind="query-params",
+    key="tokens_analogy_expected",
+    help="The answer the analogy should give: its rank among the nearest tokens is reported.",
+)
 c1, c2 = st.columns([2, 1])
 space_help = (
     "BPE treats ' king' (after a space) and 'king' (at the start of a line) "
@@ -147,9 +162,14 @@ for name, pieces in bad.items():
 if bad:
     st.info("Fix the boxes above to see the nearest tokens.")
 else:
-    ui.show_figure(cached.analogy_figure(state.model, ids["a"], ids["b"], ids["c"], k_analogy), key="tokens_analogy")
+    typed = tuple(boxes[n].strip() for n in "abc")
+    fig, top, rank = cached.analogy_figure(state.model, tuple(ids[n] for n in "abc"), typed, expected, k_analogy)
+    ui.show_figure(fig, key="tokens_analogy")
+    kind, verdict = es.analogy_verdict(typed, top, expected, rank, k_analogy)  # a result: shown in presenter view too
+    getattr(st, kind)(verdict)
+    st.caption("Left out of the answers: a, b and c in every spelling (case, leading space, plural -s/-es).")
 small = lm.name == "shakespeare-gpt"  # the small model: no answer worth quoting
-answer = None if small else cached.analogy_answer(state.model, words)
+answer = None if small else cached.analogy_answer(state.model, words[:3])
 st.caption(es.analogy_note(lm.name, words, answer))
 
 st.header('7. One vector per word: the "bank" problem')

@@ -132,6 +132,69 @@ def test_analogy_finds_a_planted_parallelogram():
     assert ids[0] == queen and cos[0] > 0.999
 
 
+LABELS = ["Paris", "␣Paris", "␣paris", "␣PARIS", "␣Parises", "␣France", "France", "␣Frances", "␣Italy", "␣Italies",
+          "␣Rome", "Rome", "␣Milan", "␣Parisian", "␣the", "␣Italians"]
+
+
+def test_variant_ids_are_every_spelling_of_the_words():
+    # case, the leading space (␣, Ġ or ▁), plural -s / -es and the singular; not a longer word (Parisian, Italians)
+    got = {LABELS[i] for i in es.variant_ids(LABELS, ["Paris", "France", "Italy"])}
+    assert got == {"Paris", "␣Paris", "␣paris", "␣PARIS", "␣Parises", "␣France", "France", "␣Frances", "␣Italy"}
+    assert es.variant_ids(["Ġkings", "▁King", "king", "queen"], ["kings"]) == [0, 1, 2]  # a plural's singular too
+    assert es.variant_ids(["␣", "a"], ["  "]) == []  # a blank word spells nothing
+
+
+def synthetic_capitals(with_rome: bool) -> tuple[np.ndarray, dict[str, int]]:
+    """An embedding table where Paris − France + Italy points at Paris's other spellings first, then at Milan, then
+    (when present) at Rome: the raw ranking answers "Paris" respelt."""
+    names = ["Paris", "␣Paris", "␣France", "␣Italy", "␣Milan", "␣Rome", "␣the"][: 7 if with_rome else 5]
+    d = 8
+    w = np.zeros((len(names), d), dtype=np.float32)
+    w[0:2, 0] = w[2, 1] = w[3, 2] = 1.0  # Paris = e0 (twice), France = e1, Italy = e2
+    v = w[1] - w[2] + w[3]  # e0 − e1 + e2, the analogy's vector
+    w[0] = v / np.linalg.norm(v) + 0.01 * np.eye(d)[3]  # "Paris" without its space: nearest of all to v
+    w[4] = v / np.linalg.norm(v) + 0.3 * np.eye(d)[4]  # Milan: next
+    if with_rome:
+        w[5] = v / np.linalg.norm(v) + 0.6 * np.eye(d)[5]  # Rome: after Milan
+        w[6] = np.eye(d)[6]
+    return w, {n: i for i, n in enumerate(names)}
+
+
+def test_analogy_leaves_out_every_spelling_and_ranks_the_expected_answer():
+    w, at = synthetic_capitals(with_rome=True)
+    names = list(at)
+    a, b, c = at["␣Paris"], at["␣France"], at["␣Italy"]
+    assert analogy(unit_rows(w), a, b, c, 1)[0][0] == at["Paris"]  # without the spellings: "Paris" again
+    exclude = {a, b, c, *es.variant_ids(names, ["Paris", "France", "Italy"])}
+    ids, _ = analogy(unit_rows(w), a, b, c, 3, exclude)
+    assert [names[i] for i in ids] == ["␣Milan", "␣Rome", "␣the"]
+    v = es.analogy_vector(unit_rows(w), a, b, c)
+    rank = es.expected_rank(unit_rows(w), v, es.variant_ids(names, ["Rome"]), exclude)
+    assert rank == 2  # by hand: only Milan is nearer once every spelling of Paris is left out
+    kind, text = es.analogy_verdict(("Paris", "France", "Italy"), "␣Milan", "Rome", rank, 10)
+    assert kind == "warning" and "the expected «Rome» is rank **2**: the analogy **does not work** here" in text
+    kind, text = es.analogy_verdict(("Paris", "France", "Italy"), "␣Milan", "Rome", 12, 10)
+    assert "rank **12**, not in the top 10 listed" in text
+    kind, text = es.analogy_verdict(("Paris", "France", "Italy"), "␣Rome", "Rome", 1, 10)
+    assert kind == "success" and "the analogy **works** here (rank 1)" in text
+
+
+def test_an_expected_answer_absent_from_the_vocabulary_is_said_so():
+    w, at = synthetic_capitals(with_rome=False)
+    names = list(at)
+    a, b, c = at["␣Paris"], at["␣France"], at["␣Italy"]
+    exclude = {a, b, c, *es.variant_ids(names, ["Paris", "France", "Italy"])}
+    v = es.analogy_vector(unit_rows(w), a, b, c)
+    assert es.variant_ids(names, ["Rome"]) == []
+    assert es.expected_rank(unit_rows(w), v, [], exclude) is None
+    assert es.expected_rank(unit_rows(w), v, [a], exclude) is None  # the expected word is one of the inputs
+    kind, text = es.analogy_verdict(("Paris", "France", "Italy"), "␣Milan", "Rome", None, 10)
+    assert kind == "info" and "No token of this vocabulary spells «Rome» as one token" in text
+    assert "works" not in text
+    kind, text = es.analogy_verdict(("Paris", "France", "Italy"), "␣Milan", "  ", None, 10)
+    assert kind == "info" and "Type an expected answer" in text and "works" not in text
+
+
 def test_single_token_id(bundled):
     tok = bundled.tokenizer
     i = single_token_id(tok, " the")
@@ -198,7 +261,7 @@ def test_wordpiece_words_without_cls_and_sep(wordpiece):
     assert err.value.labels == ("walk", "##ing")
     ids, bad = es.read_words(wordpiece, {"a": "king", "b": " man ", "c": "walking", "d": "  "}, space=False)
     assert ids == {"a": 11, "b": 12} and bad == {"c": ("walk", "##ing"), "d": ()}
-    assert es.analogy_words(wordpiece) == ("king", "man", "woman")
+    assert es.analogy_words(wordpiece) == ("king", "man", "woman", "queen")
 
 
 def test_wordpiece_frequent_ids_skip_specials_and_single_characters(wordpiece):
@@ -208,7 +271,7 @@ def test_wordpiece_frequent_ids_skip_specials_and_single_characters(wordpiece):
 
 def test_analogy_words_fall_back_when_woman_is_two_tokens(bundled):
     assert len(bundled.tokenizer.encode(" woman")) > 1
-    assert es.analogy_words(bundled.tokenizer) == ("king", "he", "she")
+    assert es.analogy_words(bundled.tokenizer) == ("king", "he", "she", "queen")
     ids, bad = es.read_words(bundled.tokenizer, {"a": "king", "b": "he"}, space=True)
     assert (
         ids == {"a": bundled.tokenizer.encode(" king").ids[0], "b": bundled.tokenizer.encode(" he").ids[0]}

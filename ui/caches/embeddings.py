@@ -66,22 +66,29 @@ def neighbours_figure(model_name: str, token_id: int, k: int, label: str) -> go.
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def analogy_figure(model_name: str, a: int, b: int, c: int, k: int) -> go.Figure:
-    """The k tokens nearest to ŵ_a − ŵ_b + ŵ_c."""
-    ids, cos = es.analogy(embedding_directions(model_name), a, b, c, k)
-    names = get_model(model_name).tokenizer.vocab_labels()
-    return neighbour_bars(cos, [names[i] for i in ids], f"Nearest to {names[a]} − {names[b]} + {names[c]}")
+def analogy_figure(
+    model_name: str, ids: tuple[int, int, int], words: tuple[str, str, str], expected: str, k: int
+) -> tuple[go.Figure, str, int | None]:
+    """The k tokens nearest to ŵ_a − ŵ_b + ŵ_c (ids: a, b, c), every spelling of the three words left out; the nearest
+    token's label, and the rank of the expected answer (None when none is given or no token spells it)."""
+    unit, names = embedding_directions(model_name), get_model(model_name).tokenizer.vocab_labels()
+    exclude = {*ids, *es.variant_ids(names, words)}
+    top, cos = es.analogy(unit, *ids, k, exclude)
+    v = es.analogy_vector(unit, *ids)  # (d,)
+    rank = es.expected_rank(unit, v, es.variant_ids(names, [expected]), exclude) if expected.strip() else None
+    title = f"Nearest to {names[ids[0]]} − {names[ids[1]]} + {names[ids[2]]}"
+    return neighbour_bars(cos, [names[i] for i in top], title), names[int(top[0])], rank
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
 def analogy_answer(model_name: str, words: tuple[str, str, str]) -> str | None:
-    """The nearest token to a − b + c for three words of this vocabulary (inside a sentence), e.g. king − man + woman;
-    None when a word is not one token."""
+    """The nearest token to a − b + c for three words of this vocabulary (inside a sentence), e.g. king − man + woman,
+    every spelling of the three left out; None when a word is not one token."""
     tok = get_model(model_name).tokenizer
     ids, bad = es.read_words(tok, dict(zip("abc", words, strict=True)), tok.byte_level)
     if bad:
         return None
-    return tok.vocab_labels()[int(es.analogy(embedding_directions(model_name), ids["a"], ids["b"], ids["c"], 1)[0][0])]
+    return analogy_figure(model_name, (ids["a"], ids["b"], ids["c"]), words, "", 1)[1]
 
 
 # --- Positional encoding ---
