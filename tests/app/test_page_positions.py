@@ -12,35 +12,25 @@ import pytest
 import streamlit as st
 
 import ui.models
-from tests.apptest_utils import (
-    EACH_BAD_INPUT,
-    array,
-    assert_ok,
-    chart,
-    chart_keys,
-    page_path,
-    run_page,
-    run_repeated,
-    texts,
-)
+from tests import apptest_utils as u
 from tests.conftest import randomize
 from transformer import GPT, ModelConfig, loading, sinusoidal_encoding
 from transformer.loading import LoadedModel
 from transformer.trace import run_trace
 
-PAGE = page_path("2_Positional_encoding")
+PAGE = u.page_path("2_Positional_encoding")
 SENTENCE_KEYS = ("positions_sum_embed", "positions_sum_pos", "positions_sum_input")
 
 
 @pytest.fixture(scope="module")
 def default_page():
-    at = run_page(PAGE)
-    assert_ok(at)
+    at = u.run_page(PAGE)
+    u.assert_ok(at)
     return at
 
 
 def z_of(at, key: str) -> np.ndarray:
-    return array(chart(at, key)["data"][0]["z"])
+    return u.array(u.chart(at, key)["data"][0]["z"])
 
 
 def formula_pe(n_pos: int, d: int) -> np.ndarray:
@@ -68,11 +58,11 @@ def test_waves_are_columns_of_the_encoding(default_page):
     dims = default_page.multiselect(key="positions_dims").value
     assert dims == [0, 1, 6, 64]
     pe = formula_pe(64, 128)
-    traces = chart(default_page, "positions_waves")["data"]
+    traces = u.chart(default_page, "positions_waves")["data"]
     assert [t["name"] for t in traces] == ["dim 0 (sin)", "dim 1 (cos)", "dim 6 (sin)", "dim 64 (sin)"]
     for t, dim in zip(traces, dims, strict=True):
-        np.testing.assert_allclose(array(t["y"]), pe[:, dim], atol=1e-6)
-    assert f"dim 64: {2 * math.pi * 10000 ** (64 / 128):,.1f}" in texts(default_page)
+        np.testing.assert_allclose(u.array(t["y"]), pe[:, dim], atol=1e-6)
+    assert f"dim 64: {2 * math.pi * 10000 ** (64 / 128):,.1f}" in u.texts(default_page)
 
 
 def test_binary_counter_next_to_the_same_positions(default_page):
@@ -97,38 +87,38 @@ def test_formulas_are_shown(default_page):
 
 
 def test_d_slider_changes_every_sinusoid_figure():
-    at = run_page(PAGE)
+    at = u.run_page(PAGE)
     at.slider(key="positions_d").set_value(16).run()
-    assert_ok(at)
+    u.assert_ok(at)
     np.testing.assert_allclose(z_of(at, "positions_pe"), formula_pe(64, 16), atol=1e-6)
     assert at.multiselect(key="positions_dims").value == [0, 1, 6]  # dimension 64 no longer exists
-    assert len(chart(at, "positions_waves")["data"]) == 3
+    assert len(u.chart(at, "positions_waves")["data"]) == 3
     pe = formula_pe(64, 16)
     np.testing.assert_allclose(z_of(at, "positions_similarity"), pe @ pe.T, atol=1e-4)
     np.testing.assert_allclose(z_of(at, "positions_pe_rows"), pe[:16], atol=1e-6)  # d = 16 < 32: every dimension
 
 
 def test_length_slider_changes_the_positions():
-    at = run_page(PAGE)
+    at = u.run_page(PAGE)
     at.slider(key="positions_length").set_value(10).run()
-    assert_ok(at)
+    u.assert_ok(at)
     assert z_of(at, "positions_pe").shape == (10, 128)
     assert z_of(at, "positions_similarity").shape == (10, 10)
     assert z_of(at, "positions_bits").shape == (10, 4)  # 10 positions need 4 bits
-    assert len(array(chart(at, "positions_waves")["data"][0]["y"])) == 10
+    assert len(u.array(u.chart(at, "positions_waves")["data"][0]["y"])) == 10
 
 
 def test_dimension_multiselect_changes_the_waves():
-    at = run_page(PAGE)
+    at = u.run_page(PAGE)
     at.multiselect(key="positions_dims").unselect(64).select(100).run()
-    assert_ok(at)
-    traces = chart(at, "positions_waves")["data"]
+    u.assert_ok(at)
+    traces = u.chart(at, "positions_waves")["data"]
     assert [t["name"] for t in traces] == ["dim 0 (sin)", "dim 1 (cos)", "dim 6 (sin)", "dim 100 (sin)"]
-    np.testing.assert_allclose(array(traces[3]["y"]), formula_pe(64, 128)[:, 100], atol=1e-6)
+    np.testing.assert_allclose(u.array(traces[3]["y"]), formula_pe(64, 128)[:, 100], atol=1e-6)
     for d in (0, 1, 6, 100):
         at.multiselect(key="positions_dims").unselect(d)
     at.run()
-    assert "positions_waves" not in chart_keys(at) and "Pick at least one dimension" in texts(at)
+    assert "positions_waves" not in u.chart_keys(at) and "Pick at least one dimension" in u.texts(at)
 
 
 # ---- the sentence: trace tensors ------------------------------------------------------------------------
@@ -145,7 +135,7 @@ def test_three_panels_are_the_trace_and_add_up(default_page, lm):
     np.testing.assert_array_equal(pos, lm.model.W_pos[:T].numpy())
     # the bundled model's positions are the sinusoids
     np.testing.assert_allclose(pos, formula_pe(T, lm.cfg.d_model), atol=1e-6)
-    assert "uses the fixed sinusoids" in texts(default_page) and "largest difference 0" in texts(default_page)
+    assert "uses the fixed sinusoids" in u.texts(default_page) and "largest difference 0" in u.texts(default_page)
 
 
 def test_bundled_model_positions_equal_sinusoidal_encoding(lm):
@@ -169,9 +159,9 @@ def learned_model(tokenizer, monkeypatch):
 
 
 def test_learned_positions_differ_from_sinusoids(learned_model):
-    at = run_page(PAGE)
-    assert_ok(at)
-    assert "*learned* its 64 position vectors" in texts(at)
+    at = u.run_page(PAGE)
+    u.assert_ok(at)
+    assert "*learned* its 64 position vectors" in u.texts(at)
     tr = run_trace(learned_model.model, learned_model.tokenizer, at.text_area(key="w_sentence").value)
     T = len(tr.encoding)
     pos = z_of(at, "positions_sum_pos")
@@ -182,10 +172,10 @@ def test_learned_positions_differ_from_sinusoids(learned_model):
 
 
 def test_sentence_change_changes_the_panels(lm):
-    at = run_page(PAGE)
+    at = u.run_page(PAGE)
     before = z_of(at, "positions_sum_input")
     at.text_area(key="w_sentence").set_value("Fruit flies like a banana.").run()
-    assert_ok(at)
+    u.assert_ok(at)
     tr = run_trace(lm.model, lm.tokenizer, "Fruit flies like a banana.")
     after = z_of(at, "positions_sum_input")
     assert after.shape != before.shape
@@ -194,38 +184,38 @@ def test_sentence_change_changes_the_panels(lm):
 
 def test_attention_temperature_does_not_change_the_input(lm):
     """Embeddings and positions come before any attention: the sidebar's τ leaves these panels as they are."""
-    at = run_page(PAGE)
+    at = u.run_page(PAGE)
     before = [z_of(at, k) for k in SENTENCE_KEYS]
     at.slider(key="w_temperature").set_value(2.0).run()
-    assert_ok(at)
+    u.assert_ok(at)
     for key, z in zip(SENTENCE_KEYS, before, strict=True):
         np.testing.assert_array_equal(z_of(at, key), z)
 
 
 def test_repeated_token_keeps_both_rows(lm):
-    at, labels, the = run_repeated(PAGE, lm.tokenizer)
+    at, labels, the = u.run_repeated(PAGE, lm.tokenizer)
     embed, pos, inp = (z_of(at, k) for k in SENTENCE_KEYS)
     for z in (embed, pos, inp):
         assert z.shape[0] == len(labels)
     np.testing.assert_array_equal(embed[the[0]], embed[the[1]])  # same token, same embedding …
     assert not np.allclose(inp[the[0]], inp[the[1]])  # … but a different input, thanks to its position
-    assert chart(at, "positions_sum_input")["layout"]["yaxis"]["tickvals"] == list(range(len(labels)))
+    assert u.chart(at, "positions_sum_input")["layout"]["yaxis"]["tickvals"] == list(range(len(labels)))
 
 
-@EACH_BAD_INPUT
+@u.EACH_BAD_INPUT
 def test_bad_inputs(name, text):
-    at = run_page(PAGE, sentence=text)
-    assert_ok(at)
-    keys = set(chart_keys(at))
+    at = u.run_page(PAGE, sentence=text)
+    u.assert_ok(at)
+    keys = set(u.chart_keys(at))
     # the sinusoids need no sentence
     assert {"positions_pe", "positions_waves", "positions_bits", "positions_similarity"} <= keys
     if not text.strip():
-        assert not keys & set(SENTENCE_KEYS) and "type" in texts(at).lower()
+        assert not keys & set(SENTENCE_KEYS) and "type" in u.texts(at).lower()
         return
     assert set(SENTENCE_KEYS) <= keys
     if name == "very_long":
-        assert "reads at most 256" in texts(at) and z_of(at, "positions_sum_input").shape == (256, 128)
-    shown = " ".join(json.dumps(chart(at, key), ensure_ascii=False) for key in SENTENCE_KEYS)
+        assert "reads at most 256" in u.texts(at) and z_of(at, "positions_sum_input").shape == (256, 128)
+    shown = " ".join(json.dumps(u.chart(at, key), ensure_ascii=False) for key in SENTENCE_KEYS)
     assert "<script" not in shown and "<img" not in shown
     if name in ("script", "img"):
         assert "&lt;" in shown

@@ -7,21 +7,11 @@ import numpy as np
 import pytest
 
 from figures.common import esc
-from tests.apptest_utils import (
-    EACH_BAD_INPUT,
-    array,
-    assert_ok,
-    chart,
-    chart_keys,
-    page_path,
-    run_page,
-    run_repeated,
-    texts,
-)
+from tests import apptest_utils as u
 from transformer.trace import run_trace
 from ui import PRESETS
 
-PAGE = page_path("1_Tokens_and_embeddings")
+PAGE = u.page_path("1_Tokens_and_embeddings")
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +21,8 @@ def W_E(lm) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def default_page():
-    at = run_page(PAGE)
-    assert_ok(at)
+    at = u.run_page(PAGE)
+    u.assert_ok(at)
     return at
 
 
@@ -79,7 +69,7 @@ def sentence_of(at) -> str:
 
 def test_chips_show_every_token_with_id_and_covered_characters(default_page, lm):
     enc = lm.tokenizer.encode(sentence_of(default_page))
-    bar = chart(default_page, "tokens_chips")["data"][0]
+    bar = u.chart(default_page, "tokens_chips")["data"][0]
     assert len(bar["text"]) == len(enc)
     for pos, (label, i, (s, e)) in enumerate(zip(enc.labels, enc.ids, enc.offsets, strict=True)):
         assert bar["text"][pos].startswith(label) and f">{i}<" in bar["text"][pos]
@@ -94,7 +84,7 @@ def test_chips_show_every_token_with_id_and_covered_characters(default_page, lm)
 
 def test_embedding_heatmap_equals_trace_and_W_E(default_page, lm, W_E):
     tr = run_trace(lm.model, lm.tokenizer, sentence_of(default_page))
-    z = array(chart(default_page, "tokens_embed")["data"][0]["z"])
+    z = u.array(u.chart(default_page, "tokens_embed")["data"][0]["z"])
     np.testing.assert_array_equal(z, tr["hook_embed"])
     np.testing.assert_allclose(z, W_E[list(tr.encoding.ids)], rtol=1e-6)
 
@@ -112,21 +102,21 @@ def assert_same_up_to_sign(coords: np.ndarray, ref: np.ndarray):
 
 
 def test_pca_map_is_the_vocabulary_pca(default_page, lm, W_E):
-    fig = chart(default_page, "tokens_pca")
+    fig = u.chart(default_page, "tokens_pca")
     vocab, sent = fig["data"]
     n = default_page.slider(key="tokens_n_vocab").value
     ids = first_merged(lm.tokenizer, n)
     assert vocab["hovertext"] == escaped(lm.tokenizer, ids)
     mean, comps = independent_pca(W_E[ids], 2)
-    assert_same_up_to_sign(np.c_[array(vocab["x"]), array(vocab["y"])], (W_E[ids] - mean) @ comps.T)
+    assert_same_up_to_sign(np.c_[u.array(vocab["x"]), u.array(vocab["y"])], (W_E[ids] - mean) @ comps.T)
     sent_ids = list(lm.tokenizer.encode(sentence_of(default_page)).ids)
-    assert_same_up_to_sign(np.c_[array(sent["x"]), array(sent["y"])], (W_E[sent_ids] - mean) @ comps.T)
+    assert_same_up_to_sign(np.c_[u.array(sent["x"]), u.array(sent["y"])], (W_E[sent_ids] - mean) @ comps.T)
     assert "of variance" in fig["layout"]["xaxis"]["title"]["text"]
 
 
 def test_cosine_matrix_equals_formula(default_page, lm, W_E):
     ids = list(lm.tokenizer.encode(sentence_of(default_page)).ids)
-    z = array(chart(default_page, "tokens_cosine")["data"][0]["z"])
+    z = u.array(u.chart(default_page, "tokens_cosine")["data"][0]["z"])
     ref = np.array([[cosines(W_E[[a]], W_E[b])[0] for b in ids] for a in ids])
     np.testing.assert_allclose(z, ref, atol=1e-5)
 
@@ -137,8 +127,8 @@ def test_neighbours_are_the_brute_force_nearest(default_page, lm, W_E):
     k = default_page.slider(key="tokens_k").value
     qid = enc.ids[pos]
     ref_ids, ref_cos = brute_top(W_E, W_E[qid], k, {qid})
-    bar = chart(default_page, "tokens_neighbours")["data"][0]
-    np.testing.assert_allclose(array(bar["y"]), ref_cos, atol=1e-5)
+    bar = u.chart(default_page, "tokens_neighbours")["data"][0]
+    np.testing.assert_allclose(u.array(bar["y"]), ref_cos, atol=1e-5)
     assert bar["text"] == escaped(lm.tokenizer, ref_ids)
 
 
@@ -149,13 +139,13 @@ def test_analogy_default_is_the_brute_force_answer(default_page, lm, W_E):
     ref_ids, ref_cos = brute_top(
         W_E, unit[a] - unit[b] + unit[c], default_page.slider(key="tokens_analogy_k").value, {a, b, c}
     )
-    fig = chart(default_page, "tokens_analogy")
-    np.testing.assert_allclose(array(fig["data"][0]["y"]), ref_cos, atol=1e-5)
+    fig = u.chart(default_page, "tokens_analogy")
+    np.testing.assert_allclose(u.array(fig["data"][0]["y"]), ref_cos, atol=1e-5)
     assert fig["data"][0]["text"] == escaped(tok, ref_ids)
     assert "␣king − ␣he + ␣she" in fig["layout"]["title"]["text"]
-    assert "honest note" in texts(default_page)
+    assert "honest note" in u.texts(default_page)
     bank = lm.tokenizer.encode(" bank").labels
-    assert ("␣bank is a single token" if len(bank) == 1 else " + ".join(bank)) in texts(default_page)
+    assert ("␣bank is a single token" if len(bank) == 1 else " + ".join(bank)) in u.texts(default_page)
 
 
 def test_formulas_are_shown(default_page):
@@ -167,133 +157,135 @@ def test_formulas_are_shown(default_page):
 
 
 def test_vocabulary_size_slider_changes_the_map():
-    at = run_page(PAGE)
-    before = chart(at, "tokens_pca")["data"]
+    at = u.run_page(PAGE)
+    before = u.chart(at, "tokens_pca")["data"]
     n = min(1000, at.slider(key="tokens_n_vocab").max)  # the vocabulary may hold fewer merged tokens
     at.slider(key="tokens_n_vocab").set_value(n).run()
-    assert_ok(at)
-    after = chart(at, "tokens_pca")["data"]
+    u.assert_ok(at)
+    after = u.chart(at, "tokens_pca")["data"]
     assert len(before[0]["hovertext"]) == 500 and len(after[0]["hovertext"]) == n
-    assert not np.allclose(array(before[1]["x"]), array(after[1]["x"]))  # refitted PCA moves the sentence's points
+    assert not np.allclose(u.array(before[1]["x"]), u.array(after[1]["x"]))  # refitted PCA moves the sentence's points
 
 
 def test_3d_toggle_draws_three_components(lm, W_E):
-    at = run_page(PAGE)
-    assert chart(at, "tokens_pca")["data"][1]["type"] == "scatter"
+    at = u.run_page(PAGE)
+    assert u.chart(at, "tokens_pca")["data"][1]["type"] == "scatter"
     at.toggle(key="tokens_pca_3d").set_value(True).run()
-    assert_ok(at)
-    vocab, sent = chart(at, "tokens_pca")["data"]
+    u.assert_ok(at)
+    vocab, sent = u.chart(at, "tokens_pca")["data"]
     assert vocab["type"] == sent["type"] == "scatter3d"
     ids = first_merged(lm.tokenizer, 500)
     mean, comps = independent_pca(W_E[ids], 3)
-    assert_same_up_to_sign(np.c_[array(vocab["x"]), array(vocab["y"]), array(vocab["z"])], (W_E[ids] - mean) @ comps.T)
-    assert "3 directions" in texts(at)
+    drawn = np.c_[u.array(vocab["x"]), u.array(vocab["y"]), u.array(vocab["z"])]
+    assert_same_up_to_sign(drawn, (W_E[ids] - mean) @ comps.T)
+    assert "3 directions" in u.texts(at)
 
 
 def test_token_choice_and_k_change_the_neighbours(lm, W_E):
-    at = run_page(PAGE)
-    first = chart(at, "tokens_neighbours")["data"][0]
+    at = u.run_page(PAGE)
+    first = u.chart(at, "tokens_neighbours")["data"][0]
     at.selectbox(key="tokens_query").set_value(0).run()
-    second = chart(at, "tokens_neighbours")["data"][0]
+    second = u.chart(at, "tokens_neighbours")["data"][0]
     enc = lm.tokenizer.encode(sentence_of(at))
     ref_ids, ref_cos = brute_top(W_E, W_E[enc.ids[0]], 10, {enc.ids[0]})
-    np.testing.assert_allclose(array(second["y"]), ref_cos, atol=1e-5)
+    np.testing.assert_allclose(u.array(second["y"]), ref_cos, atol=1e-5)
     assert second["text"] != first["text"]
-    assert enc.labels[0] in chart(at, "tokens_neighbours")["layout"]["title"]["text"]
+    assert enc.labels[0] in u.chart(at, "tokens_neighbours")["layout"]["title"]["text"]
     at.slider(key="tokens_k").set_value(25).run()
-    assert len(chart(at, "tokens_neighbours")["data"][0]["text"]) == 25
+    assert len(u.chart(at, "tokens_neighbours")["data"][0]["text"]) == 25
 
 
 def test_analogy_boxes_change_the_answer_and_reject_multi_token_words(lm):
-    at = run_page(PAGE)
-    before = chart(at, "tokens_analogy")["data"][0]["text"]
+    at = u.run_page(PAGE)
+    before = u.chart(at, "tokens_analogy")["data"][0]["text"]
     at.text_input(key="tokens_analogy_a").input("queen").run()
-    assert "␣queen − ␣he + ␣she" in chart(at, "tokens_analogy")["layout"]["title"]["text"]
-    assert chart(at, "tokens_analogy")["data"][0]["text"] != before
+    assert "␣queen − ␣he + ␣she" in u.chart(at, "tokens_analogy")["layout"]["title"]["text"]
+    assert u.chart(at, "tokens_analogy")["data"][0]["text"] != before
     at.text_input(key="tokens_analogy_b").input("antidisestablishment").run()
-    assert_ok(at)
-    assert "tokens_analogy" not in chart_keys(at)
-    assert "Box b must be ONE token" in texts(at)
+    u.assert_ok(at)
+    assert "tokens_analogy" not in u.chart_keys(at)
+    assert "Box b must be ONE token" in u.texts(at)
     assert " + ".join(lm.tokenizer.encode(" antidisestablishment").labels) in [c.value for c in at.code]
     at.text_input(key="tokens_analogy_b").input("").run()
-    assert "Box b is empty" in texts(at) and "tokens_analogy" not in chart_keys(at)
+    assert "Box b is empty" in u.texts(at) and "tokens_analogy" not in u.chart_keys(at)
     at.text_input(key="tokens_analogy_b").input("he").run()
     at.text_input(key="tokens_analogy_c").input("wife").run()
-    assert "␣queen − ␣he + ␣wife" in chart(at, "tokens_analogy")["layout"]["title"]["text"]
+    assert "␣queen − ␣he + ␣wife" in u.chart(at, "tokens_analogy")["layout"]["title"]["text"]
 
 
 def test_leading_space_checkbox_switches_tokens(lm):
-    at = run_page(PAGE)
+    at = u.run_page(PAGE)
     at.checkbox(key="tokens_analogy_space").uncheck().run()
-    assert_ok(at)
+    u.assert_ok(at)
     if all(len(lm.tokenizer.encode(w)) == 1 for w in ("king", "he", "she")):  # true of the bundled vocabulary
-        title = chart(at, "tokens_analogy")["layout"]["title"]["text"]
+        title = u.chart(at, "tokens_analogy")["layout"]["title"]["text"]
         assert "king − he + she" in title and "␣" not in title
     else:
-        assert "must be ONE token" in texts(at) and "tokens_analogy" not in chart_keys(at)
+        assert "must be ONE token" in u.texts(at) and "tokens_analogy" not in u.chart_keys(at)
 
 
 def test_analogy_k_slider():
-    at = run_page(PAGE)
+    at = u.run_page(PAGE)
     at.slider(key="tokens_analogy_k").set_value(20).run()
-    assert len(array(chart(at, "tokens_analogy")["data"][0]["y"])) == 20
+    assert len(u.array(u.chart(at, "tokens_analogy")["data"][0]["y"])) == 20
 
 
 def test_changing_the_sentence_changes_every_sentence_figure(lm):
-    at = run_page(PAGE)
-    chips = chart(at, "tokens_chips")["data"][0]["text"]
-    embed, cos = (array(chart(at, k)["data"][0]["z"]) for k in ("tokens_embed", "tokens_cosine"))
+    at = u.run_page(PAGE)
+    chips = u.chart(at, "tokens_chips")["data"][0]["text"]
+    embed, cos = (u.array(u.chart(at, k)["data"][0]["z"]) for k in ("tokens_embed", "tokens_cosine"))
     at.text_area(key="w_sentence").set_value("We sat on the bank of the river.").run()
-    assert_ok(at)
-    new = chart(at, "tokens_chips")["data"][0]["text"]
+    u.assert_ok(at)
+    new = u.chart(at, "tokens_chips")["data"][0]["text"]
     assert new != chips and [t.split("<br>")[0] for t in new] == [
         esc(s) for s in lm.tokenizer.encode("We sat on the bank of the river.").labels
     ]
-    assert array(chart(at, "tokens_embed")["data"][0]["z"]).shape != embed.shape
-    assert array(chart(at, "tokens_cosine")["data"][0]["z"]).shape != cos.shape
+    assert u.array(u.chart(at, "tokens_embed")["data"][0]["z"]).shape != embed.shape
+    assert u.array(u.chart(at, "tokens_cosine")["data"][0]["z"]).shape != cos.shape
 
 
 # ---- repeated tokens, presets, bad inputs -----------------------------------------------------------------
 
 
 def test_repeated_token_keeps_both_rows(lm):
-    at, labels, the = run_repeated(PAGE, lm.tokenizer)
+    at, labels, the = u.run_repeated(PAGE, lm.tokenizer)
     T = len(labels)
-    z = array(chart(at, "tokens_embed")["data"][0]["z"])
+    z = u.array(u.chart(at, "tokens_embed")["data"][0]["z"])
     assert z.shape[0] == T
     np.testing.assert_array_equal(z[the[0]], z[the[1]])
-    cos = array(chart(at, "tokens_cosine")["data"][0]["z"])
+    cos = u.array(u.chart(at, "tokens_cosine")["data"][0]["z"])
     assert cos.shape == (T, T) and cos[the[0], the[1]] == pytest.approx(1, abs=1e-6)
-    assert chart(at, "tokens_embed")["layout"]["yaxis"]["tickvals"] == list(range(T))
-    assert len(chart(at, "tokens_chips")["data"][0]["text"]) == T
-    assert len(array(chart(at, "tokens_pca")["data"][1]["x"])) == T
-    assert "Your sentence has 1 repeated token:" in texts(at)
+    assert u.chart(at, "tokens_embed")["layout"]["yaxis"]["tickvals"] == list(range(T))
+    assert len(u.chart(at, "tokens_chips")["data"][0]["text"]) == T
+    assert len(u.array(u.chart(at, "tokens_pca")["data"][1]["x"])) == T
+    assert "Your sentence has 1 repeated token:" in u.texts(at)
 
 
 @pytest.mark.parametrize("name", list(PRESETS))
 def test_presets(name):
-    at = run_page(PAGE)
+    at = u.run_page(PAGE)
     at.selectbox(key="w_preset").set_value(name).run()
-    assert_ok(at)
+    u.assert_ok(at)
     assert sentence_of(at) == PRESETS[name]
-    assert len(chart(at, "tokens_chips")["data"][0]["text"]) == len(array(chart(at, "tokens_embed")["data"][0]["z"]))
+    chips, embed = u.chart(at, "tokens_chips"), u.chart(at, "tokens_embed")
+    assert len(chips["data"][0]["text"]) == len(u.array(embed["data"][0]["z"]))
 
 
-@EACH_BAD_INPUT
+@u.EACH_BAD_INPUT
 def test_bad_inputs(name, text):
-    at = run_page(PAGE, sentence=text)
-    assert_ok(at)
-    shown = texts(at)
+    at = u.run_page(PAGE, sentence=text)
+    u.assert_ok(at)
+    shown = u.texts(at)
     if not text.strip():
         assert "type" in shown.lower() and not at.get("plotly_chart")
         return
     assert (
         {"tokens_chips", "tokens_embed", "tokens_pca", "tokens_cosine", "tokens_neighbours", "tokens_analogy"}
-        <= set(chart_keys(at))
+        <= set(u.chart_keys(at))
     )
     if name == "very_long":
-        assert "reads at most 256" in shown and len(chart(at, "tokens_chips")["data"][0]["text"]) == 256
-    shown = " ".join(s for key in chart_keys(at) for s in strings(chart(at, key)))
+        assert "reads at most 256" in shown and len(u.chart(at, "tokens_chips")["data"][0]["text"]) == 256
+    shown = " ".join(s for key in u.chart_keys(at) for s in strings(u.chart(at, key)))
     # no markup, no invisible text reversal
     assert "<script" not in shown and "<img" not in shown and "\u202e" not in shown
     if name in ("script", "img"):
