@@ -189,9 +189,15 @@ def compare(tr_a: Trace, tr_b: Trace, position: int, target: int | None = None) 
 
 
 def same_place(enc_from: Encoding, position: int, enc_to: Encoding) -> int | None:
-    """The token of another tokenization of the same text at the place of token `position` (its piece's last token
-    there, or the same special token: first or last); None when that model cut the text before it."""
-    return align(enc_from, enc_to).pairs.get(position)
+    """The token of another tokenization of the same text that stands for token `position`: the last token of the
+    same word (or punctuation mark) there, as a word is followed through its last token; a special token, the one
+    at the same end. None when that model cut the text before it, or has no such special token."""
+    found = pieces(enc_from.text)
+    piece = owners(enc_from, found)[position]
+    if piece is None:
+        return align(enc_from, enc_to).pairs.get(position)
+    mine = [j for j, k in enumerate(owners(enc_to, found)) if k == piece]
+    return mine[-1] if mine else None
 
 
 def first_change(text_a: str, text_b: str) -> tuple[str, str]:
