@@ -3,8 +3,12 @@
 import streamlit as st
 
 from ui import navigation, presenter
+from ui.live import panel
 
 st.set_page_config(
     page_title="Attention Atlas", page_icon="🧭", layout="wide", initial_sidebar_state=presenter.sidebar_state()
 )
-navigation.run()
+try:
+    navigation.run(before=panel.bar)  # the live class: the teacher's or the student's bar above the page
+finally:
+    panel.publish()  # a teacher's view, as the page left the address, goes to the class

@@ -25,6 +25,8 @@ NEVER_INSIDE = {
     # the pages' caches: one module per page group, none reaching into another's; the registry never reads them
     "ui/caches": {"ui.caches"},
     "ui/models.py": {"ui.caches"},
+    # the live class's store, rules and questions run without a page (the store tests, the load bench)
+    **{f"ui/live/{m}.py": {"streamlit", "ui.live.panel"} for m in ("store", "redis_store", "classroom", "questions")},
 }
 
 

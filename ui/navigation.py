@@ -4,6 +4,7 @@ previous/next keys all read this one list."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -153,8 +154,9 @@ def take_over() -> None:
         st.rerun()
 
 
-def run() -> None:
-    """The sidebar menu, grouped by section, with every page visible; then run the page the address names."""
+def run(before: Callable[[], None] = lambda: None) -> None:
+    """The sidebar menu, grouped by section, with every page visible; then `before` (app.py: the live class's bar)
+    and the page the address names."""
     menu = {
         section: [
             st.Page(str(ROOT / p.path), title=p.title, icon=p.icon, url_path=p.url_path or None, default=p is HOME)
@@ -164,4 +166,5 @@ def run() -> None:
     }
     page = st.navigation(menu, expanded=True)
     st.session_state[CURRENT_KEY] = next(p.path for p in ORDER if p.url_path == page.url_path)
+    before()
     page.run()

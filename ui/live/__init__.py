@@ -16,7 +16,7 @@ REDIS_ENV = "ATLAS_REDIS_URL"
 
 
 @functools.cache
-def classroom() -> Classroom:
+def room() -> Classroom:
     """This process's classes: in Redis when ATLAS_REDIS_URL is set (every process of a class server shares them),
     else in this process's memory."""
     url = os.environ.get(REDIS_ENV, "").strip()

@@ -52,6 +52,10 @@ class NotTeacher(LiveError):
     """A teacher's action without the teacher's secret."""
 
 
+class StoreDown(LiveError):
+    """The shared store does not answer (Redis restarting): the class may come back."""
+
+
 @dataclass(frozen=True)
 class Question:
     kind: str  # one of KINDS
@@ -166,6 +170,9 @@ class Classroom:
     def answers(self, code: str, secret: str, qid: int) -> list[str]:
         """The answers to question `qid`, one per student (in no particular order)."""
         self._check(code, secret)
+        return self._answers_to(code, qid)
+
+    def _answers_to(self, code: str, qid: int) -> list[str]:
         prefix = f"{qid}:"
         return [a for key, a in self.store.table(code, "answers").items() if key.startswith(prefix)]
 
@@ -219,6 +226,13 @@ class Classroom:
             question = Question.from_json(self.store.table(code, "questions")[str(qid)])
         view, revealed = json.loads(record["view"]), record["revealed"] == "1"
         return ClassState(code, int(record["version"]), view, qid, question, revealed)
+
+    def results(self, code: str, qid: int) -> list[str]:
+        """A student's view of the answers to question `qid`: only once the teacher revealed it."""
+        record = self.store.read(code)
+        if not record or int(record["qid"]) != qid or record["revealed"] != "1":
+            raise LiveError("The answers show when the teacher reveals them.")
+        return self._answers_to(code, qid)
 
     def present(self, code: str, student: str, following: bool) -> None:
         """The student's page is open, following the teacher or exploring."""

@@ -8,9 +8,12 @@ the record and change something at once are Lua scripts, which Redis runs atomic
 
 from __future__ import annotations
 
+import functools
+
 import redis
 
-from .store import GROUPS, TABLES
+from .classroom import StoreDown
+from .store import GROUPS, TABLES, ClassStore
 
 PREFIX = "live:"
 # KEYS[1] the record; ARGV[1] its expiry in ms, then field, value, …: make it, with version 0, if it does not exist
@@ -43,6 +46,19 @@ redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
 redis.call('PEXPIRE', KEYS[2], ttl)
 return 1
 """
+
+
+def _answering(method):
+    """`method`, with Redis's connection errors as StoreDown (the page says so and carries on)."""
+
+    @functools.wraps(method)
+    def call(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except (redis.ConnectionError, redis.TimeoutError) as err:
+            raise StoreDown("The class server does not answer; the class goes on when it is back.") from err
+
+    return call
 
 
 class RedisStore:
@@ -108,3 +124,7 @@ class RedisStore:
             p.pexpire(key, int(window * 1000), nx=True)  # the window starts with its first hit
             total, _ = p.execute()
         return int(total)
+
+
+for _name in [n for n in vars(ClassStore) if not n.startswith("_")]:
+    setattr(RedisStore, _name, _answering(getattr(RedisStore, _name)))

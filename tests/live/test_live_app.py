@@ -1,0 +1,170 @@
+"""A teacher and two students in one process (three AppTests sharing the in-memory store): the students' pages follow
+the teacher's, explore and come back, answer a question; the teacher sees the answers and reveals the model's."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import ui.live
+from tests.apptest_utils import ROOT, TIMEOUT, array, charts_by_key, lazy_tabs
+from transformer.trace import run_trace
+from ui.live import panel
+from ui.live.store import MemoryStore
+
+pytestmark = pytest.mark.slow
+ONE_HEAD = "pages/3_One_head.py"
+
+
+@pytest.fixture(autouse=True)
+def own_room(monkeypatch):
+    """A fresh in-memory class store for each test, shared by its AppTests (one process)."""
+    room = ui.live.Classroom(MemoryStore())
+    monkeypatch.setattr(ui.live, "room", lambda: room)
+    monkeypatch.setattr(panel, "room", lambda: room)
+    return room
+
+
+def app(**query: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    for k, v in query.items():
+        at.query_params[k] = v
+    return at.run()
+
+
+def ok(*ats: AppTest) -> None:
+    for at in ats:
+        assert not at.exception, at.exception
+
+
+def shared_state(at: AppTest) -> tuple:
+    """What the page shows of the sidebar's state, and the page."""
+    keys = ("sentence", "layer", "head", "temperature")
+    return (at.session_state["atlas_page"], *(at.session_state["atlas_" + k] for k in keys))
+
+
+def histogram(at: AppTest) -> dict | None:
+    """The class's histogram (plotly's spec, checked), if the page shows it."""
+    return charts_by_key(at).get("live_histogram")
+
+
+def class_of_two():
+    teacher = app()
+    teacher.button(key="live_start").click().run()
+    code = teacher.session_state[panel.ROLE_KEY].code
+    students = [app(**{"class": code}) for _ in range(2)]
+    ok(teacher, *students)
+    return teacher, students
+
+
+def test_students_follow_the_teachers_page_tab_and_controls():
+    teacher, students = class_of_two()
+    for s in students:
+        assert isinstance(s.session_state[panel.ROLE_KEY], panel.Student)
+        assert shared_state(s) == shared_state(teacher)
+    teacher.switch_page(str(ROOT / ONE_HEAD)).run()
+    teacher.sidebar.slider(key="w_layer").set_value(2).run()
+    teacher.sidebar.slider(key="w_head").set_value(3).run()
+    teacher.sidebar.slider(key="w_temperature").set_value(0.5).run()
+    labels = lazy_tabs(teacher)["onehead_step"]
+    teacher.session_state["onehead_step"] = labels[2]  # a click on the tab: the widget's value and the address
+    teacher.query_params["onehead_step"] = labels[2]
+    teacher.run()
+    ok(teacher)
+    assert shared_state(teacher) == (ONE_HEAD, teacher.session_state["atlas_sentence"], 2, 3, 0.5)
+    for s in students:
+        s.run()
+        ok(s)
+        assert shared_state(s) == shared_state(teacher)
+        assert s.session_state["onehead_step"] == labels[2]
+        opened = [t for t in s.tabs if t.label == labels[2]]
+        assert opened and len(opened[0].children) > 0  # the student's page drew the teacher's tab
+        assert s.query_params["class"] == teacher.session_state[panel.ROLE_KEY].code
+
+
+def test_a_student_explores_then_follows_again():
+    teacher, (a, b) = class_of_two()
+    a.button(key="live_explore").click().run()
+    teacher.sidebar.slider(key="w_layer").set_value(3).run()
+    a.run(), b.run()
+    assert b.session_state["atlas_layer"] == 3 and a.session_state["atlas_layer"] == 0  # a explores: it stays
+    assert "you explore on your own" in " ".join(m.value for m in a.markdown)
+    a.sidebar.slider(key="w_head").set_value(1).run()  # and moves on its own
+    assert a.session_state["atlas_head"] == 1
+    counts = teacher.run()  # the teacher's counts
+    assert "**1** following · **1** exploring" in " ".join(m.value for m in counts.markdown)
+    a.button(key="live_follow").click().run()
+    ok(a)
+    assert (a.session_state["atlas_layer"], a.session_state["atlas_head"]) == (3, 0)
+
+
+def test_a_student_has_no_teachers_controls():
+    _, (a, _) = class_of_two()
+    keys = {w.key for w in a.button} | {w.key for w in a.get("popover")}
+    assert not keys & {"live_end", "live_ask", "live_reveal", "live_start"}
+    assert "live_csv" not in {d.key for d in a.get("download_button")}
+
+
+def test_a_question_is_answered_counted_and_revealed_with_the_models_weights(lm):
+    teacher, students = class_of_two()
+    teacher.sidebar.slider(key="w_layer").set_value(1).run()
+    teacher.sidebar.slider(key="w_head").set_value(2).run()
+    teacher.radio(key="live_kind").set_value("look").run()
+    sentence = teacher.session_state["atlas_sentence"]
+    n = len(lm.tokenizer.encode(sentence).ids)
+    teacher.selectbox(key="live_query").set_value(n - 1).run()
+    teacher.button(key="live_ask").click().run()
+    ok(teacher)
+    options = ui.live.room().state(teacher.session_state[panel.ROLE_KEY].code).question.options
+    assert len(options) == n  # a decoder's last token sees every token
+    for s, pick in zip(students, (options[0], options[-1]), strict=True):
+        s.run()
+        assert "Question 1." in " ".join(m.value for m in s.markdown)
+        s.radio(key="live_pick").set_value(pick)
+        s.button(key="FormSubmitter:live_answer-Send").click().run()
+        ok(s)
+        assert s.session_state[panel.ROLE_KEY].answer == pick
+    spec = histogram(teacher.run())
+    assert [array(t["y"]).tolist() for t in spec["data"]] == [[1] + [0] * (n - 2) + [1]]  # the histogram counts 2
+    assert histogram(students[0]) is None  # the students see their own answer only
+    spec = histogram(teacher.button(key="live_reveal").click().run())
+    model = array(spec["data"][1]["y"])
+    fresh = run_trace(lm.model, lm.tokenizer, sentence)["blocks.1.attn.hook_pattern"][2, n - 1]  # (T,) fresh pass
+    np.testing.assert_allclose(model, fresh, atol=1e-6)
+    np.testing.assert_allclose(array(spec["data"][0]["y"]), [0.5] + [0] * (n - 2) + [0.5])
+    assert histogram(students[0].run()) == spec  # revealed: the students see it too
+
+
+def test_a_typed_answer_with_html_is_shown_as_text():
+    teacher, (a, _) = class_of_two()
+    teacher.radio(key="live_kind").set_value("next").run()
+    teacher.button(key="live_ask").click().run()
+    a.run()
+    a.text_input(key="live_typed").input("<script>alert(1)</script><b>x</b>")
+    a.button(key="FormSubmitter:live_answer-Send").click().run()
+    ok(a)
+    caption = " ".join(c.value for c in a.caption)
+    assert "<script>" not in caption and "\\<script\\>" in caption  # markdown shows the text, escaped
+    spec = json.dumps(histogram(teacher.run()))
+    assert "<script" not in spec and "&lt;script&gt;" in spec
+
+
+def test_a_wrong_code_says_so_and_the_page_still_works():
+    at = app(**{"class": "NOPE-NOPE"})
+    ok(at)
+    assert any("No class has this code" in i.value for i in at.info)
+    assert panel.ROLE_KEY not in at.session_state and "class" not in at.query_params
+    assert at.get("plotly_chart")  # the home page drew
+
+
+def test_ending_the_class_tells_the_students():
+    teacher, (a, _) = class_of_two()
+    teacher.button(key="live_end").click().run()
+    assert panel.ROLE_KEY not in teacher.session_state
+    a.run()
+    ok(a)
+    a.run()
+    assert panel.ROLE_KEY not in a.session_state

@@ -1,0 +1,348 @@
+"""The live class on the page: the teacher's bar (join code, QR code, counts, questions) and the students' (follow or
+explore, answer). app.py has navigation.run draw `bar()` before the page, and calls `publish()` after it.
+
+The view a student follows is exactly what the teacher's address holds: the page, and every parameter of the address
+(sentence, model, layer, head, τ, the open tab, the page's own controls) but presenter view and the class code.
+The teacher's secret lives in the teacher's session only, never in an address (the projector would show it): a
+teacher whose browser reconnects to the same process keeps the class; a reload starts without it. A student's page
+polls the class once a second (a fragment) and, when the teacher's view changed and the student follows, opens it.
+"""
+
+from __future__ import annotations
+
+import io
+import secrets
+import urllib.parse
+from dataclasses import dataclass, field
+
+import segno
+import streamlit as st
+
+from figures.common import grouped_bars
+from lessons.words import md, quote
+from transformer.errors import AtlasError
+
+from .. import navigation, state
+from ..caches.heads import head_scores
+from ..models import get_model, get_trace
+from . import questions, room
+from .classroom import KINDS, LiveError, Question, StoreDown, shown_code
+
+ROLE_KEY = "live_role"
+CLIENT_KEY = "live_client"  # this browser session, for the limit on wrong codes
+NOTE_KEY = "live_note"  # a message for the next run ("This class has ended.")
+CLASS_PARAM = "class"
+PRIVATE = {"present", CLASS_PARAM}  # address parameters each person keeps for themselves
+POLL_S = 1.0
+QR_SCALE = 5  # pixels per module of the QR code: ~200 px for a join link
+
+
+@dataclass
+class Teacher:
+    code: str
+    secret: str
+    published: dict | None = None  # the view last published
+
+
+@dataclass
+class Student:
+    code: str
+    id: str = field(default_factory=lambda: secrets.token_hex(8))  # anonymous: this browser session, nothing else
+    following: bool = True
+    version: int = -1  # the class version whose view this page opened (-1: none yet)
+    qid: int = 0
+    question: Question | None = None
+    answer: str = ""  # this student's answer to the current question
+
+
+def role() -> Teacher | Student | None:
+    return st.session_state.get(ROLE_KEY)
+
+
+def current_view() -> dict:
+    """The page this session shows and its address's parameters (but PRIVATE ones), as a student's page opens it."""
+    params = {k: st.query_params.get_all(k) for k in st.query_params if k not in PRIVATE}
+    return {"page": navigation.current(), "params": params}
+
+
+def _leave(note: str) -> None:
+    """Leave the class (it ended, or cannot be reached): the note shows on the next run."""
+    st.session_state.pop(ROLE_KEY, None)
+    st.session_state[NOTE_KEY] = note
+    if CLASS_PARAM in st.query_params:
+        del st.query_params[CLASS_PARAM]
+
+
+# -- the teacher
+
+
+def _start() -> None:
+    code, secret = room().start(current_view())
+    st.session_state[ROLE_KEY] = Teacher(code, secret)
+
+
+def _end() -> None:
+    t = role()
+    try:
+        room().end(t.code, t.secret)
+    except LiveError:
+        pass  # it had ended already
+    _leave("The class has ended; its answers are deleted.")
+
+
+def publish() -> None:
+    """The teacher's view, as this run leaves the address, becomes the class's (app.py calls this after the page)."""
+    t = role()
+    if not isinstance(t, Teacher) or navigation.current() is None:
+        return
+    view = current_view()
+    if view == t.published:
+        return
+    try:
+        room().publish(t.code, t.secret, view)
+        t.published = view
+    except StoreDown:
+        pass  # published on a later run
+    except LiveError as err:
+        _leave(str(err))
+
+
+def join_link(code: str) -> str:
+    """The address students open: this server's, with ?class=CODE."""
+    url = urllib.parse.urlsplit(st.context.url or "http://localhost:8501/")
+    return urllib.parse.urlunsplit((url.scheme, url.netloc, "/", urllib.parse.urlencode({CLASS_PARAM: code}), ""))
+
+
+def qr_png(text: str) -> bytes:
+    """A QR code of `text` as PNG bytes, drawn here (segno), nothing fetched."""
+    out = io.BytesIO()
+    segno.make(text, error="m").save(out, kind="png", scale=QR_SCALE, border=2)
+    return out.getvalue()
+
+
+def _ask(kind: str) -> None:
+    """Pose a question of `kind` built from the sidebar's state and the page's trace (a button's callback)."""
+    t = role()
+    s = state.current()
+    try:
+        if kind == "change":
+            q = questions.change(st.session_state.get("live_when", "") or "the sentence changes")
+        elif kind == "head":
+            q = questions.which_head(st.session_state["live_head_role"], head_scores(s.model), s.layer)
+        else:
+            tr = get_trace(s.key)
+            if kind == "look":
+                weights = tr[f"blocks.{s.layer}.attn.hook_pattern"][s.head]  # (T, T) the weights the page shows
+                query = min(st.session_state.get("live_query", len(tr.encoding) - 1), len(tr.encoding) - 1)
+                q = questions.look(tr.encoding.labels, weights, query, s.layer, s.head, tr.cfg.causal)
+            else:
+                vocab = get_model(s.model).tokenizer.vocab_labels()
+                q = questions.next_token(s.sentence[-40:], tr.logits_at(len(tr.encoding) - 1), vocab)
+        room().ask(t.code, t.secret, q)
+    except AtlasError as err:
+        st.session_state[NOTE_KEY] = str(err)
+
+
+def _ask_form() -> None:
+    """What the teacher can ask about the page on screen."""
+    s = state.current()
+    causal = get_model(s.model).cfg.causal
+    kinds = [k for k in KINDS if k != "next" or causal]  # an encoder predicts no next token
+    kind = st.radio("Question", kinds, format_func=KINDS.get, key="live_kind")
+    if kind == "look":
+        try:
+            labels = get_trace(s.key).encoding.labels
+        except AtlasError as err:
+            st.info(str(err))
+            return
+        st.selectbox(
+            "Which token asks?", range(len(labels)), index=len(labels) - 1, key="live_query",
+            format_func=lambda i: questions.token_option(i, labels[i]),
+        )
+    elif kind == "head":
+        st.selectbox("The head that…", list(questions.ROLES), key="live_head_role")
+    elif kind == "change":
+        st.text_input("Does this change when…", placeholder="head 3 is switched off", key="live_when", max_chars=120)
+    st.button("Ask the class", key="live_ask", on_click=_ask, args=(kind,), type="primary")
+
+
+def _results(q: Question, answers: list[str], revealed: bool) -> None:
+    """The answers' histogram; on reveal, the class's shares beside the model's own numbers."""
+    labels, counts = questions.tally(q, answers)
+    if not revealed or not q.truth:
+        fig = grouped_bars({"answers": counts}, labels, title=f"{len(answers)} answers", y_title="students")
+    else:
+        truth = dict(q.truth)
+        shares = counts / max(len(answers), 1)
+        series = {"share of the class": shares, f"the model: {q.truth_title}": [truth.get(a, 0.0) for a in labels]}
+        fig = grouped_bars(series, labels, title=f"{len(answers)} answers, and the model's", y_range=(0, 1))
+    st.plotly_chart(fig, key="live_histogram", config={"displaylogo": False})
+
+
+@st.fragment(run_every=POLL_S)
+def _teacher_live() -> None:
+    """Refreshed every second: the class lives on, the counts, the current question's answers."""
+    t = role()
+    if not isinstance(t, Teacher):
+        return
+    r = room()
+    try:
+        r.heartbeat(t.code, t.secret)
+        counts = r.counts(t.code, t.secret)
+        cs = r.state(t.code)
+        answers = r.answers(t.code, t.secret, cs.qid) if cs.qid else []
+    except StoreDown as err:
+        st.warning(str(err))
+        return
+    except LiveError as err:
+        _leave(str(err))
+        st.rerun(scope="app")
+    st.markdown(f"**{counts['follow']}** following · **{counts['explore']}** exploring on their own")
+    if cs.question is not None:
+        st.markdown(f"**Question {cs.qid}.** {md(cs.question.prompt)}")
+        _results(cs.question, answers, cs.revealed)
+        if not cs.revealed:
+            st.button("Reveal the model's answer", key="live_reveal", on_click=lambda: r.reveal(t.code, t.secret))
+    st.download_button(
+        "Questions and answers (CSV)", r.csv(t.code, t.secret), file_name=f"class-{t.code}.csv",
+        mime="text/csv", key="live_csv", on_click="ignore",
+    )
+
+
+def _teacher_bar(t: Teacher) -> None:
+    link = join_link(t.code)
+    with st.container(key="live_bar", border=True):
+        info, code_col, actions = st.columns([3, 1.4, 1.6])
+        with info:
+            st.markdown(f"**Live class {shown_code(t.code)}.** Students open {md(link)} or scan the code.")
+            _teacher_live()
+        with code_col:
+            if st.toggle("Show the QR code", value=True, key="live_qr"):
+                st.image(qr_png(link), caption=shown_code(t.code))
+        with actions:
+            with st.popover("Ask the class"):
+                _ask_form()
+            st.button("End the class", key="live_end", on_click=_end)
+
+
+# -- the students
+
+
+def _apply(view: dict, code: str) -> None:
+    """Open the teacher's view: its page, with its address; the controls the address binds take its values."""
+    if view.get("page") not in {p.path for p in navigation.ORDER}:
+        return
+    params = {k: v for k, v in view["params"].items() if k not in PRIVATE}
+    for key in (set(st.query_params) | set(params)) - PRIVATE:
+        if key in st.session_state:  # a control the address binds: it takes the address's value again
+            del st.session_state[key]
+    for key in state.KEYS:  # the sidebar's shared state is read from the address again
+        st.session_state.pop("atlas_" + key, None)
+    own = {k: st.query_params.get_all(k) for k in PRIVATE if k in st.query_params}
+    st.switch_page(str(navigation.ROOT / view["page"]), query_params={**params, **own, CLASS_PARAM: code})
+
+
+def _follow(following: bool) -> None:
+    s = role()
+    s.following = following
+    s.version = -1  # following again: open the teacher's view now
+
+
+def _send(s: Student) -> None:
+    """Send the answer picked (or typed) in the form."""
+    text = st.session_state.get("live_typed") or st.session_state.get("live_pick") or ""
+    try:
+        if room().answer(s.code, s.id, s.qid, text):
+            s.answer = text
+    except LiveError as err:
+        st.session_state[NOTE_KEY] = str(err)
+
+
+def _answer_form(s: Student) -> None:
+    q = s.question
+    st.markdown(f"**Question {s.qid}.** {md(q.prompt)}")
+    with st.form("live_answer", clear_on_submit=True, border=False):
+        st.radio("Your answer", q.options, index=None, key="live_pick", horizontal=True)
+        if q.typed:
+            st.text_input("…or type one", max_chars=200, key="live_typed")
+        st.form_submit_button("Send", on_click=_send, args=(s,))
+    if s.answer:
+        st.caption(f"Your answer: {quote(s.answer)}. You can change it until the teacher reveals the model's answer.")
+
+
+@st.fragment(run_every=POLL_S)
+def _student_live() -> None:
+    """Every second: follow the teacher's moves, show the question."""
+    s = role()
+    if not isinstance(s, Student):
+        return
+    r = room()
+    try:
+        cs = r.state(s.code, seen_qid=s.qid)
+        if cs is None:
+            raise LiveError("The class has ended.")
+        r.present(s.code, s.id, s.following)
+    except StoreDown as err:
+        st.warning(str(err))
+        return
+    except LiveError as err:
+        _leave(str(err))
+        st.rerun(scope="app")
+    if cs.qid != s.qid:
+        s.qid, s.question, s.answer = cs.qid, cs.question, ""
+    if s.following and cs.version != s.version:
+        s.version = cs.version
+        _apply(cs.view, s.code)
+    with st.container(horizontal=True, vertical_alignment="center"):
+        if s.following:
+            st.markdown(f"**Live class {shown_code(s.code)}**: you follow the teacher.")
+            st.button("Explore on my own", key="live_explore", on_click=_follow, args=(False,))
+        else:
+            st.markdown(f"**Live class {shown_code(s.code)}**: you explore on your own.")
+            st.button("Follow the teacher", key="live_follow", on_click=_follow, args=(True,), type="primary")
+    if s.question is not None and not cs.revealed:
+        _answer_form(s)
+    elif s.question is not None:
+        st.markdown(f"**Question {s.qid}.** {md(s.question.prompt)}")
+        if s.answer:
+            st.caption(f"Your answer: {quote(s.answer)}.")
+        _results(s.question, r.results(s.code, s.qid), revealed=True)
+
+
+def _join(text: str) -> None:
+    client = st.session_state.setdefault(CLIENT_KEY, secrets.token_hex(8))
+    try:
+        st.session_state[ROLE_KEY] = Student(room().join(text, (client, st.context.ip_address or "local")))
+    except LiveError as err:
+        _leave(str(err))
+
+
+def _sidebar(current: Teacher | Student | None) -> None:
+    with st.sidebar.expander("Live class", expanded=False):
+        if current is None:
+            st.caption("Lead the class: every student's page follows yours, and you can ask them questions.")
+            st.button("Start a class", key="live_start", on_click=_start)
+            st.text_input("Join a class: its code", key="live_code", max_chars=20, placeholder="ABCD-1234")
+            st.button("Join", key="live_join", on_click=lambda: _join(st.session_state.get("live_code", "")))
+        elif isinstance(current, Teacher):
+            st.caption(f"You lead the class {shown_code(current.code)}.")
+        else:
+            st.caption(f"You are in the class {shown_code(current.code)}.")
+            st.button("Leave the class", key="live_leave", on_click=_leave, args=("You left the class.",))
+
+
+def bar() -> None:
+    """The live class's controls, before the page: in the sidebar, start or join; above the page, the teacher's bar
+    or the student's. A first visit of an address with ?class=CODE joins that class."""
+    if role() is None and CLASS_PARAM in st.query_params:
+        _join(st.query_params[CLASS_PARAM])
+    note = st.session_state.pop(NOTE_KEY, None)
+    if note:
+        st.info(note)
+    current = role()
+    _sidebar(current)
+    if isinstance(current, Teacher):
+        _teacher_bar(current)
+    elif isinstance(current, Student):
+        with st.container(key="live_bar", border=True):
+            _student_live()
