@@ -1,4 +1,5 @@
-"""Command line: `python -m transformer train | train-translator | train-induction | trace | read-trace | eval | heads`
+"""Command line: `python -m transformer train | train-translator | train-induction | train-mask | trace | read-trace
+| eval | heads`
 (`python -m transformer <command> --help` lists its options)."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import head_scores, train_induction, train_translator
+from . import head_scores, train_induction, train_mask, train_translator
 from .attention import Interventions
 from .config import ModelConfig
 from .errors import InputError
@@ -152,6 +153,32 @@ def cmd_train_induction(a: argparse.Namespace) -> None:
     )
 
 
+def cmd_train_mask(a: argparse.Namespace) -> None:
+    """Train the attention-only model twice, with and without the causal mask, and write the replay of both."""
+    ic = train_induction.InductionConfig(steps=a.steps, lr=a.lr, seed=a.seed, threads=a.threads)
+    t0 = time.time()
+
+    def point(kind: str, value) -> None:
+        if kind == "point" and value.step:
+            losses = ", ".join(f"{run} {loss:.3f}" for run, loss in value.train.items())
+            progress(value.step, ic.steps, losses, t0)
+
+    replay = train_mask.train_pair(ic, on_report=point)
+    replay.command = (
+        f"python -m transformer train-mask --out {shlex.quote(a.out)} "
+        f"--steps {a.steps} --lr {a.lr:g} --seed {a.seed} --threads {a.threads}"
+    )
+    train_mask.save_mask_replay(a.out, replay)
+    real = ", ".join(f"{run} {r.loss_real:.3f}" for run, r in replay.results.items())
+    print(f"\n{time.time() - t0:.0f} s; loss on the real task (the mask on): {real} → {a.out}")
+
+
+def training_options(p: argparse.ArgumentParser) -> None:
+    """The options of the attention-only model's trainings (their defaults: the bundled replays')."""
+    for name, kind in (("steps", int), ("lr", float), ("seed", int), ("threads", int)):
+        p.add_argument(f"--{name}", type=kind, default=getattr(train_induction.InductionConfig, name))
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["train-translator"]:  # the translator's own options: python -m transformer train-translator --help
@@ -211,11 +238,12 @@ def main(argv: list[str] | None = None) -> int:
     ti.add_argument(
         "--out", required=True, help="replay directory to write (the bundled one: assets/replays/induction)"
     )
-    ti.add_argument("--steps", type=int, default=train_induction.InductionConfig.steps)
-    ti.add_argument("--lr", type=float, default=train_induction.InductionConfig.lr)
-    ti.add_argument("--seed", type=int, default=train_induction.InductionConfig.seed)
-    ti.add_argument("--threads", type=int, default=train_induction.InductionConfig.threads)
+    training_options(ti)
     ti.set_defaults(fn=cmd_train_induction)
+    tm = sub.add_parser("train-mask", help="train the same model with and without the causal mask; write both curves")
+    tm.add_argument("--out", required=True, help="replay directory to write (the bundled one: assets/replays/mask)")
+    training_options(tm)
+    tm.set_defaults(fn=cmd_train_mask)
     h = sub.add_parser("heads", help="score every head (previous-token, induction, …) and label it; writes JSON")
     h.add_argument("--model", required=True, help="a model name, a model directory or a .gguf file")
     h.add_argument("--out", required=True, help="output .json path")

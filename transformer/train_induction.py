@@ -40,6 +40,7 @@ from tokenizers import AddedToken, models, pre_tokenizers
 from tokenizers import Tokenizer as HFTokenizer
 
 from . import head_scores as hs
+from .attention import Interventions
 from .config import ModelConfig
 from .families.gpt import GPT
 from .loading import save_model
@@ -76,6 +77,7 @@ class InductionConfig:
     eval_size: int = 128  # fixed sequences the snapshot losses are measured on
     seed: int = 0
     threads: int = 1  # torch threads (process-wide; 0 = leave as set): 1 gives the same numbers on every machine
+    causal: bool = True  # train with the causal mask (False: every token also sees the ones after it)
 
     def model_config(self) -> ModelConfig:
         return ModelConfig(
@@ -187,6 +189,54 @@ def optimizer(model: GPT, lr: float) -> torch.optim.Optimizer:
     return torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.0)
 
 
+def new_model(ic: InductionConfig) -> GPT:
+    """The untrained model, seeded by ic.seed, in training mode (the process' random state is left as it was)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(ic.seed)
+        return GPT(ic.model_config()).train()
+
+
+def eval_set(ic: InductionConfig) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The fixed evaluation sequences every measurement reads: inputs x (n, T), targets y (n, T) and which targets
+    are predictable (n, T) bool."""
+    seqs, predictable = repeated_runs(
+        np.random.default_rng(ic.seed + 1), ic.eval_size, ic.n_ctx + 1, symbol_ids(ic), ic.min_run, ic.max_run
+    )
+    return torch.from_numpy(seqs[:, :-1]), torch.from_numpy(seqs[:, 1:]), torch.from_numpy(predictable[:, 1:])
+
+
+def token_losses(model: GPT, x: torch.Tensor, y: torch.Tensor, causal: bool = True) -> torch.Tensor:
+    """−log p(y_t | what token t sees) at every position, (n, T); causal=False lifts the mask (each token also sees
+    the ones after it, the next one among them)."""
+    logits = model(x, interventions=Interventions(causal=causal))  # (n, T, vocab)
+    return F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="none").view_as(y)
+
+
+def train_step(model: GPT, opt: torch.optim.Optimizer, batch: torch.Tensor, step: int, ic: InductionConfig) -> float:
+    """One optimizer step on batch (B, n_ctx + 1) at the scheduled learning rate, with or without the mask as
+    ic.causal says; returns the batch loss (nats per token)."""
+    for g in opt.param_groups:
+        g["lr"] = learning_rate(step, ic.steps, ic.warmup, ic.lr)
+    loss = token_losses(model, batch[:, :-1], batch[:, 1:], ic.causal).mean()
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    return loss.item()
+
+
+def pacer(duty: float) -> Callable[[], None]:
+    """A function to call after each step: it sleeps so that the work between calls takes `duty` of the time
+    (duty 0.5: it sleeps as long as the step computed; duty 1: never)."""
+    last = [time.perf_counter()]
+
+    def pace() -> None:
+        if duty < 1:
+            time.sleep((time.perf_counter() - last[0]) * (1 / duty - 1))
+        last[0] = time.perf_counter()
+
+    return pace
+
+
 def measure(
     model: GPT, step: int, seconds: float, evals: tuple[torch.Tensor, torch.Tensor, torch.Tensor], probe: np.ndarray
 ) -> Snapshot:
@@ -194,7 +244,7 @@ def measure(
     x, y, predictable = evals
     model.eval()
     with torch.no_grad():
-        nll = F.cross_entropy(model(x).flatten(0, 1), y.flatten(), reduction="none").view_as(y)  # (n, T)
+        nll = token_losses(model, x, y)  # (n, T), with the mask: the task as it is used
     patterns = hs.patterns_of(model, probe[None])[0]  # (L, nh, T, T)
     model.train()
     return Snapshot(
@@ -222,16 +272,10 @@ def train_induction(
     if ic.threads:
         torch.set_num_threads(ic.threads)
     rng = np.random.default_rng(ic.seed)
-    cfg = ic.model_config()
     symbols = symbol_ids(ic)
-    with torch.random.fork_rng(devices=[]):  # a seeded start that leaves the process' random state as it was
-        torch.manual_seed(ic.seed)
-        model = GPT(cfg).train()
+    model = new_model(ic)
     opt = optimizer(model, ic.lr)
-    seqs, predictable = repeated_runs(
-        np.random.default_rng(ic.seed + 1), ic.eval_size, ic.n_ctx + 1, symbols, ic.min_run, ic.max_run
-    )
-    evals = (torch.from_numpy(seqs[:, :-1]), torch.from_numpy(seqs[:, 1:]), torch.from_numpy(predictable[:, 1:]))
+    evals = eval_set(ic)
     probe = probe_for(ic)  # (T,)
     replay = Replay(ic, probe)
     todo = snapshot_steps(ic.steps, ic.snapshots)
@@ -246,15 +290,8 @@ def train_induction(
     for step in range(1, ic.steps + 1):
         if stop is not None and stop():
             break
-        for g in opt.param_groups:
-            g["lr"] = learning_rate(step, ic.steps, ic.warmup, ic.lr)
         batch, _ = repeated_runs(rng, ic.batch_size, ic.n_ctx + 1, symbols, ic.min_run, ic.max_run)
-        batch = torch.from_numpy(batch)
-        loss = F.cross_entropy(model(batch[:, :-1]).flatten(0, 1), batch[:, 1:].flatten())
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        replay.train_loss.append(loss.item())
+        replay.train_loss.append(train_step(model, opt, torch.from_numpy(batch), step, ic))
         if on_step is not None:
             on_step(step, replay.train_loss[-1])
         if step in todo:
@@ -270,16 +307,14 @@ def train_for_queue(ic: InductionConfig, queue, cancel, duty: float = 1.0, nice:
     if nice:
         os.nice(nice)
     losses: list[float] = []
-    last = [time.perf_counter()]
+    pace = pacer(duty)
 
     def on_step(step: int, loss: float) -> None:
         losses.append(loss)
         if len(losses) >= 10:
             queue.put(("losses", losses[:]))
             losses.clear()
-        if duty < 1:
-            time.sleep((time.perf_counter() - last[0]) * (1 / duty - 1))
-        last[0] = time.perf_counter()
+        pace()
 
     def on_snapshot(snapshot: Snapshot) -> None:
         if losses:  # the losses up to the snapshot's step come first
