@@ -9,6 +9,7 @@ import numpy as np
 
 from transformer import head_scores as hs
 from transformer.train_induction import SYMBOLS, Replay
+from transformer.train_mask import RUNS, MaskReplay
 
 from .head_roles import SCORES
 from .heads import all_heads, parse_head
@@ -120,3 +121,81 @@ def phase_sentence(replay: Replay) -> str:
         f"of the last layer goes {ind[a]:.2f} → {ind[b]:.2f} and the best previous-token score of layer 0 goes "
         f"{prev[a]:.2f} → {prev[b]:.2f}: the two heads form together, because each is useless without the other."
     )
+
+
+RUN_TITLES = {"masked": "with the mask", "unmasked": "without the mask"}  # a mask replay's runs, in words
+
+
+@dataclass(frozen=True)
+class MaskLosses:
+    train: dict[str, float]  # run → training loss at the end (its last batches, as trained)
+    real: dict[str, float]  # run → loss on the evaluation sequences with the future hidden
+    guess: float  # log n: guessing uniformly
+
+    @property
+    def train_ratio(self) -> float:
+        """The unmasked model's training loss ÷ the masked one's."""
+        return self.train["unmasked"] / self.train["masked"]
+
+    @property
+    def real_ratio(self) -> float:
+        """The unmasked model's real-task loss ÷ the masked one's."""
+        return self.real["unmasked"] / self.real["masked"]
+
+
+def mask_losses(mrp: MaskReplay) -> MaskLosses:
+    """The numbers a mask replay ends with."""
+    return MaskLosses(
+        {run: float(mrp.curve(run)[-1]) for run in RUNS},
+        {run: mrp.results[run].loss_real for run in RUNS},
+        float(np.log(mrp.config.n_symbols)),
+    )
+
+
+def symbols(ids) -> str:
+    """Symbol ids as the text the model reads ("K f 3")."""
+    return " ".join(SYMBOLS[i] for i in ids)
+
+
+def generation_table(mrp: MaskReplay) -> dict[str, list[str]]:
+    """Columns of a table: the expected continuation and each model's greedy one, a symbol per column, and how many
+    it got right."""
+    rows = {"expected": mrp.answer.tolist()} | {RUN_TITLES[run]: mrp.results[run].generation for run in RUNS}
+    table = {"": list(rows)}
+    for k in range(len(mrp.answer)):
+        table[str(k + 1)] = [SYMBOLS[ids[k]] if k < len(ids) else "" for ids in rows.values()]
+    table["right"] = [""] + [f"{mrp.results[run].correct(mrp.answer)} of {len(mrp.answer)}" for run in RUNS]
+    return table
+
+
+def mask_sentence(mrp: MaskReplay) -> str:
+    """What the two trainings show, computed from their numbers (markdown); says so when an effect is absent."""
+    n = mask_losses(mrp)
+    tm, tu, rm, ru = n.train["masked"], n.train["unmasked"], n.real["masked"], n.real["unmasked"]
+    if tu < 0.1 * tm:
+        first = (
+            f"Without the mask the training loss fell to **{tu:.3f}** nats, {n.train_ratio:.2f} × the masked model's "
+            f"{tm:.3f}: each symbol saw the next one and copied it."
+        )
+    else:
+        first = (
+            f"Without the mask the training loss ended at {tu:.3f} nats against {tm:.3f} with it: it did not fall "
+            "below a tenth of the masked model's, so this run shows no copying of the next symbol."
+        )
+    if ru > rm:
+        worse = f", worse than guessing (log {mrp.config.n_symbols} = {n.guess:.2f})" if ru > n.guess else ""
+        second = (
+            f"With the future hidden, as when the model is used, its loss is **{ru:.3f}**, {n.real_ratio:.1f} × the "
+            f"masked model's {rm:.3f}{worse}."
+        )
+    else:
+        second = (
+            f"With the future hidden its loss is {ru:.3f}, no worse than the masked model's {rm:.3f}: "
+            "here the mask made no difference on the real task."
+        )
+    right = {run: mrp.results[run].correct(mrp.answer) for run in RUNS}
+    third = (
+        f"Asked to continue the repeated run, the masked model gets {right['masked']} of {len(mrp.answer)} symbols "
+        f"right, the unmasked one {right['unmasked']}."
+    )
+    return f"{first} {second} {third}"

@@ -1,5 +1,5 @@
 """Heads forming: a tiny attention-only model learns induction heads; a replay of its training, step by step, and a
-live training on the server."""
+live training on the server; then the same model trained with and without the causal mask."""
 
 import streamlit as st
 
@@ -105,15 +105,7 @@ ui.explain(
     "One training runs at a time per server, on half of one core, so the other pages stay quick."
 )
 c1, c2 = st.columns([2, 1], vertical_alignment="center")
-if live.running and live.owner == me:
-    c1.button("✋ Cancel the training", key="heads_cancel", on_click=live.cancel, args=(me,))
-elif live.running:
-    c1.info(
-        "A training is running (started by someone else): watch the replay above, "
-        "or switch on “Watch the live training” to follow it."
-    )
-else:
-    c1.button("🏋️ Train from scratch", key="heads_train", on_click=training.start_live, args=(me,))
+training.train_button(c1, "heads", me)
 watch = c2.toggle(
     "Watch the live training",
     bind="query-params",
@@ -127,7 +119,7 @@ running = live.running
 def live_view() -> None:
     if live.running != running:
         st.rerun()  # started or finished: set the timer again
-    st.progress(live.progress, text=training.live_status(live))
+    st.progress(live.progress if live.kind == "heads" else 0.0, text=training.live_status(live, "heads"))
     figs = (
         training.live_figures(
             live.run, live.snapshots, ui.panels_per_row("heads_live_patterns", training.LIVE_CONFIG.n_head)
@@ -140,6 +132,50 @@ def live_view() -> None:
 
 
 live_view()
+
+st.header("Train with and without the mask")
+mrp = training.mask_replay()
+ui.explain(
+    f"The same model trained twice from the same start on the same {mrp.config.steps} batches: once with the causal "
+    "mask (the training above), once without it. Without the mask every symbol also sees the symbols after it — the "
+    "next one, the one it must predict, among them. The **real task** is the model's use: predicting a symbol that "
+    "is not there yet, so its loss is measured with the future hidden (the mask on)."
+)
+n = hf.mask_losses(mrp)
+cells = [
+    (f"{what}, {name}", values[run])
+    for what, values in (("Training loss", n.train), ("Real task", n.real))
+    for run, name in hf.RUN_TITLES.items()
+]
+for col, (label, value) in zip(st.columns(4), cells, strict=True):
+    col.metric(label, f"{value:.3f}", help="Nats per symbol; training: the last batches, each model as it was trained.")
+ui.show_figure(training.mask_figure(), key="mask_loss")
+st.markdown(hf.mask_sentence(mrp))
+given = len(mrp.prompt) - mrp.config.probe_prefix - mrp.config.probe_run
+st.markdown(
+    f"Each model continues `{hf.symbols(mrp.prompt)}` (the probe, {given} symbols into its second copy) "
+    "one greedy symbol at a time, run as it was trained:"
+)
+st.dataframe(hf.generation_table(mrp), hide_index=True)
+
+c1, c2 = st.columns([2, 1], vertical_alignment="center")
+training.train_button(c1, "mask", me)
+mask_watch = c2.toggle(
+    "Watch the live training", bind="query-params", key="mask_watch", help="Follow both models as they train."
+)
+
+
+@st.fragment(run_every=training.LIVE_SECONDS if mask_watch and running else None)
+def mask_live_view() -> None:
+    if live.running != running:
+        st.rerun()  # started or finished: set the timer again
+    st.progress(live.progress if live.kind == "mask" else 0.0, text=training.live_status(live, "mask"))
+    fig = training.live_mask_figure(live.run, live.snapshots) if mask_watch else None
+    if fig is not None:
+        ui.show_figure(fig, key="mask_live_loss")
+
+
+mask_live_view()
 
 st.header("What each score measures")
 ui.explain(

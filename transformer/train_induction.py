@@ -177,6 +177,18 @@ class Replay:
         """(S, n_layer, n_head, T, T)."""
         return np.stack([s.patterns for s in self.snapshots])
 
+    @property
+    def trained_steps(self) -> int:
+        """Steps trained so far."""
+        return len(self.train_loss)
+
+    def add(self, kind: str, value) -> None:
+        """Take in one report of train_for_queue: batch "losses" or a "snapshot"."""
+        if kind == "losses":
+            self.train_loss.extend(value)
+        elif kind == "snapshot":
+            self.snapshots.append(value)
+
 
 def snapshot_steps(steps: int, n: int, first: int = 10) -> list[int]:
     """0 (the untrained model), then about n log-spaced steps from `first` to `steps`

@@ -71,6 +71,11 @@ class MaskReplay:
         """A run's training curve, or (real) its real-task curve, at steps(real)."""
         return np.array([p.real[run] if real else p.train[run] for p in self.points if not real or p.real is not None])
 
+    @property
+    def trained_steps(self) -> int:
+        """Steps trained so far (by each model)."""
+        return self.points[-1].step if self.points else 0
+
     def add(self, kind: str, value) -> None:
         """Take in one report of train_pair_for_queue: a "point" or the "results"."""
         if kind == "point":

@@ -1,5 +1,6 @@
-"""Streamlit glue of the Heads forming page: the bundled replay (loaded once per process), its cached figures, and
-the one live training a server process runs at a time.
+"""Streamlit glue of the Heads forming page: the bundled replays (loaded once per process) — the induction heads
+forming, and the same model trained with and without the causal mask — their cached figures, and the one live
+training a server process runs at a time (either of the two).
 
 The live training runs in a child process with the replay's config and seed, so a class sees the replay's curve
 again. In its own process it does not take the server's GIL; it uses one torch thread, runs at niceness NICE and
@@ -21,9 +22,11 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from figures import heads_forming as fh
+from figures import mask_training as fm
 from lessons import head_roles as roles
 from lessons import heads_forming as hf
 from transformer import train_induction as ti
+from transformer import train_mask as tm
 
 # one snapshot further every this many seconds while the replay plays
 # (a rerun of the replay view each: 50 students playing = ~60 reruns/s)
@@ -45,17 +48,26 @@ def duty_from(text: str | None) -> float:
 DUTY = duty_from(os.environ.get("ATLAS_TRAIN_DUTY"))
 NICE = 10  # the training process' niceness: the server's own threads come first
 
-_REPLAY: ti.Replay | None = None
+_REPLAYS: dict[str, ti.Replay | tm.MaskReplay] = {}
 _REPLAY_LOCK = threading.Lock()
 
 
-def replay() -> ti.Replay:
-    """The bundled replay, read once per process (outside Streamlit's caches: a "clear cache" does not reload it)."""
-    global _REPLAY
+def _bundled(name: str, load):
+    """load(), once per process (outside Streamlit's caches: a "clear cache" does not reload it)."""
     with _REPLAY_LOCK:
-        if _REPLAY is None:
-            _REPLAY = ti.load_replay()
-        return _REPLAY
+        if name not in _REPLAYS:
+            _REPLAYS[name] = load()
+        return _REPLAYS[name]
+
+
+def replay() -> ti.Replay:
+    """The bundled replay of the induction heads forming."""
+    return _bundled("induction", ti.load_replay)
+
+
+def mask_replay() -> tm.MaskReplay:
+    """The bundled replay of the training with and without the causal mask."""
+    return _bundled("mask", tm.load_mask_replay)
 
 
 def charts(rp: ti.Replay, index: int, score: str, per_row: int) -> dict[str, go.Figure]:
@@ -116,6 +128,23 @@ def replay_figures(index: int, score: str, per_row: int) -> dict[str, go.Figure]
     return charts(replay(), index, score, per_row)
 
 
+def mask_chart(mrp: tm.MaskReplay) -> go.Figure:
+    """Both models' training and real-task curves."""
+    return fm.mask_curves(
+        mrp.steps(),
+        {hf.RUN_TITLES[run]: mrp.curve(run) for run in tm.RUNS},
+        mrp.steps(real=True),
+        {hf.RUN_TITLES[run]: mrp.curve(run, real=True) for run in tm.RUNS},
+        hf.guess_loss(mrp),
+    )
+
+
+@st.cache_resource(max_entries=1, show_spinner=False)
+def mask_figure() -> go.Figure:
+    """mask_chart() of the bundled mask replay."""
+    return mask_chart(mask_replay())
+
+
 def advance(key: str, steps: list[int]) -> bool:
     """Move the step slider `key` one snapshot on; False (and no move) at the last one."""
     i = steps.index(st.session_state.get(key, steps[0]))
@@ -145,14 +174,22 @@ def formed_step(rp: ti.Replay) -> str:
     return "never" if s is None else f"step {s.step}"
 
 
+# the trainings a server runs live: kind → (the function a child process runs, a blank replay for a config)
+JOBS = {
+    "heads": (ti.train_for_queue, lambda ic: ti.Replay(ic, ti.probe_for(ic))),
+    "mask": (tm.train_pair_for_queue, lambda ic: tm.MaskReplay(ic, *tm.prompt_for(ic))),
+}
+
+
 class LiveTraining:
-    """At most one training at a time in this process, run in a child process; its snapshots, readable by every
-    session while they arrive (a thread of this process reads them from the child)."""
+    """At most one training at a time in this process, of either kind (JOBS), run in a child process; its reports,
+    readable by every session while they arrive (a thread of this process reads them from the child)."""
 
     def __init__(self):
         self._lock = threading.Lock()
         self.thread: threading.Thread | None = None  # reads the child's reports; ends with the training
-        self.replay: ti.Replay | None = None  # the current (or last) run: snapshots appear as they are taken
+        self.replay: ti.Replay | tm.MaskReplay | None = None  # the current (or last) run, growing as reports come
+        self.kind = ""  # which training (a key of JOBS)
         self.owner = ""  # the session that started it
         self.state = "idle"  # idle, running, done, cancelled, failed
         self.message = ""  # why it failed
@@ -163,24 +200,29 @@ class LiveTraining:
     def running(self) -> bool:
         return self.state == "running"
 
+    def running_other(self, kind: str) -> bool:
+        """Is a training of another kind than `kind` running?"""
+        return self.running and self.kind != kind
+
     @property
     def step(self) -> int:
-        return 0 if self.replay is None else len(self.replay.train_loss)
+        return 0 if self.replay is None else self.replay.trained_steps
 
-    def start(self, owner: str, ic: ti.InductionConfig) -> bool:
-        """Start a training for `owner`; False when one is already running."""
+    def start(self, owner: str, ic: ti.InductionConfig, kind: str = "heads") -> bool:
+        """Start a training of `kind` for `owner`; False when one is already running."""
         with self._lock:
             if self.running:
                 return False
+            target, blank = JOBS[kind]
             ctx = multiprocessing.get_context("spawn")  # a fresh interpreter: no lock or thread of the server is copied
             self._cancel, reports = ctx.Event(), ctx.Queue()
             child = ctx.Process(
-                target=ti.train_for_queue,
+                target=target,
                 args=(ic, reports, self._cancel, DUTY, NICE),
                 name="atlas-live-training",
                 daemon=True,
             )
-            self.replay, self.owner, self.state, self.message = ti.Replay(ic, ti.probe_for(ic)), owner, "running", ""
+            self.replay, self.kind, self.owner, self.state, self.message = blank(ic), kind, owner, "running", ""
             self.run += 1
             child.start()
             self.thread = threading.Thread(
@@ -196,7 +238,7 @@ class LiveTraining:
             return True
         return False
 
-    def _read(self, child, reports, rp: ti.Replay) -> None:
+    def _read(self, child, reports, rp: ti.Replay | tm.MaskReplay) -> None:
         """Move the child's reports into `rp` until its last one (or its death)."""
         while True:
             try:
@@ -205,66 +247,98 @@ class LiveTraining:
                 if child.is_alive():
                     continue
                 kind, value = "failed", f"the training process ended (exit code {child.exitcode})"
-            if kind == "losses":
-                rp.train_loss.extend(value)
-            elif kind == "snapshot":
-                rp.snapshots.append(value)
-            else:
+            if kind in ("done", "cancelled", "failed"):
                 self.message, self.state = value, kind
                 child.join(5)
                 return
+            rp.add(kind, value)
 
     @property
     def snapshots(self) -> int:
-        """Snapshots the current (or last) run has taken so far."""
-        return 0 if self.replay is None else len(self.replay.snapshots)
+        """Snapshots (or, training with and without the mask, points) the current (or last) run has taken so far."""
+        if self.replay is None:
+            return 0
+        return len(self.replay.points if self.kind == "mask" else self.replay.snapshots)
 
     @property
     def progress(self) -> float:
         return 0.0 if self.replay is None else min(1.0, self.step / self.replay.config.steps)
 
-    def view(self, n: int | None = None) -> ti.Replay | None:
-        """A copy of the current run's replay with its first n snapshots
-        (all so far by default; None before the first)."""
+    def view(self, n: int | None = None) -> ti.Replay | tm.MaskReplay | None:
+        """A copy of the current run's replay with its first n snapshots (or points), all so far by default; None
+        before the first."""
         rp = self.replay
         n = self.snapshots if n is None else n
         if rp is None or not n:
             return None
+        if self.kind == "mask":
+            return dataclasses.replace(rp, points=rp.points[:n])
         return dataclasses.replace(rp, snapshots=rp.snapshots[:n], train_loss=rp.train_loss[: rp.snapshots[n - 1].step])
 
 
 LIVE = LiveTraining()
 
 
-def start_live(owner: str) -> None:
-    """The train button's callback: start the live training (unless one runs) and watch it."""
-    if LIVE.start(owner, LIVE_CONFIG):
-        st.session_state["heads_watch"] = True
+def start_live(owner: str, kind: str = "heads") -> None:
+    """A train button's callback: start the live training of `kind` (unless one runs) and watch it."""
+    if LIVE.start(owner, LIVE_CONFIG, kind):
+        st.session_state[f"{kind}_watch"] = True
+
+
+def train_button(where, kind: str, me: str) -> None:
+    """In `where`: the button that starts the live training of `kind`, its cancel button for the session that started
+    it, or a note that another session's training runs."""
+    if LIVE.running and LIVE.owner == me and LIVE.kind == kind:
+        where.button("✋ Cancel the training", key=f"{kind}_cancel", on_click=LIVE.cancel, args=(me,))
+    elif LIVE.running:
+        whose = "yours" if LIVE.owner == me else "started by someone else"
+        where.info(
+            f"A training is running ({whose}; one at a time on this server): "
+            + (
+                "watch the replay above, or switch on “Watch the live training” to follow it."
+                if LIVE.kind == kind
+                else "wait for it to end, or watch the replay."
+            )
+        )
+    else:
+        label = "🏋️ Train from scratch" if kind == "heads" else "🏋️ Train both from scratch"
+        where.button(label, key=f"{kind}_train", on_click=start_live, args=(me, kind))
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
 def live_figures(run: int, snapshots: int, per_row: int) -> dict[str, go.Figure] | None:
     """charts() of live run number `run` at its latest snapshot, once per new snapshot for every watcher."""
-    view = LIVE.view(snapshots) if LIVE.run == run else None
+    view = LIVE.view(snapshots) if LIVE.run == run and LIVE.kind == "heads" else None
     return None if view is None else charts(view, snapshots - 1, "induction", per_row)
 
 
-def live_status(live: LiveTraining) -> str:
-    """One line on the live training: where it is, its loss, when its induction head formed."""
+@st.cache_resource(max_entries=4, show_spinner=False)
+def live_mask_figure(run: int, points: int) -> go.Figure | None:
+    """mask_chart() of live run number `run` at its latest point, once per new point for every watcher."""
+    view = LIVE.view(points) if LIVE.run == run and LIVE.kind == "mask" else None
+    return None if view is None else mask_chart(view)
+
+
+STATES = {"running": "training", "done": "finished", "cancelled": "cancelled"}
+
+
+def live_status(live: LiveTraining, kind: str = "heads") -> str:
+    """One line on the live training of `kind`: where it is, its losses, and when the induction head formed (Heads
+    forming) or how each model does on the real task (with and without the mask)."""
     rp = live.view()
-    if live.state == "idle" or live.replay is None:
-        return "No training has run on this server yet."
-    steps = live.replay.config.steps
-    loss = f", loss {rp.snapshots[-1].loss:.3f}" if rp is not None else ""
-    formed = None if rp is None else ti.induction_step(rp)
-    head = "" if formed is None else f"; induction head at step {formed.step} ({formed.seconds:.0f} s)"
-    state = {
-        "running": "training",
-        "done": "finished",
-        "cancelled": "cancelled",
-        "failed": f"failed ({live.message})",
-    }[live.state]
-    return f"{state}: step {live.step} of {steps}{loss}{head}"
+    if live.state == "idle" or live.replay is None or live.kind != kind:
+        return "No training of this kind has run on this server yet."
+    state = STATES.get(live.state, f"failed ({live.message})")
+    head = f"{state}: step {live.step} of {live.replay.config.steps}"
+    if rp is None:
+        return head
+    if kind == "mask":
+        train = ", ".join(f"{hf.RUN_TITLES[run]} {loss:.3f}" for run, loss in rp.points[-1].train.items())
+        real = ", ".join(f"{hf.RUN_TITLES[run]} {r.loss_real:.3f}" for run, r in rp.results.items())
+        return f"{head}, training loss {train}" + (f"; on the real task {real}" if real else "")
+    formed = ti.induction_step(rp)
+    found = "" if formed is None else f"; induction head at step {formed.step} ({formed.seconds:.0f} s)"
+    return f"{head}, loss {rp.snapshots[-1].loss:.3f}{found}"
 
 
 def session_id() -> str:

@@ -207,7 +207,7 @@ def test_every_score_is_explained():
 def test_live_training_reproduces_the_replay(live):
     at = run_page(PAGE)
     assert not at.toggle(key="heads_watch").value
-    assert at.progress[0].proto.text == "No training has run on this server yet."
+    assert at.progress[0].proto.text == "No training of this kind has run on this server yet."
     at.button(key="heads_train").click().run()
     assert_ok(at)
     assert at.toggle(key="heads_watch").value  # the starter watches
@@ -222,7 +222,7 @@ def test_live_training_reproduces_the_replay(live):
     assert chart(at, "heads_live_patterns")["layout"]["title"]["text"] == f"Every head on the probe at step {last}"
     at.toggle(key="heads_watch").set_value(False).run()  # not watching: no live charts
     assert_ok(at)
-    assert chart_keys(at) == ["heads_loss", "heads_scores", "heads_patterns"]
+    assert chart_keys(at) == ["heads_loss", "heads_scores", "heads_patterns", "mask_loss"]
     assert_step(at, 0)  # the replay is untouched
 
 
