@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 from transformer import head_scores as hs
 
+from .heads import head_name
+
 BADGES = {
     "previous-token": "prev",
     "induction": "ind",
@@ -98,6 +100,15 @@ def badges(scores: hs.HeadScores) -> dict[tuple[int, int], str]:
         for head in range(n_head)
     }
     return {k: v for k, v in found.items() if v}
+
+
+DEMOS = {"induction": "induction", "previous-token": "previous-token", "first-token (sink)": "sink"}  # label → button
+
+
+def labelled(scores: hs.HeadScores, label: str) -> list[str]:
+    """Every head with this label (transformer.head_scores.LABELS), as "L.H" in layer order: what Multi-head's "Switch
+    off the induction heads" (and previous-token, sink) switches off."""
+    return [head_name(layer, head) for layer, head, _ in sorted(hs.heads_with(scores, label))]
 
 
 def legend() -> str:

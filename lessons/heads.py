@@ -5,6 +5,8 @@ Everything works on a trace's numpy arrays (or reads the model's weights); nothi
 
 from __future__ import annotations
 
+import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,6 +16,7 @@ from transformer.tokenizer import Encoding
 
 from .block_stats import block_output
 from .probability import softmax
+from .words import md, noun, percent, shown
 
 SINK_TOKENS = ("[CLS]", "[SEP]")  # where an encoder's heads park their weight
 
@@ -403,9 +406,42 @@ def concat_note(cfg: ModelConfig, layer: int, T: int) -> str:
     )
 
 
-def ablation_verdict(cfg: ModelConfig, chosen: list[str], moved: float, T: int) -> tuple[str, str]:
-    """What switching the chosen heads off did, in words: (kind "info" or "markdown", message). moved: the share of
-    probability that moved (a decoder), or 1 − cos averaged over the T tokens (an encoder)."""
+ABSENT_MOVED = 0.01  # a decoder: less than 1 % of the probability moved is "hardly anything"
+ABSENT_TURNED = 0.001  # an encoder: final vectors turned by less than 0.001 (1 − cos) on average
+
+
+@dataclass(frozen=True)
+class Effect:
+    """What switching heads off did to the output, as the page shows it."""
+
+    moved: float  # a decoder: ½ Σ |p − p′| over the vocabulary; an encoder: mean 1 − cos of the final vectors
+    top: str = ""  # a decoder: the most likely next token with every head on
+    p_before: float = 0.0  # … its probability with every head on
+    p_after: float = 0.0  # … and with the heads off
+
+
+def change_effect(change: NextTokenChange, labels: list[str]) -> Effect:
+    """A decoder's Effect: the share of probability moved and the top next token's probability before and after
+    (next_token_change lists the top token before first)."""
+    return Effect(change.moved, labels[int(change.ids[0])], float(change.before[0]), float(change.after[0]))
+
+
+def absent(cfg: ModelConfig, e: Effect) -> bool:
+    """Did switching the heads off change less than the stated threshold (ABSENT_MOVED, ABSENT_TURNED)?"""
+    return e.moved < (ABSENT_MOVED if cfg.has_lm_head else ABSENT_TURNED)
+
+
+def effect_words(cfg: ModelConfig, e: Effect) -> str:
+    """The size of an effect as the page prints it: "**53.2%** of the probability moved; ␣the: 61.0% → 12.3%"."""
+    if cfg.has_lm_head:
+        return f"**{percent(e.moved)}** moved; {md(e.top)}: {percent(e.p_before)} → {percent(e.p_after)}"
+    return f"turned by **{e.moved:.4f}**"
+
+
+def ablation_verdict(cfg: ModelConfig, chosen: list[str], e: Effect, T: int) -> tuple[str, str]:
+    """What switching the chosen heads off did, in words that follow the numbers shown: (kind "info", "markdown" or
+    "warning", message). Says so when the change is below the stated threshold, and when the top token became more
+    likely rather than less."""
     if not chosen:
         return (
             "info",
@@ -415,17 +451,45 @@ def ablation_verdict(cfg: ModelConfig, chosen: list[str], moved: float, T: int) 
             ),
         )
     if cfg.has_lm_head:
-        return (
-            "markdown",
-            (
-                f"Switched off: {', '.join(chosen)}. "
-                f"**{moved:.1%}** of the probability moved (½ Σ |p − p′| over all {cfg.vocab_size:,} tokens)."
-            ),
+        text = (
+            f"Switched off: {', '.join(chosen)}. **{percent(e.moved)}** of the probability moved "
+            f"(½ Σ |p − p′| over all {cfg.vocab_size:,} tokens). The most likely next token, {md(e.top)}, "
+            f"went from {percent(e.p_before)} to {percent(e.p_after)}."
         )
-    return (
-        "markdown",
-        (
+        if shown(e.p_after) > shown(e.p_before):
+            text += f" It became **more** likely without these heads: they were holding {md(e.top)} back."
+        threshold = f"less than {percent(ABSENT_MOVED)} moved"
+    else:
+        text = (
             f"Switched off: {', '.join(chosen)}. The final vectors turned by "
-            f"**{moved:.4f}** on average (1 − cos over the {T} tokens; 0 = unchanged)."
-        ),
+            f"**{e.moved:.4f}** on average (1 − cos over the {T} tokens; 0 = unchanged)."
+        )
+        threshold = f"they turned by less than {ABSENT_TURNED}"
+    if absent(cfg, e):
+        return "warning", f"{text} **Hardly any effect** ({threshold}): the model did not need these heads here."
+    return "markdown", text
+
+
+def random_heads(
+    n_layer: int, n_head: int, n: int, text: str, avoid: Iterable[tuple[int, int]] = ()
+) -> tuple[tuple[int, int], ...]:
+    """n heads drawn at random among those not in `avoid`, seeded by the text (the same text draws the same heads in
+    every session and process): the control for switching off n chosen heads. Sorted (layer, head) pairs."""
+    pool = [h for h in np.ndindex(n_layer, n_head) if h not in set(avoid)]
+    rng = np.random.default_rng(zlib.crc32(text.encode("utf-8")))
+    picked = rng.choice(len(pool), size=min(n, len(pool)), replace=False)
+    return tuple(sorted((int(pool[i][0]), int(pool[i][1])) for i in picked))
+
+
+def control_verdict(cfg: ModelConfig, chosen: Effect, control: Effect, n: int) -> str:
+    """The chosen heads against as many random heads (the control), compared on the numbers shown: which moved the
+    output more, or that they moved it about as much (less than the stated threshold apart)."""
+    heads_ = f"{n} random {noun(n, 'head')}"
+    gap = chosen.moved - control.moved
+    if abs(gap) < (ABSENT_MOVED if cfg.has_lm_head else ABSENT_TURNED):
+        return f"Control, {heads_} switched off: {effect_words(cfg, control)}: **about as much** as the chosen heads."
+    more = "more" if gap > 0 else "less"
+    return (
+        f"Control, {heads_} switched off: {effect_words(cfg, control)}. The chosen heads moved the output "
+        f"**{more}** than as many random heads."
     )

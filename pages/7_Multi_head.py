@@ -158,6 +158,17 @@ def switch_off() -> None:
     if read.encoder_note:
         st.markdown(read.encoder_note)
     st.latex(read.ablation_latex)
+    scores = cached.head_scores(state.model)
+    for col, (label, short) in zip(st.columns(len(head_roles.DEMOS)), head_roles.DEMOS.items(), strict=True):
+        names = head_roles.labelled(scores, label)
+        col.button(
+            f"Switch off the {short} heads ({len(names)})",
+            key=f"multihead_demo_{short}",
+            disabled=not names,
+            on_click=st.session_state.update,
+            args=({"multihead_ablate": names},),
+            help=f"Every head labelled {label} (part 3's badges), and no other.",
+        )
     c1, c2 = st.columns([3, 1])
     help_heads = (
         "Any heads of any layers, written layer.head: 0.2 = layer 0, head 2. "
@@ -169,10 +180,23 @@ def switch_off() -> None:
     help_k = "How many of the most likely next tokens to list (before, and after switching off)."
     k = c2.slider("Top tokens", 3, 20, **ui.kept("multihead_topk", 8), help=help_k) if cfg.has_lm_head else 0
     ablate = tuple(sorted(heads.parse_head(n) for n in chosen))
-    fig, table, moved = cached.ablation(key.untempered, ablate, k)
+    control = heads.random_heads(n_layer, nh, len(ablate), key.text, ablate)  # seeded by the text
+    c1.button(
+        f"Switch off as many random heads ({len(control)})",
+        key="multihead_demo_random",
+        disabled=not control,
+        on_click=st.session_state.update,
+        args=({"multihead_ablate": [heads.head_name(*h) for h in control]},),
+        help="The control: as many heads as are switched off now, others drawn at random (the same for the same text).",
+    )
+    fig, table, effect = cached.ablation(key.untempered, ablate, k)
     ui.show_figure(fig, key="multihead_ablation")
-    kind, message = heads.ablation_verdict(cfg, chosen, moved, T)  # a result: shown in presenter view too
+    kind, message = heads.ablation_verdict(cfg, chosen, effect, T)  # a result: shown in presenter view too
     getattr(st, kind)(message)
+    if chosen and control:  # the same number of other heads, the control every result needs
+        control_effect = cached.ablation(key.untempered, control, k)[2]
+        names = ", ".join(heads.head_name(*h) for h in control)
+        st.markdown(f"{heads.control_verdict(cfg, effect, control_effect, len(control))} Random heads: {names}.")
     ui.as_trained(state, "Both runs, with all heads and with heads switched off")
     if table:
         prob = st.column_config.NumberColumn(format="%.5f")

@@ -36,3 +36,10 @@ def test_legend_states_every_badge_and_threshold():
     legend = head_roles.legend()
     assert "**prev** = previous-token score ≥ 0.5" in legend and "**ind** = induction score ≥ 0.4" in legend
     assert legend.count("**") == 2 * len(head_roles.BADGES)
+
+
+def test_labelled_lists_the_heads_a_demo_switches_off_in_layer_order():
+    s = scores(induction_1_2=0.45, induction_0_0=0.9, induction_1_0=0.39, first_token_0_1=0.5)  # 0.39: no label
+    assert head_roles.labelled(s, "induction") == ["0.0", "1.2"]
+    assert head_roles.labelled(s, "first-token (sink)") == ["0.1"] and head_roles.labelled(s, "previous-token") == []
+    assert set(head_roles.DEMOS) <= set(head_roles.BADGES)  # every demo is a label the badges show

@@ -366,20 +366,62 @@ def test_overview_concat_and_ablation_words(tiny_cfg):
         and "concatenated **(5, 32)** → times W_O **(32, 32)** plus b_O (one vector of 32 numbers)" in note
     )
     assert "(this model has no bias b_O)" in heads.concat_note(LLAMA, 0, 5)
+
+
+def test_ablation_verdict_follows_the_numbers(tiny_cfg):
     assert (
-        heads.ablation_verdict(tiny_cfg, [], 0.0, 5)
+        heads.ablation_verdict(tiny_cfg, [], heads.Effect(0.0), 5)
         == ("info", "No head is switched off: both bars are the model as trained. Choose heads above.")
     )
-    assert heads.ablation_verdict(tiny_cfg, ["0.1", "2.3"], 0.1234, 5)[1].startswith(
-        "Switched off: 0.1, 2.3. **12.3%** of the probability moved"
-    )
-    assert heads.ablation_verdict(BERT, ["0.1"], 0.01234, 7) == (
+    kind, text = heads.ablation_verdict(tiny_cfg, ["0.1", "2.3"], heads.Effect(0.1234, "␣the", 0.61, 0.2), 5)
+    assert kind == "markdown" and text.startswith("Switched off: 0.1, 2.3. **12.3%** of the probability moved")
+    assert "The most likely next token, ␣the, went from 61.0% to 20.0%." in text
+    assert "more** likely" not in text and "Hardly any effect" not in text
+    # absent: 0.4 % moved, below the stated 1 %
+    kind, text = heads.ablation_verdict(tiny_cfg, ["0.1"], heads.Effect(0.004, "␣the", 0.61, 0.606), 5)
+    assert kind == "warning" and "**0.4%** of the probability moved" in text
+    assert "**Hardly any effect** (less than 1.0% moved): the model did not need these heads here." in text
+    # reversed: the top token became more likely without the heads (compared as printed: 61.0% → 70.0%)
+    kind, text = heads.ablation_verdict(tiny_cfg, ["0.1"], heads.Effect(0.09, "␣the", 0.61, 0.7), 5)
+    assert kind == "markdown" and "It became **more** likely without these heads" in text
+    # a rise too small to print is no rise: 61.01 % and 61.04 % both print 61.0%
+    tiny_rise = heads.Effect(0.2, "x", 0.6101, 0.6104)
+    assert "more** likely" not in heads.ablation_verdict(tiny_cfg, ["0.1"], tiny_rise, 5)[1]
+    assert heads.ablation_verdict(BERT, ["0.1"], heads.Effect(0.01234), 7) == (
         "markdown",
         (
             "Switched off: 0.1. The final vectors turned by **0.0123** "
             "on average (1 − cos over the 7 tokens; 0 = unchanged)."
         ),
     )
+    kind, text = heads.ablation_verdict(BERT, ["0.1"], heads.Effect(0.0004), 7)
+    assert kind == "warning" and "**Hardly any effect** (they turned by less than 0.001)" in text
+
+
+def test_random_heads_are_seeded_by_the_text_and_avoid_the_chosen():
+    chosen = ((0, 1), (2, 3))
+    a = heads.random_heads(4, 6, 2, "the cat sat", chosen)
+    assert a == heads.random_heads(4, 6, 2, "the cat sat", chosen)  # the same text: the same heads
+    assert len(set(a)) == 2 and not set(a) & set(chosen) and all(0 <= lay < 4 and 0 <= h < 6 for lay, h in a)
+    assert list(a) == sorted(a)
+    draws = {heads.random_heads(4, 6, 2, f"text {i}", chosen) for i in range(20)}
+    assert len(draws) > 10  # another text, other heads
+    assert heads.random_heads(2, 2, 3, "x", ((0, 0), (0, 1))) == ((1, 0), (1, 1))  # no more than there are
+
+
+def test_control_verdict_compares_with_as_many_random_heads(tiny_cfg):
+    chosen = heads.Effect(0.53, "␣the", 0.7, 0.1)
+    more = heads.control_verdict(tiny_cfg, chosen, heads.Effect(0.10, "␣the", 0.7, 0.6), 8)
+    assert more == (
+        "Control, 8 random heads switched off: **10.0%** moved; ␣the: 70.0% → 60.0%. "
+        "The chosen heads moved the output **more** than as many random heads."
+    )
+    weak, strong = heads.Effect(0.05, "␣the", 0.7, 0.68), heads.Effect(0.3, "␣the", 0.7, 0.3)
+    less = heads.control_verdict(tiny_cfg, weak, strong, 1)
+    assert "1 random head switched off" in less and "**less** than as many random heads" in less
+    same = heads.control_verdict(tiny_cfg, heads.Effect(0.105), heads.Effect(0.10), 2)  # 0.5 points apart: < 1 %
+    assert "**about as much** as the chosen heads" in same
+    assert "**about as much**" in heads.control_verdict(BERT, heads.Effect(0.0105), heads.Effect(0.0101), 2)
 
 
 def test_overview_leaves_out_the_future_and_hidden_columns(tr):

@@ -112,20 +112,21 @@ def concat_figures(key: TraceKey, layer: int, t: int) -> tuple[go.Figure, go.Fig
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
-def ablation(key: TraceKey, ablate: tuple[tuple[int, int], ...], k: int) -> tuple[go.Figure, dict | None, float]:
+def ablation(key: TraceKey, ablate: tuple[tuple[int, int], ...], k: int) -> tuple[go.Figure, dict | None, heads.Effect]:
     """What switching the heads `ablate` off changes: a decoder's next-token probabilities (figure, table of the top k
-    before and after, share of probability moved); an encoder's final vectors (figure, no table, mean 1 − cos over the
-    tokens)."""
+    before and after, the share of probability moved and the top token before and after); an encoder's final vectors
+    (figure, no table, mean 1 − cos over the tokens)."""
     before, after = get_trace(key), get_trace(key.but(ablate=ablate))
     off = f"{len(ablate)} {noun(len(ablate), 'head')} switched off"
     if before.cfg.has_lm_head:
-        change = heads.next_token_change(before["logits"][-1], after["logits"][-1], k)
-        table = heads.change_table(change, get_model(key.model).tokenizer.vocab_labels())
+        change = heads.next_token_change(before["logits"][-1], after["logits"][-1], max(k, 1))
+        vocab = get_model(key.model).tokenizer.vocab_labels()
+        table = heads.change_table(change, vocab)
         fig = fm.ablation_bars(table["next token"], change.before, change.after, f"Next-token probabilities, {off}")
-        return fig, table, change.moved
+        return fig, table, heads.change_effect(change, vocab)
     oc = heads.output_change(before, after)
     fig = fm.output_change_bars(oc.cosine, oc.relative, before.encoding.labels, f"Every token's final vector, {off}")
-    return fig, None, float(oc.turned)
+    return fig, None, heads.Effect(float(oc.turned))
 
 
 # --- What each head does: its scores on a probe of repeated random tokens ---
