@@ -3,11 +3,17 @@ expected effect is absent (Tokens' analogy, Multi-head's one-click switch-offs a
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
+import torch
 
+from lessons.words import md, percent
 from tests.app.conftest import SENTENCE, SMOL
-from tests.apptest_utils import assert_ok, chart, page_path, run_page, texts
+from tests.apptest_utils import assert_ok, chart, open_tab, page_path, run_page, texts
+from transformer import Interventions, run_trace
+from transformer import head_scores as hs
 from transformer.loading import missing_real_models
 
 pytestmark = pytest.mark.skipif(bool(missing_real_models()), reason="the real models are not installed")
@@ -47,3 +53,48 @@ def test_paris_france_italy_on_smollm2_leaves_paris_out_and_says_rome_is_not_fir
     assert f"The nearest token to Paris − France \\+ Italy is **{top[0]}**" in shown
     assert f"the expected «Rome» is rank **{rank}**" in shown and "the analogy **does not work** here" in shown
     assert ("not in the top 10 listed" in shown) == (rank > 10)
+
+
+def printed_effect(smol, heads: frozenset) -> tuple[str, str, str, str]:
+    """Independently, through the engine's intervention: the share of probability moved by switching `heads` off and
+    the top next token's probability before and after, as the page prints them."""
+    before = run_trace(smol.model, smol.tokenizer, SENTENCE)["logits"][-1]
+    after = run_trace(smol.model, smol.tokenizer, SENTENCE, Interventions(ablate=heads))["logits"][-1]
+    p, q = (torch.softmax(torch.tensor(x, dtype=torch.float64), -1).numpy() for x in (before, after))
+    top = int(p.argmax())
+    return percent(0.5 * np.abs(p - q).sum()), smol.tokenizer.vocab_labels()[top], percent(p[top]), percent(q[top])
+
+
+@pytest.mark.slow
+def test_multihead_switches_off_the_labelled_heads_and_as_many_random_ones_on_smollm2(smol):
+    at = open_tab(run_page(page_path("7_Multi_head"), model=SMOL, sentence=SENTENCE), "multihead_part", "5 ·")
+    assert_ok(at)
+    scores = hs.probe_scores(smol.model, smol.tokenizer)  # the badges' measure, made again here
+    checked = 0
+    demos = (("induction", "induction"), ("previous-token", "previous-token"), ("first-token (sink)", "sink"))
+    for label, short in demos:
+        labelled = frozenset((layer, head) for layer, head, _ in hs.heads_with(scores, label))
+        if not labelled:
+            assert at.button(key=f"multihead_demo_{short}").disabled
+            continue
+        at.button(key=f"multihead_demo_{short}").click().run()
+        assert_ok(at)
+        chosen = at.multiselect(key="multihead_ablate").value
+        assert {tuple(map(int, n.split("."))) for n in chosen} == labelled
+        moved, top, p, q = printed_effect(smol, labelled)
+        shown = texts(at)
+        assert f"**{moved}** of the probability moved" in shown
+        assert f"The most likely next token, {md(top)}, went from {p} to {q}." in shown
+        # the control: as many other heads, drawn from the text; its numbers equal a manual ablation of them
+        control = re.search(r"Random heads: ([\d., ]+)\.", shown)
+        assert control, shown
+        random = frozenset(tuple(map(int, n.split("."))) for n in control.group(1).split(", "))
+        assert len(random) == len(labelled) and not random & labelled
+        c_moved, c_top, c_p, c_q = printed_effect(smol, random)
+        assert f"switched off: **{c_moved}** moved; {md(c_top)}: {c_p} → {c_q}" in shown
+        # one click makes the control the chosen heads
+        at.button(key="multihead_demo_random").click().run()
+        assert {tuple(map(int, n.split("."))) for n in at.multiselect(key="multihead_ablate").value} == random
+        assert f"**{c_moved}** of the probability moved" in texts(at)
+        checked += 1
+    assert checked >= 2  # SmolLM2 has induction and previous-token heads
