@@ -15,7 +15,7 @@ from transformer import Trace, TraceInputError
 from transformer.shortcuts import Tempered
 from transformer.trace import token_limit
 
-from . import export, presenter, widths
+from . import a11y, export, presenter, widths
 from .caches.heads import head_scores
 from .models import TraceKey, get_model, get_trace
 from .state import State
@@ -117,7 +117,8 @@ def lazy_tabs(parts: dict[str, Callable[[], None]], key: str) -> None:
 
 def show_figure(fig: go.Figure, key: str, on_click: Callable[[], None] | None = None) -> None:
     """Draw `fig` at the width its chart had in the browser last time, when known (see ui/widths.py), with larger
-    text in presenter view; its numbers go into the page's CSV. on_click: called when a click selects points."""
+    text in presenter view, and its text alternative (ui/a11y.py); its numbers go into the page's CSV. on_click: called
+    when a click selects points."""
     spec = fig.to_dict()
     if widths.drawn_narrow(key):
         spec = narrow(spec)
@@ -130,7 +131,9 @@ def show_figure(fig: go.Figure, key: str, on_click: Callable[[], None] | None = 
     spec = {**spec, "layout": layout}
     export.add_figure(key, spec)
     clicks = {"on_select": on_click, "selection_mode": "points"} if on_click else {}
+    a11y.before_chart(key, spec)  # its description, for screen readers
     st.plotly_chart(Spec(spec), config=export.plotly_config(key), key=key, **clicks)
+    a11y.after_chart(key, spec)  # the description and the numbers, shown on request
 
 
 def token_clicks(chart_key: str, token_key: str) -> Callable[[], None]:

@@ -27,7 +27,7 @@ def tab(browser):
 
 
 def menu(page) -> str:
-    return page.locator('[data-testid="stSidebarNav"]').inner_text()
+    return page.locator(".st-key-atlas_menu").inner_text()  # ui/navigation.draw_menu
 
 
 def test_a_first_visit_to_a_page_address_gets_the_grouped_menu(browser):

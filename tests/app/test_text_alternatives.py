@@ -1,0 +1,84 @@
+"""Every chart's text alternative on the pages (ui/a11y.py): a description a screen reader reads before the chart, and
+on request the description and the chart's numbers as a table. Expected values come from a fresh trace of the bundled
+model, read with NumPy."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from tests import apptest_utils as u
+from transformer import run_trace
+from ui import a11y
+
+PAGE = u.page_path("3_One_head")
+SENTENCE = "The cat sat on the mat."
+LAYER, HEAD = 1, 2
+ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])")  # lessons.words.md's backslash before each ASCII punctuation mark
+
+
+@pytest.fixture(scope="module")
+def weights(lm) -> np.ndarray:
+    """The head's attention weights (T, T), from a trace of our own."""
+    return run_trace(lm.model, lm.tokenizer, SENTENCE)[f"blocks.{LAYER}.attn.hook_pattern"][HEAD]
+
+
+@pytest.fixture(scope="module")
+def labels(lm) -> list[str]:
+    return list(lm.tokenizer.encode(SENTENCE).labels)
+
+
+def page():
+    at = u.run_page(PAGE, sentence=SENTENCE, layer=str(LAYER), head=str(HEAD))
+    u.assert_ok(at)
+    return at
+
+
+def descriptions(at) -> list[str]:
+    """The chart descriptions on the page (markdown starting "Chart: "), markdown escapes undone."""
+    found = [ESCAPED.sub(r"\1", m.value) for m in at.markdown]
+    return [t.removeprefix("Chart: ") for t in found if t.startswith("Chart: ")]
+
+
+def test_every_chart_has_a_description_for_screen_readers():
+    """One description per chart, on every tab, each starting with its chart's title."""
+    at = page()
+    opened = 0
+    for _ in u.each_tab(at):
+        titles = [c["layout"].get("title", {}).get("text", "") for c in u.charts(at)]
+        assert titles and len(descriptions(at)) == len(titles)
+        opened += 1
+    assert opened == 6
+
+
+def test_one_head_says_where_the_top_weight_is(weights, labels):
+    """Step 4's map of weights: each query's most-attended key and its weight, as the trace has them."""
+    at = u.open_tab(page(), "onehead_step", "4 ·")
+    [said] = [d for d in descriptions(at) if d.startswith("Attention weights α")]
+    below = weights[1:]  # the first token sees only itself (weight 1): the top weight of the other rows
+    i, j = np.unravel_index(np.argmax(below), below.shape)
+    i += 1
+    assert f"'{labels[i]}' looks most at '{labels[j]}' ({weights[i, j]:.2f})" in said
+    last = int(np.argmax(weights[-1]))
+    assert f"'{labels[-1]}' looks most at '{labels[last]}' ({weights[-1, last]:.2f})" in said
+
+
+def test_the_chosen_tokens_attention_row_reads_as_a_table(weights, labels):
+    """Step 5, a chosen query token: its row of weights in the bars' data table (opened on request: a closed one
+    draws nothing)."""
+    i = 3
+    at = page()
+    at.session_state["onehead_query"] = i
+    u.open_tab(at, "onehead_step", "5 ·")
+    assert not at.dataframe  # closed: no table sent
+    at.session_state["onehead_bars" + a11y.TABLE_SUFFIX] = True
+    at.run()
+    u.assert_ok(at)
+    [table] = [d.value for d in at.dataframe]
+    assert list(table["x"]) == labels
+    np.testing.assert_allclose(table["y"].to_numpy(dtype=float), weights[i], rtol=1e-6)
+    shown = [ESCAPED.sub(r"\1", m.value) for m in at.markdown]
+    j = int(np.argmax(weights[i]))
+    assert any(t.startswith(f"Weights of query {i}.") and f"'{labels[j]}' {weights[i, j]:.2f}" in t for t in shown)

@@ -1,0 +1,109 @@
+"""Accessibility glue (docs/accessibility.md): the page's skip link and focus outlines, text that meets WCAG AA
+contrast, and each chart's text alternative and data table.
+
+Every chart (ui.show_figure) gets its description (figures/describe.py) as text a screen reader reads just before
+the chart and that the screen does not show, and under the chart a "Read as text, data as table" expander that shows
+the description and the chart's numbers; the expander runs only when opened (on_change="rerun"), so a closed one costs
+nothing.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from figures.describe import describe, grids
+from figures.export import cell, rows
+from lessons.words import md
+
+MENU_KEY = "atlas_menu"  # the sidebar menu's container (ui/navigation.py)
+ALT_PREFIX = "atlas_alt_"  # the container keys of the descriptions a screen reader reads
+ANCHOR_ID = "atlas-chart"  # where the skip link moves the focus: just before the page's first chart
+TABLE_SUFFIX = "_as_text"  # a chart's key + this: its "Read as text, data as table" expander, open or not
+FIRST_KEY = "atlas_first_chart"  # set at the start of a run (skip_link); the first chart of the run takes it
+# Text colours with a WCAG AA contrast (≥ 4.5) on white, the sidebar's grey (#f0f2f6) and code blocks' (#f7f7f6), where
+# Streamlit's light theme falls short: captions (2.9), and the code colours of keywords (3.6), numbers and strings (2.5)
+# and comments (3.5).
+CAPTION = "#5c5e69"  # 6.4 on white, 5.8 on the sidebar
+CODE = {"#0d5fa8": "keyword builtin function class-name boolean", "#127a6a": "number string char constant symbol",
+        "#5d6170": "comment prolog doctype cdata"}  # 6.1, 4.9, 5.8 on a code block
+FOCUS = "2px solid #1c4e80"  # the focus outline: contrast 8.9 on white
+SKIP_LINK = f'<a class="atlas-skip" href="#{ANCHOR_ID}">Skip to the chart</a>'
+ANCHOR = f'<div id="{ANCHOR_ID}" tabindex="-1"></div>'
+SKIP_KEY = "atlas_skip"
+# Static CSS, no user text. Visually hidden = the usual screen-reader-only pattern: in the page, not on the screen.
+SR_ONLY = "position: absolute !important; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); " \
+    "white-space: nowrap; margin: -1px;"
+# Buttons that play a replay (Heads forming's ▶ Play): with reduced motion asked for (the system's setting) they give
+# way to the step control beside them, which shows the chosen frame and moves one frame per key press.
+PLAY_KEYS = ("heads_play",)
+CODE_CSS = " ".join(
+    f"{', '.join(f'code .token.{t}' for t in tokens.split())} {{ color: {colour} !important; }}"
+    for colour, tokens in CODE.items()
+)
+CSS = f"""<style>
+[data-testid="stCaptionContainer"] {{ opacity: 1 !important; }}
+[data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] * {{ color: {CAPTION} !important; }}
+{CODE_CSS}
+[class*="st-key-{ALT_PREFIX}"] {{ {SR_ONLY} }}
+.st-key-{SKIP_KEY} {{ position: absolute; z-index: 1000; }}
+.atlas-skip:not(:focus) {{ {SR_ONLY} }}
+.st-key-{MENU_KEY} h3 {{ font-size: 1rem; padding: 0.75rem 0 0.25rem; }}
+.atlas-skip:focus {{ display: inline-block; padding: 0.3rem 0.6rem; background: #fff; outline: {FOCUS}; }}
+:focus-visible, [role="slider"]:focus, [data-baseweb="select"]:focus-within,
+[data-testid="stTextArea"] [data-baseweb="textarea"]:focus-within, [data-baseweb="input"]:focus-within,
+label:has(input:focus-visible), summary:focus-visible {{ outline: {FOCUS} !important; outline-offset: 2px; }}
+#{ANCHOR_ID}:focus {{ outline: none; }}
+@media (prefers-reduced-motion: reduce) {{
+  *, *::before, *::after {{ animation-duration: 0.01ms !important; animation-iteration-count: 1 !important;
+    transition-duration: 0.01ms !important; scroll-behavior: auto !important; }}
+  {", ".join(f".st-key-{k}" for k in PLAY_KEYS)} {{ display: none; }}
+}}
+</style>"""
+
+
+def skip_link() -> None:
+    """At the top of the page: a link that moves the focus to the page's first chart (the keyboard skips the
+    sidebar and the controls), and the page's accessibility CSS."""
+    st.session_state[FIRST_KEY] = True
+    st.html(CSS)
+    with st.container(key=SKIP_KEY):  # out of the page's flow: it takes no room until focused
+        st.markdown(SKIP_LINK, unsafe_allow_html=True)  # a fixed string
+
+
+def before_chart(key: str, spec: dict) -> None:
+    """Before a chart, visually hidden: the skip link's target (first chart of the run only) and the chart's
+    description, for screen readers."""
+    with st.container(key=ALT_PREFIX + key):
+        if st.session_state.pop(FIRST_KEY, False):
+            st.markdown(ANCHOR, unsafe_allow_html=True)  # a fixed string
+        st.markdown(md("Chart: " + describe(spec)))
+
+
+def after_chart(key: str, spec: dict) -> None:
+    """Under a chart: the description and the numbers, shown on request."""
+    box = st.expander("Read as text, data as table", key=key + TABLE_SUFFIX, on_change="rerun")
+    if box.open:
+        with box:
+            st.markdown(md(describe(spec)))
+            for name, table in tables(spec):
+                if name:
+                    st.caption(md(name))
+                st.dataframe(table)
+
+
+def tables(spec: dict) -> list[tuple[str, pd.DataFrame]]:
+    """The chart's numbers: each heatmap as its grid (rows and columns named as on the axes), the other traces as one
+    table of points (trace, x, y, z)."""
+    out = [(name, pd.DataFrame(z, index=unique(y), columns=unique(x))) for name, y, x, z in grids(spec)]
+    others = [t for t in spec.get("data", []) if t.get("type") != "heatmap"]
+    points = [r[1:] for r in rows("", {**spec, "data": others})]
+    if points:
+        frame = pd.DataFrame([[cell(v) for v in r] for r in points], columns=["trace", "x", "y", "z"])
+        out.append(("", frame.loc[:, (frame != "").any()]))  # no empty column (z of a 2-D chart)
+    return out
+
+
+def unique(labels: list[str]) -> list[str]:
+    """Row or column names a table can hold: a repeated label (the same token twice) gets its position."""
+    return [f"{i}: {s}" for i, s in enumerate(labels)] if len(set(labels)) < len(labels) else list(labels)
