@@ -192,12 +192,33 @@ def tokens_note(ids: set[int]) -> str:
     )
 
 
-def cosine_note(cos: np.ndarray) -> str:
-    """The cosines (n_pairs, n_layer + 1) averaged over the pairs, at the embedding and after the last block."""
-    return (
-        f"Averaged over the pairs: cos = {cos[:, 0].mean():.3f} at the embedding, "
-        f"{cos[:, -1].mean():.3f} after the last block."
-    )
+DRIFT = 0.05  # |Δ cos| between the embedding and the last block below this: no clear change
+
+
+def cosine_note(cos: np.ndarray, names: list[str]) -> str:
+    """What the cosine lines show, from the numbers printed: the cosines (n_pairs, n_layer + 1) averaged over the pairs
+    at the embedding and after the last block, whether they fell (the vectors moved apart), hardly moved (|Δ| < DRIFT)
+    or rose (reversed); and, with several pairs (named by `names`), the least and the most alike after the last
+    block."""
+    start, end = round(float(cos[:, 0].mean()), 3), round(float(cos[:, -1].mean()), 3)
+    delta = round(end - start, 3)  # of the numbers as printed
+    text = f"Averaged over the pairs: cos = {start:.3f} at the embedding, {end:.3f} after the last block"
+    if delta <= -DRIFT:
+        text += f": the vectors **moved apart** as context flowed in (cos fell by {-delta:.3f})."
+    elif delta >= DRIFT:
+        text += f": **reversed**, the vectors grew more alike (cos rose by {delta:.3f}); context did not part them."
+    else:
+        text += (
+            f": **no clear change** (|Δ cos| = {abs(delta):.3f}, below {DRIFT}): context did not set the vectors "
+            "apart here."
+        )
+    if len(names) > 1:
+        lo, hi = int(cos[:, -1].argmin()), int(cos[:, -1].argmax())
+        text += (
+            f" After the last block the least alike pair is {names[lo]} ({cos[lo, -1]:.3f}), "
+            f"the most alike {names[hi]} ({cos[hi, -1]:.3f})."
+        )
+    return text
 
 
 def spread_note(explained: np.ndarray, n_vectors: int) -> str:

@@ -29,9 +29,10 @@ st.latex(read.latex)
 
 with ui.folded("Sentences and word"):
     c1, c2 = st.columns([3, 2])
+    context.name_loaded_set("\n".join(FIRST_SENTENCES))  # the preset box names the set the boxes hold, or none
     c1.selectbox(
         "Preset",
-        list(context.SETS),
+        [*context.SETS, context.OWN],
         bind="query-params",
         key="context_set",
         on_change=context.apply_set,
@@ -104,9 +105,9 @@ ids = {traces[n - 1].encoding.ids[m.position] for n, m in found.items()}
 st.header("1 · How alike are the vectors, layer by layer?")
 ui.explain(read.similarity)
 st.markdown(cx.tokens_note(ids))
-cos_fig, cos = cached.cosine_figure(vectors, word, forms)
+cos_fig, cos, pair_names = cached.cosine_figure(vectors, word, forms)
 ui.show_figure(cos_fig, key="context_cosine")
-st.caption(cx.cosine_note(cos))
+st.markdown(cx.cosine_note(cos, pair_names))  # a result: shown in presenter view too
 
 st.header("2 · Trajectories through the layers")
 ui.explain(

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from tests import apptest_utils as u
+from ui.context import OWN, SETS
 
 REPEATED = "the cat and the dog and the bird"  # 9 tokens on the bundled model: the whole text fits the table
 
@@ -30,3 +33,30 @@ def test_masking_counts_are_those_of_the_printed_table():
     said = re.search(r"more likely at \*\*(\d+) of (\d+)\*\* positions, less likely at \*\*(\d+)\*\*", u.texts(at))
     assert said and tuple(map(int, said.groups())) == (ups, len(rows), downs)
     assert ("did **not** help" in u.texts(at)) == (ups <= downs)
+
+
+def test_context_preset_box_names_the_loaded_set_and_the_note_follows_the_cosines():
+    bank = "\n".join(SETS["River bank vs money bank"][0])
+    at = u.run_page(u.page_path("10_Context"), context_sentences=bank, context_word="bank")  # a link without the set
+    u.assert_ok(at)
+    assert at.selectbox(key="context_set").value == "River bank vs money bank"
+    cos = u.array(u.chart(at, "context_cosine")["data"][0]["y"])  # one pair: its cosine at every layer
+    start, end = round(float(cos[0]), 3), round(float(cos[-1]), 3)
+    said = f"cos = {start:.3f} at the embedding, {end:.3f} after the last block"
+    assert said in u.texts(at)
+    verdict = "**moved apart**" if end - start <= -0.05 else "**reversed**" if end - start >= 0.05 else "**no clear"
+    assert verdict in u.texts(at)
+    at.text_area(key="context_sentences").input("The bank was closed.\nThe bank of the river.").run()
+    assert at.selectbox(key="context_set").value == OWN  # typed sentences: no preset named
+    at.selectbox(key="context_set").set_value("Time flies vs fruit flies").run()
+    assert at.text_area(key="context_sentences").value == "\n".join(SETS["Time flies vs fruit flies"][0])
+    assert at.selectbox(key="context_set").value == "Time flies vs fruit flies"
+
+
+def test_context_says_when_the_vectors_did_not_move_apart():
+    # the same sentence twice: the word's vectors are equal at every layer (cos 1.000 → 1.000), no effect
+    at = u.run_page(u.page_path("10_Context"), context_sentences="I love bears.\nI love bears.", context_word="bear")
+    u.assert_ok(at)
+    np.testing.assert_allclose(u.array(u.chart(at, "context_cosine")["data"][0]["y"]), 1.0, atol=1e-5)
+    assert "cos = 1.000 at the embedding, 1.000 after the last block: **no clear change**" in u.texts(at)
+    assert "moved apart" not in u.texts(at) and at.selectbox(key="context_set").value == OWN

@@ -194,10 +194,25 @@ def test_context_notes_by_hand():
     assert cx.tokens_note({5}).startswith("Every sentence uses the **same token** (id 5)")
     assert cx.tokens_note({7, 3}).startswith("The sentences use **different tokens** here (ids 3, 7;")
     # two pairs: (1.0 + 0.8) / 2 = 0.9 at the embedding, (0.5 + 0.1) / 2 = 0.3 at the end
-    assert (
-        cx.cosine_note(np.array([[1.0, 0.7, 0.5], [0.8, 0.4, 0.1]]))
-        == "Averaged over the pairs: cos = 0.900 at the embedding, 0.300 after the last block."
+    assert cx.cosine_note(np.array([[1.0, 0.7, 0.5], [0.8, 0.4, 0.1]]), ["sentence 1 vs 2", "sentence 1 vs 3"]) == (
+        "Averaged over the pairs: cos = 0.900 at the embedding, 0.300 after the last block: the vectors **moved "
+        "apart** as context flowed in (cos fell by 0.600). After the last block the least alike pair is sentence 1 "
+        "vs 3 (0.100), the most alike sentence 1 vs 2 (0.500)."
     )
+
+
+def test_context_note_says_when_the_vectors_did_not_move_apart_or_grew_more_alike():
+    # absent: 0.900 → 0.870, |Δ| = 0.030 < 0.05
+    flat = cx.cosine_note(np.array([[0.9, 0.8, 0.87]]), ["sentence 1 vs 2"])
+    assert flat == (
+        "Averaged over the pairs: cos = 0.900 at the embedding, 0.870 after the last block: **no clear change** "
+        "(|Δ cos| = 0.030, below 0.05): context did not set the vectors apart here."
+    )
+    # reversed: different tokens that grow more alike, 0.400 → 0.700
+    rose = cx.cosine_note(np.array([[0.4, 0.5, 0.7]]), ["sentence 1 vs 2"])
+    assert "**reversed**, the vectors grew more alike (cos rose by 0.300)" in rose and "moved apart" not in rose
+    # on the threshold as printed: 0.9004 and 0.8504 print 0.900 and 0.850, 0.050 apart: counted as moving apart
+    assert "cos fell by 0.050" in cx.cosine_note(np.array([[0.9004, 0.8504]]), ["sentence 1 vs 2"])
     assert cx.spread_note(np.array([0.5, 0.25]), 12).startswith(
         "These two directions hold 75.0% of the spread of the 12 vectors;"
     )

@@ -36,14 +36,14 @@ def word_vectors(key: BatchKey, word: str, forms: bool) -> tuple[list[int], np.n
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
-def cosine_figure(key: BatchKey, word: str, forms: bool) -> tuple[go.Figure, np.ndarray]:
-    """cos of the word's vectors for every pair of sentences, at every layer; and those cosines,
-    (n_pairs, n_layer + 1)."""
+def cosine_figure(key: BatchKey, word: str, forms: bool) -> tuple[go.Figure, np.ndarray, list[str]]:
+    """cos of the word's vectors for every pair of sentences, at every layer; those cosines, (n_pairs, n_layer + 1);
+    and the pairs' names ("sentence 1 vs 3")."""
     numbers, vectors = word_vectors(key, word, forms)
     pairs, cos = cx.pair_cosines(vectors)
     names = [f"sentence {numbers[a]} vs {numbers[b]}" for a, b in pairs]
     stages = cx.stage_labels(vectors.shape[1] - 1)
-    return fc.cosine_lines(cos, names, stages, "Cosine similarity of the word's vectors"), cos
+    return fc.cosine_lines(cos, names, stages, "Cosine similarity of the word's vectors"), cos, names
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
