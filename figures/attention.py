@@ -9,7 +9,8 @@ import plotly.graph_objects as go
 
 from transformer import Trace
 
-from .common import DIVERGING, bars, esc, figure, heatmap, layout_dict, title_dict, token_axis
+from .colours import BLACK, BLANK, DIVERGING, HIGHLIGHT
+from .common import bars, esc, figure, hatch, heatmap, layout_dict, title_dict, token_axis
 
 SHOW_VALUES_MAX = 12  # write numbers into T×T cells only for sentences this short
 
@@ -68,8 +69,9 @@ def vectors_heatmap(
         "xaxis": {"title": title_dict(dim_title)},
         "yaxis": {**token_axis(labels, "token"), "autorange": "reversed"},
         "shapes": list(shapes) or None,
+        "images": [hatch()] if blank is not None and np.any(blank) else None,
     }
-    return figure([hm], layout_dict(title, plot_bgcolor="#d9d9d9", **axes))
+    return figure([hm], layout_dict(title, plot_bgcolor=BLANK, **axes))
 
 
 def scores_heatmap(
@@ -113,7 +115,7 @@ def weighted_sum_heatmap(
         "x1": 1,
         "y0": len(labels) - 0.5,
         "y1": len(labels) - 0.5,
-        "line": {"color": "black", "width": 2},
+        "line": {"color": BLACK, "width": 2},
     }
     return vectors_heatmap(
         z,
@@ -140,7 +142,7 @@ def mask_heatmap(visible: np.ndarray, labels: Sequence[str], title: str, *, row:
                 "x1": n - 0.5,
                 "y0": row - 0.5,
                 "y1": row + 0.5,
-                "line": {"color": "#d62728", "width": 3},
+                "line": {"color": HIGHLIGHT, "width": 3},
             }
         ]
     )

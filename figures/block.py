@@ -7,19 +7,8 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import (
-    BAR_COLORS,
-    DIVERGING,
-    LEGEND_BELOW,
-    esc,
-    figure,
-    grouped_bars,
-    heatmap,
-    layout_dict,
-    named_scale,
-    title_dict,
-    token_axis,
-)
+from .colours import BLANK, DIVERGING, GREY, PALETTE, SEQUENTIAL
+from .common import LEGEND_BELOW, esc, figure, grouped_bars, heatmap, layout_dict, title_dict, token_axis
 from .embeddings import rows_height
 
 SYMBOLS = ("circle", "circle-open", "x")  # distinct shapes, so equal values (e.g. w = 1, b = 0) stay visible
@@ -58,7 +47,7 @@ def token_values(steps: dict[str, np.ndarray], title: str) -> go.Figure:
             "y": np.asarray(v, dtype=np.float32),
             "mode": "markers",
             "name": esc(name),
-            "marker": {"size": 6, "color": BAR_COLORS[k], "symbol": SYMBOLS[k]},
+            "marker": {"size": 6, "color": PALETTE[k], "symbol": SYMBOLS[k]},
             "hovertemplate": f"dimension %{{x}}<br>{esc(name)}: %{{y:.4g}}<extra></extra>",
         }
         for k, (name, v) in enumerate(steps.items())
@@ -84,7 +73,7 @@ def mlp_heatmap(
     """
     hover = f"row %{{y}}, neuron %{{x}}<br>{esc(value_name)} = %{{z:.4g}}<extra></extra>"
     z = np.asarray(post, dtype=np.float32)
-    scale = {"colorscale": DIVERGING, "zmid": 0} if signed else {"colorscale": named_scale("Viridis")}
+    scale = {"colorscale": DIVERGING, "zmid": 0} if signed else {"colorscale": SEQUENTIAL}
     hm = {
         "type": "heatmap",
         "z": z,
@@ -98,7 +87,7 @@ def mlp_heatmap(
         "xaxis": {"title": title_dict("neuron"), "type": "category"},
         "yaxis": {**token_axis(token_labels, "token"), "autorange": "reversed"},
     }
-    return figure([hm], layout_dict(title, rows_height(len(token_labels)), plot_bgcolor="#d9d9d9", **axes))
+    return figure([hm], layout_dict(title, rows_height(len(token_labels)), plot_bgcolor=BLANK, **axes))
 
 
 def activation_figure(
@@ -117,7 +106,7 @@ def activation_figure(
         "y": curve_y,
         "mode": "lines",
         "name": f"{fn}(x)",
-        "line": {"color": "#888"},
+        "line": {"color": GREY},
         "hoverinfo": "skip",
     }
     points = {
@@ -126,7 +115,7 @@ def activation_figure(
         "y": np.asarray(out, dtype=np.float32),
         "mode": "markers",
         "name": "this token's neurons",
-        "marker": {"size": 5, "color": BAR_COLORS[1]},
+        "marker": {"size": 5, "color": PALETTE[1]},
         "hovertemplate": f"neuron %{{pointNumber}}<br>{esc(pre_name)} = %{{x:.4g}}<br>{fn} = %{{y:.4g}}<extra></extra>",
     }
     axes = {"xaxis": {"title": title_dict(f"pre-activation {pre_name}")}, "yaxis": {"title": title_dict("output")}}

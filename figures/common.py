@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import base64
-import functools
 import html
+import urllib.parse
 from collections.abc import Sequence
 
 import numpy as np
-import plotly.colors
 import plotly.graph_objects as go
 
 from . import margins
+from .colours import BLANK, BLUE, HATCH_LINE, PALETTE, SEQUENTIAL, named_scale
 
 MAX_TICK_CHARS = 14
 MAX_BAR_VALUES = 16  # write each bar's value on it up to this many bars in all
-BAR_COLORS = ("#4c78a8", "#f58518", "#54a24b", "#e45756")
 MASKED_NOTE = " (masked: score −∞)"  # a masked cell's hover ends with this
 # The legend of a figure with several series: a row under everything, placed in the figure's own coordinates
 # ("container"). plotly.js then reserves the legend's real height below the x-axis title however many rows it wraps
@@ -36,15 +35,31 @@ BAR_TEXT = {"minsize": 9, "mode": "hide"}
 HOVER_CELLS = 32 * 32  # per-cell hover text only up to this many cells (a 16×128 map with it is ~150 KiB)
 
 
-@functools.cache  # plotly looks the name up in ~3 ms
-def named_scale(name: str) -> list:
-    """A named plotly colour scale as the [[position, colour], …] list plotly.js reads
-    ("RdBu_r" is a plotly.py name only). Shared: do not modify."""
-    return plotly.colors.get_colorscale(name)
+# Diagonal lines, stretched over a plot under its heatmap: they show through the blank (NaN) cells only, so a masked
+# cell is marked by more than its grey.
+HATCH_PATH = "".join(f"M{k - 100},100L{k},0" for k in range(0, 201, 4))  # 45° lines across a 100 × 100 box
+HATCH_SVG = (
+    "<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 100 100' preserveAspectRatio='none'>"
+    f"<path d='{HATCH_PATH}' stroke='{HATCH_LINE}' stroke-width='0.8'/></svg>"
+)
+HATCH_SOURCE = "data:image/svg+xml," + urllib.parse.quote(HATCH_SVG)
 
 
-DIVERGING = named_scale("RdBu_r")
-SEQUENTIAL = named_scale("Blues")
+def hatch(x: str = "x", y: str = "y") -> dict:
+    """A layout image of the hatching that fills the plot of axes (x, y), under its traces."""
+    return {
+        "source": HATCH_SOURCE,
+        "xref": f"{x} domain",
+        "yref": f"{y} domain",
+        "x": 0,
+        "y": 1,
+        "sizex": 1,
+        "sizey": 1,
+        "sizing": "stretch",
+        "xanchor": "left",
+        "yanchor": "top",
+        "layer": "below",
+    }
 TYPED = {
     "float32": "f4",
     "float64": "f8",
@@ -184,7 +199,7 @@ def heatmap(
     extra: dict | None = None,
 ) -> go.Figure:
     """A heatmap with row 0 at the top. Masked cells (default: those equal to −∞) are
-    left blank (grey) and say so on hover.
+    left blank (grey and hatched) and say so on hover.
 
     notes: (rows, cols) text ending each cell's hover (default: MASKED_NOTE on masked cells);
     extra: trace properties set last (e.g. other hover text); shapes: layout shapes drawn over the map.
@@ -228,7 +243,13 @@ def heatmap(
     return figure(
         [{"type": "heatmap", **trace}],
         layout_dict(
-            title, height, plot_bgcolor="#d9d9d9", xaxis=xaxis, yaxis={**yaxis, "autorange": "reversed"}, shapes=shapes
+            title,
+            height,
+            plot_bgcolor=BLANK,
+            xaxis=xaxis,
+            yaxis={**yaxis, "autorange": "reversed"},
+            shapes=shapes,
+            images=[hatch()] if neg_inf.any() else None,
         ),
     )
 
@@ -241,7 +262,7 @@ def bars(
     x_title: str = "",
     y_title: str = "",
     height: int = 320,
-    color: str = "#4c78a8",
+    color: str = BLUE,
 ) -> go.Figure:
     """Vertical bars at integer positions labelled by (escaped) tokens."""
     values = np.asarray(values, dtype=np.float32)
@@ -283,7 +304,7 @@ def grouped_bars(
             "x": np.arange(len(labels)),
             "y": np.asarray(y, dtype=np.float32),
             "name": esc(name),
-            "marker": {"color": BAR_COLORS[k % len(BAR_COLORS)]},
+            "marker": {"color": PALETTE[k % len(PALETTE)]},
             "text": names,
             "hovertemplate": f"%{{text}}<br>{esc(name)}: %{{y:.4g}}<extra></extra>",
             **values,

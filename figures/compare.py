@@ -8,12 +8,27 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import SEQUENTIAL, esc, figure, heatmap, layout_dict, title_dict, token_axis
+from .colours import (
+    BLUE,
+    GREEN,
+    GREY,
+    HIGHLIGHT,
+    LIGHT_GREEN,
+    LIGHT_GREY,
+    LIGHT_RED,
+    ORANGE,
+    SEQUENTIAL,
+    TEXT_MUTED,
+    VERMILLION,
+)
+from .common import esc, figure, heatmap, layout_dict, title_dict, token_axis
 from .embeddings import chip_figure
 
-WORD_COLOR, TARGET_COLOR, OTHER_COLOR, LATER_COLOR = "#d62728", "#2ca02c", "#4c78a8", "#f58518"
-CHIP_WORD, CHIP_TARGET, CHIP_OTHER = "#f4cccc", "#d9ead3", "#eeeeee"
-MODEL_COLORS = ("#4c78a8", "#e45756")
+WORD_COLOR, TARGET_COLOR, OTHER_COLOR, LATER_COLOR = HIGHLIGHT, GREEN, BLUE, ORANGE
+CHIP_WORD, CHIP_TARGET, CHIP_OTHER = LIGHT_RED, LIGHT_GREEN, LIGHT_GREY
+MODEL_COLORS = (BLUE, VERMILLION)
+# the word's and the target's bars are also hatched, so that colour is not all that tells them apart
+WORD_PATTERN, TARGET_PATTERN = "/", "x"
 
 
 def token_strip(labels: Sequence[str], word: Sequence[int], target: Sequence[int], title: str) -> go.Figure:
@@ -29,18 +44,20 @@ def token_strip(labels: Sequence[str], word: Sequence[int], target: Sequence[int
 def row_bars(
     weights: np.ndarray, labels: Sequence[str], position: int, target: Sequence[int], causal: bool, title: str
 ) -> go.Figure:
-    """The weights of the word's token (at `position`) over every token: the word red, the target green, the others blue
-    before it and orange after it. In a decoder the later tokens are shaded: the word cannot see them."""
+    """The weights of the word's token (at `position`) over every token: the word red (hatched /), the target green
+    (hatched ×), the others blue before it and orange after it. In a decoder the later tokens are shaded: the word
+    cannot see them."""
     T = len(labels)
     color = [
         WORD_COLOR if j == position else TARGET_COLOR if j in target else OTHER_COLOR if j < position else LATER_COLOR
         for j in range(T)
     ]
+    pattern = [WORD_PATTERN if j == position else TARGET_PATTERN if j in target else "" for j in range(T)]
     bar = {
         "type": "bar",
         "x": np.arange(T),
         "y": np.asarray(weights, dtype=np.float32),
-        "marker": {"color": color},
+        "marker": {"color": color, "pattern": {"shape": pattern}},
         "text": [esc(s) for s in labels],
         "hovertemplate": "%{text}: %{y:.4f}<extra></extra>",
         "textposition": "none",
@@ -56,7 +73,7 @@ def row_bars(
                 "x1": T - 0.5,
                 "y0": 0,
                 "y1": 1,
-                "fillcolor": "#999999",
+                "fillcolor": GREY,
                 "opacity": 0.18,
                 "line": {"width": 0},
             }
@@ -69,7 +86,7 @@ def row_bars(
                 "x": (position + T) / 2,
                 "y": 0.95,
                 "showarrow": False,
-                "font": {"size": 11, "color": "#555"},
+                "font": {"size": 11, "color": TEXT_MUTED},
             }
         )
     axes = {"xaxis": token_axis(labels, "token j"), "yaxis": {"title": title_dict("weight α"), "range": [0, 1.05]}}

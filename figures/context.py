@@ -7,10 +7,10 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from .colours import PALETTE
 from .common import LEGEND_BELOW, esc, figure, layout_dict, title_dict
 
 MAX_STAGE_TICKS = 16  # tick labels on the cosine chart's x axis: every stage up to this many, then every few
-COLORS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2")
 
 
 def cosine_lines(cos: np.ndarray, pair_names: Sequence[str], stage_labels: Sequence[str], title: str) -> go.Figure:
@@ -28,7 +28,7 @@ def cosine_lines(cos: np.ndarray, pair_names: Sequence[str], stage_labels: Seque
             "y": np.asarray(c, dtype=np.float32),
             "mode": "lines+markers",
             "name": esc(name),
-            "line": {"color": COLORS[k % len(COLORS)]},
+            "line": {"color": PALETTE[k % len(PALETTE)]},
             "text": [esc(s) for s in stage_labels],
             "hovertemplate": f"{esc(name)}<br>%{{text}}: cos = %{{y:.4f}}<extra></extra>",
         }
@@ -69,8 +69,8 @@ def trajectories_figure(
             "name": esc(name),
             "text": text,
             "textposition": "top center",
-            "marker": {"size": 9, "color": COLORS[k % len(COLORS)]},
-            "line": {"color": COLORS[k % len(COLORS)]},
+            "marker": {"size": 9, "color": PALETTE[k % len(PALETTE)]},
+            "line": {"color": PALETTE[k % len(PALETTE)]},
             "hovertext": names,
             "hovertemplate": f"{esc(name)}<br>%{{hovertext}}: (%{{x:.3g}}, %{{y:.3g}})<extra></extra>",
         }

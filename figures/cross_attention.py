@@ -8,10 +8,11 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import DIVERGING, bars, esc, figure, heatmap
+from .colours import DIVERGING, GREEN, HIGHLIGHT, SEQUENTIAL
+from .common import bars, esc, figure, heatmap
 
 SHOW_VALUES_MAX = 16 * 16  # write the weights into the cells up to this many cells
-GOLD = "#d62728"
+GOLD = HIGHLIGHT
 
 
 def alignment_heatmap(
@@ -87,7 +88,7 @@ def agreement_heatmap(scores: np.ndarray, title: str) -> go.Figure:
         [f"head {h}" for h in range(H)],
         [f"layer {layer}" for layer in range(L)],
         title=title,
-        colorscale="Greens",
+        colorscale=SEQUENTIAL,
         zmin=0,
         zmax=1,
         value_name="agreement",
@@ -100,7 +101,7 @@ def probability_bars(top: Sequence[tuple[str, float]], title: str) -> go.Figure:
     """The most likely next words at one decoding step, (word, probability) pairs."""
     probs = np.array([p for _, p in top], dtype=np.float32)  # (k,)
     return bars(
-        probs, [w for w, _ in top], title=title, x_title="next word", y_title="probability", height=280, color="#2ca02c"
+        probs, [w for w, _ in top], title=title, x_title="next word", y_title="probability", height=280, color=GREEN
     )
 
 

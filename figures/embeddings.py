@@ -10,10 +10,10 @@ import plotly.graph_objects as go
 
 from transformer.tokenizer import Encoding, visible
 
-from .common import DIVERGING, bars, esc, figure, heatmap, layout_dict, tick_labels, title_dict
+from .colours import CHIPS, DIVERGING, FAINT, GREY, HIGHLIGHT, INK, TEXT_MUTED, WHITE
+from .common import bars, esc, figure, heatmap, layout_dict, tick_labels, title_dict
 
 ROW_UNITS = 90  # width of one row of chips, in characters
-CHIP_COLORS = ("#cfe2f3", "#fce5cd", "#d9ead3", "#ead1dc", "#fff2cc")
 
 
 def shown_chars(piece: str) -> str:
@@ -59,15 +59,15 @@ def chip_figure(
         "x": width,
         "y": row,
         "width": 0.8,
-        "marker": {"color": list(colors), "line": {"color": "#888", "width": 1}},
+        "marker": {"color": list(colors), "line": {"color": GREY, "width": 1}},
         "text": [
-            f"{esc(label)}<br><span style='font-size:10px;color:#555'>{i}</span>"
+            f"{esc(label)}<br><span style='font-size:10px;color:{TEXT_MUTED}'>{i}</span>"
             for label, i in zip(labels, numbers, strict=True)
         ],
         "textposition": "inside",
         "insidetextanchor": "middle",
         "textangle": 0,
-        "textfont": {"family": "monospace", "size": 13, "color": "#111"},
+        "textfont": {"family": "monospace", "size": 13, "color": INK},
         "hovertext": list(hover),
         "hovertemplate": "%{hovertext}<extra></extra>",
     }
@@ -83,7 +83,7 @@ def chip_figure(
             60 + 46 * n_rows,
             bargap=0,
             showlegend=False,
-            plot_bgcolor="white",
+            plot_bgcolor=WHITE,
             uniformtext={"minsize": 8, "mode": "show"},
             **axes,
         ),
@@ -100,7 +100,7 @@ def token_chips(enc: Encoding) -> go.Figure:
             f"position {pos} · id {i} · token {esc(label)}<br>characters {s}–{e}: «{esc(shown_chars(piece))}»"
             + (f"<br>{codes}" if codes else "")
         )
-    colors = [CHIP_COLORS[p % len(CHIP_COLORS)] for p in range(len(enc))]
+    colors = [CHIPS[p % len(CHIPS)] for p in range(len(enc))]
     return chip_figure(enc.labels, enc.ids, colors, hover, "Your text, token by token (hover a chip)")
 
 
@@ -161,7 +161,7 @@ def pca_map(
                 "x": bg[:, 0],
                 "y": bg[:, 1],
                 "z": bg[:, 2],
-                "marker": {"size": 2, "color": "#bbbbbb"},
+                "marker": {"size": 2, "color": FAINT},
                 **vocab,
             },
             {
@@ -169,19 +169,19 @@ def pca_map(
                 "x": pts[:, 0],
                 "y": pts[:, 1],
                 "z": pts[:, 2],
-                "marker": {"size": 5, "color": "#d62728"},
+                "marker": {"size": 5, "color": HIGHLIGHT},
                 **sentence,
             },
         ]
         frame = {"scene": {f"{a}axis": {"title": title_dict(axes[k])} for k, a in enumerate("xyz")}}
     else:
         traces = [
-            {"type": "scatter", "x": bg[:, 0], "y": bg[:, 1], "marker": {"size": 4, "color": "#bbbbbb"}, **vocab},
+            {"type": "scatter", "x": bg[:, 0], "y": bg[:, 1], "marker": {"size": 4, "color": FAINT}, **vocab},
             {
                 "type": "scatter",
                 "x": pts[:, 0],
                 "y": pts[:, 1],
-                "marker": {"size": 9, "color": "#d62728"},
+                "marker": {"size": 9, "color": HIGHLIGHT},
                 "textposition": "top center",
                 **sentence,
             },

@@ -8,14 +8,14 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from .colours import DARK, FAINT, GREY, HIGHLIGHT, LAYER_FAMILIES, rgba
 from .common import LEGEND_BELOW, Spec, esc, figure, layout_dict, title_dict
 from .multihead import PANELS_PER_ROW, weight_panels
 
-# blues, oranges, …
-LAYER_COLORS = (("#9ecae1", "#6baed6", "#3182bd", "#08519c"), ("#fdae6b", "#fd8d3c", "#e6550d", "#a63603"))
-BAND_COLOR = "rgba(228, 87, 86, 0.12)"
-CURRENT_COLOR = "#444444"
-STRIPE_COLOR = "rgba(214, 39, 40, 0.7)"  # where an induction head's stripe lies
+LAYER_COLORS = LAYER_FAMILIES  # blues, oranges
+BAND_COLOR = rgba(HIGHLIGHT, 0.12)
+CURRENT_COLOR = DARK
+STRIPE_COLOR = rgba(HIGHLIGHT, 0.8)  # where an induction head's stripe lies
 
 
 def head_colors(n_layer: int, n_head: int) -> list[str]:
@@ -55,7 +55,7 @@ def step_lines(
                 "y": np.asarray(fy, dtype=np.float32),
                 "mode": "lines",
                 "name": esc(name),
-                "line": {"color": "#cccccc", "width": 1},
+                "line": {"color": FAINT, "width": 1},
                 "hovertemplate": f"{esc(name)}<br>step %{{x}}: %{{y:.3f}}<extra></extra>",
             }
         )
@@ -121,7 +121,7 @@ def step_lines(
                 "y": 0.02,
                 "yanchor": "bottom",
                 "showarrow": False,
-                "font": {"size": 11, "color": "#b22222"},
+                "font": {"size": 11, "color": HIGHLIGHT},
             }
         )
     if threshold is not None:
@@ -134,7 +134,7 @@ def step_lines(
                 "x1": 1,
                 "y0": threshold,
                 "y1": threshold,
-                "line": {"color": "#888888", "dash": "dot", "width": 1},
+                "line": {"color": GREY, "dash": "dot", "width": 1},
             }
         )
     axes = {"xaxis": {"title": title_dict("training step")}, "yaxis": {"title": title_dict(y_title)}}
@@ -178,7 +178,7 @@ def head_patterns(
                 "x1": T - 0.5,
                 "y0": repeat_from - 0.5,
                 "y1": repeat_from - 0.5,
-                "line": {"color": "#7f7f7f", "width": 1},
+                "line": {"color": GREY, "width": 1},
             }
         )
         shapes.append(

@@ -6,9 +6,10 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from .colours import BLUE, GREY, TEXT_MUTED, VERMILLION
 from .common import LEGEND_BELOW, esc, figure, layout_dict, title_dict
 
-RUN_COLORS = ("#1f4e79", "#d62728")  # a colour per model (blue: with the mask); the real task's line is dotted
+RUN_COLORS = (BLUE, VERMILLION)  # a colour per model (blue: with the mask); the real task's line is dotted
 
 
 def mask_curves(
@@ -49,7 +50,7 @@ def mask_curves(
         "x1": 1,
         "y0": guess,
         "y1": guess,
-        "line": {"color": "#888888", "dash": "dash", "width": 1},
+        "line": {"color": GREY, "dash": "dash", "width": 1},
     }
     note = {
         "text": f"guessing: {guess:.2f}",
@@ -60,7 +61,7 @@ def mask_curves(
         "xanchor": "right",
         "yanchor": "bottom",
         "showarrow": False,
-        "font": {"size": 11, "color": "#666666"},
+        "font": {"size": 11, "color": TEXT_MUTED},
     }
     axes = {
         "xaxis": {"title": title_dict("training step")},

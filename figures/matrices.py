@@ -7,7 +7,8 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import DIVERGING, SEQUENTIAL, heatmap
+from .colours import DIVERGING, SEQUENTIAL
+from .common import heatmap
 
 WEIGHTS_EXTRA_HEIGHT = 160
 CELL_FORMAT = "%{z:.3~g}"  # d3-format: 2 → "2", 0.98522 → "0.985", 5.7735 → "5.77"

@@ -8,14 +8,14 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from .colours import BLACK, BLANK, DIVERGING, HIGHLIGHT, INK, KEY, PALETTE, QUERY, SEQUENTIAL, WHITE, rgba
 from .common import (
-    DIVERGING,
     LEGEND_BELOW,
     MASKED_NOTE,
-    SEQUENTIAL,
     esc,
     figure,
     grouped_bars,
+    hatch,
     heatmap,
     layout_dict,
     title_dict,
@@ -25,11 +25,6 @@ from .common import (
 SHOW_VALUES_MAX = 12  # write the weights into the cells only for sentences this short
 SINK_NAME = "first-token"  # what a decoder's sink column is called; an encoder's: "[CLS]/[SEP]"
 OPACITY_STEP = 0.1  # line opacities are drawn in steps of this size (one plotly trace per step keeps the figure fast)
-QUERY_COLOR, KEY_COLOR, LINE_COLOR = "#1f77b4", "#ff7f0e", "#1f4e79"
-HEAD_COLORS = (  # a colour per head
-    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf",
-    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#393b79", "#637939",
-)
 
 
 def hidden_note(sink_name: str = SINK_NAME) -> str:
@@ -112,7 +107,9 @@ def weight_panels(
         "cmax": zmax,
         "colorbar": {"thickness": 12, "title": title_dict(value_name)},
     }
-    return figure(traces, layout_dict(title, height * rows, plot_bgcolor="#d9d9d9", **lay))
+    if np.isnan(shown).any():  # blank cells hatched, in every map
+        lay["images"] = [hatch(t.get("xaxis", "x"), t.get("yaxis", "y")) for t in traces]
+    return figure(traces, layout_dict(title, height * rows, plot_bgcolor=BLANK, **lay))
 
 
 def panel_grid(
@@ -205,7 +202,7 @@ def head_overview(
         "x1": cols.stop - 0.5,
         "y0": rows.start - 0.5,
         "y1": rows.stop - 0.5,
-        "line": {"color": "#d62728", "width": 3},
+        "line": {"color": HIGHLIGHT, "width": 3},
     }
     centre = [(where[(lay, 0)][0].start + (n - 1) / 2) for lay in range(n_layer)]
     middle = [(where[(0, h)][1].start + (n - 1) / 2) for h in range(n_head)]
@@ -235,7 +232,7 @@ def head_overview(
             badge(where[head][1].stop - 0.5, where[head][0].start - 0.5, text) for head, text in badges.items()
         ]
     return figure(
-        [hm], layout_dict(title, 120 + int(np.clip(1800 // n_layer, 40, 110)) * n_layer, plot_bgcolor="white", **axes)
+        [hm], layout_dict(title, 120 + int(np.clip(1800 // n_layer, 40, 110)) * n_layer, plot_bgcolor=WHITE, **axes)
     )
 
 
@@ -248,8 +245,8 @@ def badge(x: float, y: float, text: str) -> dict:
         "showarrow": False,
         "xanchor": "right",
         "yanchor": "top",
-        "font": {"size": 10, "color": "#333"},
-        "bgcolor": "rgba(255,255,255,0.85)",
+        "font": {"size": 10, "color": INK},
+        "bgcolor": rgba(WHITE, 0.85),
         "borderpad": 1,
     }
 
@@ -291,8 +288,8 @@ def token_lines(
 ) -> go.Figure:
     """Queries on the left, keys on the right, a line from query i to key j for each pair; opacity = weight.
 
-    heads: (name, i, j, w) per head. One head is drawn in LINE_COLOR; several get a colour and a legend entry each:
-    clicking one shows it alone, clicking it again shows them all. Lines are grouped by their weight rounded to
+    heads: (name, i, j, w) per head. One head is drawn in the query colour; several get a colour and a legend entry
+    each: clicking one shows it alone, clicking it again shows them all. Lines are grouped by their weight rounded to
     OPACITY_STEP, at least one step so that faint lines stay visible (one trace per step keeps the figure fast); a dot
     at each line's middle has the exact weight as its opacity and hover.
     """
@@ -301,7 +298,7 @@ def token_lines(
     several = len(heads) > 1
     traces = []
     for n, (name, i, j, w) in enumerate(heads):
-        color = HEAD_COLORS[n % len(HEAD_COLORS)] if several else LINE_COLOR
+        color = PALETTE[n % len(PALETTE)] if several else QUERY
         w = np.asarray(w, dtype=np.float32)
         level = np.clip(np.round(w / OPACITY_STEP), 1, None) * OPACITY_STEP  # (n,) the drawn opacity
         group = {"legendgroup": name, "showlegend": False}
@@ -352,7 +349,7 @@ def token_lines(
             "name": role + " tokens",
             "yaxis": y,  # the keys sit on the right-hand axis, so plotly draws it
         }
-        for x, color, role, y in ((0, QUERY_COLOR, "query", "y"), (1, KEY_COLOR, "key", "y2"))
+        for x, color, role, y in ((0, QUERY, "query", "y"), (1, KEY, "key", "y2"))
     ]
     axis = {**token_axis(labels), "showgrid": False, "zeroline": False, "range": [T - 0.5, -0.5]}
     lay = {
@@ -375,7 +372,7 @@ def token_lines(
         # 70 px a head: rows as margins.fit counts them
         lay["legend"] = {**LEGEND_BELOW, "entrywidth": 70, "itemclick": "toggleothers", "itemdoubleclick": "toggle"}
     return figure(
-        [*traces, *ends], layout_dict(title, int(np.clip(90 + 18 * T, 300, 900)), plot_bgcolor="white", **lay)
+        [*traces, *ends], layout_dict(title, int(np.clip(90 + 18 * T, 300, 900)), plot_bgcolor=WHITE, **lay)
     )
 
 
@@ -412,7 +409,7 @@ def vector_rows(
     }
     y_ticks, y_lines = _blocks(row_blocks, rows)
     x_ticks, x_lines = _blocks(col_blocks, cols) if col_blocks else ({}, [])
-    line = {"color": "black", "width": 1.5}
+    line = {"color": BLACK, "width": 1.5}
     shapes = [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": y, "y1": y, "line": line} for y in y_lines]
     shapes += [{"type": "line", "yref": "paper", "y0": 0, "y1": 1, "x0": x, "x1": x, "line": line} for x in x_lines]
     axes = {

@@ -7,9 +7,8 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import DIVERGING, SEQUENTIAL, figure, heatmap, layout_dict, title_dict
-
-WAVE_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
+from .colours import BINARY, DIVERGING, PALETTE, SEQUENTIAL
+from .common import figure, heatmap, layout_dict, title_dict
 
 
 def encoding_heatmap(pe: np.ndarray, title: str) -> go.Figure:
@@ -30,7 +29,7 @@ def waves(pe: np.ndarray, dims: Sequence[int]) -> go.Figure:
             "y": pe[:, d],
             "mode": "lines+markers",
             "marker": {"size": 4},
-            "line": {"color": WAVE_COLORS[n % len(WAVE_COLORS)]},
+            "line": {"color": PALETTE[n % len(PALETTE)]},
             "name": f"dim {d} ({'cos' if d % 2 else 'sin'})",
         }
         for n, d in enumerate(dims)
@@ -55,7 +54,7 @@ def bits_heatmap(bits: np.ndarray) -> go.Figure:
         title="A binary counter",
         x_title="bit (0 flips every step)",
         y_title="position",
-        colorscale="Greys",
+        colorscale=BINARY,
         zmin=0,
         zmax=1,
         value_name="bit",

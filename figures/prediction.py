@@ -7,7 +7,8 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import SEQUENTIAL, esc, figure, grouped_bars, layout_dict, tick_labels, title_dict, token_axis
+from .colours import HIGHLIGHT, SEQUENTIAL
+from .common import esc, figure, grouped_bars, layout_dict, tick_labels, title_dict, token_axis
 
 BEFORE = "p = softmax(z / T), full vocabulary"
 AFTER = "p′ after top-k / top-p, renormalised"
@@ -69,7 +70,7 @@ def lens_heatmap(
                 "x1": j + 0.5,
                 "y0": -0.5,
                 "y1": len(stages) - 0.5,
-                "line": {"color": "#d62728", "width": 3},
+                "line": {"color": HIGHLIGHT, "width": 3},
             }
         )
     x_axis = token_axis(input_labels, f"position {positions[0]}–{positions[-1]} (the token read there)")

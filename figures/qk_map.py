@@ -7,8 +7,9 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from .colours import DARK, KEY, QUERY, WHITE, rgba
 from .common import LEGEND_BELOW, esc, figure, layout_dict, title_dict
-from .multihead import KEY_COLOR, QUERY_COLOR, pair_markers
+from .multihead import pair_markers
 
 TEXT_MAX = 40  # write the token next to each point only for sentences this short
 
@@ -35,17 +36,18 @@ def qk_scatter(
     names = [esc(s) for s in labels]
     mode = "markers+text" if len(labels) <= TEXT_MAX else "markers"
     lx, ly = segments(q2[i], k2[j])
+    grey = rgba(DARK, 0.5)  # the lines and the dots at their middles
     lines = {
         "type": "scatter",
         "x": lx,
         "y": ly,
         "mode": "lines",
-        "line": {"color": "rgba(80,80,80,0.45)", "width": 1.5},
+        "line": {"color": grey, "width": 1.5},
         "hoverinfo": "skip",
         "name": "query → its strongest key",
     }
     mid = (q2[i] + k2[j]) / 2  # (n, 2)
-    weights = pair_markers(mid[:, 0], mid[:, 1], i, j, w, labels, "line middles", size=4, color="rgba(80,80,80,0.6)")
+    weights = pair_markers(mid[:, 0], mid[:, 1], i, j, w, labels, "line middles", size=4, color=grey)
     points = [
         {
             "type": "scatter",
@@ -53,7 +55,7 @@ def qk_scatter(
             "y": p[:, 1].astype(np.float32),
             "mode": mode,
             "name": name,
-            "marker": {"symbol": symbol, "size": 10, "color": color, "line": {"width": 1, "color": "white"}},
+            "marker": {"symbol": symbol, "size": 10, "color": color, "line": {"width": 1, "color": WHITE}},
             "text": names,
             "textposition": "top center",
             "textfont": {"color": color},
@@ -61,8 +63,8 @@ def qk_scatter(
             "hovertemplate": f"{role} %{{customdata}}: %{{text}}<extra></extra>",
         }
         for p, name, role, symbol, color in (
-            (q2, "queries", "query", "circle", QUERY_COLOR),
-            (k2, "keys", "key", "diamond", KEY_COLOR),
+            (q2, "queries", "query", "circle", QUERY),
+            (k2, "keys", "key", "diamond", KEY),
         )
     ]
     lay = {

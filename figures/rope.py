@@ -9,12 +9,13 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .attention import vectors_heatmap
-from .common import DIVERGING, LEGEND_BELOW, bars, esc, figure, layout_dict, named_scale, title_dict
+from .colours import BINARY, BLACK, CYCLIC, DIVERGING, FAINT, HIGHLIGHT, KEY, LIGHT_BLUE, LIGHT_ORANGE, QUERY, WHITE
+from .common import LEGEND_BELOW, bars, esc, figure, layout_dict, title_dict
 from .multihead import PANELS_PER_ROW, panel_grid
 
 TAU = 2 * np.pi
-Q_COLOR, K_COLOR = "#1f77b4", "#ff7f0e"
-Q_LIGHT, K_LIGHT = "#9ecae1", "#fdd0a2"
+Q_COLOR, K_COLOR = QUERY, KEY
+Q_LIGHT, K_LIGHT = LIGHT_BLUE, LIGHT_ORANGE  # before the rotation
 ANGLE_TICKS = {"tickvals": [0, np.pi / 2, np.pi, 3 * np.pi / 2, TAU], "ticktext": ["0", "π/2", "π", "3π/2", "2π"]}
 
 
@@ -29,7 +30,7 @@ def angle_heatmap(angles: np.ndarray, title: str) -> go.Figure:
         "x": np.arange(n_pairs),
         "y": np.arange(n_pos),
         "customdata": angles.astype(np.float32),
-        "colorscale": named_scale("twilight"),
+        "colorscale": CYCLIC,
         "zmin": 0,
         "zmax": TAU,
         "colorbar": {"thickness": 12, "title": title_dict("angle mod 2π"), **ANGLE_TICKS},
@@ -63,7 +64,7 @@ def wavelength_chart(wavelengths: np.ndarray, n_tokens: int, title: str) -> go.F
         "y": np.array([n_tokens, n_tokens], dtype=np.float32),
         "mode": "lines",
         "name": f"your text: {n_tokens} tokens",
-        "line": {"color": "#d62728", "dash": "dash"},
+        "line": {"color": HIGHLIGHT, "dash": "dash"},
         "hovertemplate": f"your text: {n_tokens} tokens<extra></extra>",
     }
     axes = {
@@ -85,7 +86,7 @@ def before_after_heatmap(rows: np.ndarray, names: Sequence[str], title: str) -> 
         "x1": d / 2 - 0.5,
         "y0": 0,
         "y1": 1,
-        "line": {"color": "black", "width": 2, "dash": "dot"},
+        "line": {"color": BLACK, "width": 2, "dash": "dot"},
     }
     return vectors_heatmap(
         rows,
@@ -175,7 +176,7 @@ def clock_hands(
                 "font": {"size": 11},
             }
         )
-    return figure(traces, layout_dict(title + f" (m = {m}, n = {n})", 380, plot_bgcolor="white", **lay))
+    return figure(traces, layout_dict(title + f" (m = {m}, n = {n})", 380, plot_bgcolor=WHITE, **lay))
 
 
 def pair_bars(pair_dots: np.ndarray, title: str) -> go.Figure:
@@ -202,7 +203,7 @@ def shift_chart(
             "hovertemplate": f"shift s = %{{x}}<br>{esc(name)}: %{{y:.6g}}<extra></extra>",
         }
         for y, name, color, width in (
-            (query_only, f"only the query moves: q at {m} + s, k at {n}", "#bbbbbb", 2),
+            (query_only, f"only the query moves: q at {m} + s, k at {n}", FAINT, 2),
             (both, f"both move: q at {m} + s, k at {n} + s", Q_COLOR, 4),
         )
     ]
@@ -211,7 +212,7 @@ def shift_chart(
         "x": np.array([chosen, chosen], dtype=np.int32),
         "y": np.array([both[k], query_only[k]], dtype=np.float32),
         "mode": "markers",
-        "marker": {"color": "#d62728", "size": 10},
+        "marker": {"color": HIGHLIGHT, "size": 10},
         "name": f"s = {chosen}",
         "hovertemplate": "s = %{x}: %{y:.6g}<extra></extra>",
     }
@@ -237,7 +238,7 @@ def sharing_heatmap(table: np.ndarray, title: str) -> go.Figure:
         "y": np.arange(nh),
         "text": text,
         "texttemplate": "%{text}",
-        "colorscale": [[0, "#f7f7f7"], [1, "#2171b5"]],
+        "colorscale": BINARY,
         "zmin": 0,
         "zmax": 1,
         "showscale": False,

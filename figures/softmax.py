@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import BAR_COLORS, LEGEND_BELOW, esc, figure, layout_dict, title_dict
+from .colours import BLACK, PALETTE
+from .common import LEGEND_BELOW, esc, figure, layout_dict, title_dict
 
 TAU_TICKS = [0.05, 0.1, 0.2, 0.5, 1, 2, 5]
 LEGEND = LEGEND_BELOW  # under the x-axis title: plotly.js reserves the rows it wraps to
@@ -44,7 +45,7 @@ def temperature_curves(
 ) -> go.Figure:
     """Entropy (bits, left axis) and top probability (right axis) of softmax(s / τ) over τ; markers at the current τ."""
     f32 = np.float32
-    now = {"size": 12, "line": {"width": 2, "color": "black"}}
+    now = {"size": 12, "line": {"width": 2, "color": BLACK}}
     # name, curve, now, unit, axis
     series = (("entropy", entropy, entropy_now, " bits", "y"), ("top probability", top, top_now, "", "y2"))
     curves = [
@@ -54,7 +55,7 @@ def temperature_curves(
             "y": f32(ys),
             "name": name + (f" ({unit.strip()})" if unit else ""),
             "yaxis": axis,
-            "line": {"color": BAR_COLORS[k]},
+            "line": {"color": PALETTE[k]},
             "hovertemplate": f"τ = %{{x:.3g}}<br>{name} = %{{y:.3f}}{unit}<extra></extra>",
         }
         for k, (name, ys, _, unit, axis) in enumerate(series)
@@ -67,7 +68,7 @@ def temperature_curves(
             "name": f"{name} now",
             "mode": "markers",
             "yaxis": axis,
-            "marker": {**now, "color": BAR_COLORS[k]},
+            "marker": {**now, "color": PALETTE[k]},
             "hovertemplate": f"τ = %{{x:.3g}}: %{{y:.3f}}{unit}<extra></extra>",
         }
         for k, (name, _, y_now, unit, axis) in enumerate(series)
@@ -105,7 +106,7 @@ def dk_lines(
     height: int = 340,
 ) -> go.Figure:
     """Lines over d_k (log axis), one per named series; big markers at index `chosen` of d_ks."""
-    colors = BAR_COLORS[: len(series)]
+    colors = PALETTE[: len(series)]
     data = [
         {
             "type": "scatter",
@@ -120,7 +121,7 @@ def dk_lines(
     ]
     if chosen is not None:
         y_now = [y[chosen] for y in series.values()]
-        marker = {"size": 12, "color": list(colors), "line": {"width": 2, "color": "black"}}
+        marker = {"size": 12, "color": list(colors), "line": {"width": 2, "color": BLACK}}
         data.append(
             {
                 "type": "scatter",

@@ -21,6 +21,7 @@ import uuid
 import plotly.graph_objects as go
 import streamlit as st
 
+from figures import colours
 from figures import heads_forming as fh
 from figures import mask_training as fm
 from lessons import head_roles as roles
@@ -83,7 +84,7 @@ def charts(rp: ti.Replay, index: int, score: str, per_row: int) -> dict[str, go.
         "loss on the predictable symbols": rp.series("loss_repeated"),
         "loss on the random symbols": rp.series("loss_random"),
     }
-    colors = ("#1f4e79", "#2ca02c", "#d62728")
+    colors = (colours.BLACK, colours.BLUE, colours.ORANGE)  # all, predictable, random symbols
     train = ("each step's own batch", range(1, len(rp.train_loss) + 1), rp.train_loss)
     loss = fh.step_lines(
         steps,
