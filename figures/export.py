@@ -1,7 +1,8 @@
-"""The numbers behind a page's charts, as one CSV table: a row per drawn value (chart, trace, x, y, z).
+"""The numbers behind a page's charts, as one CSV table: a row per drawn value (chart, trace, x, y, z, text).
 
 Heatmaps give a row per cell (x = column label, y = row label, z = the value); bars, lines and points a row per
-point (z only in 3-D). Token positions are written as the axis shows them (their tick labels), unescaped. A text
+point (z only in 3-D). A chart that writes a text in each cell (the logit lens's top tokens: texttemplate "%{text}")
+gives it in the column "text". Token positions are written as the axis shows them (their tick labels), unescaped. A text
 cell that a spreadsheet would read as a formula (starting with = + - @) gets a leading apostrophe.
 """
 
@@ -15,7 +16,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-COLUMNS = ["chart", "trace", "x", "y", "z"]
+COLUMNS = ["chart", "trace", "x", "y", "z", "text"]
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -47,24 +48,26 @@ def cell(v):
 
 
 def rows(name: str, spec: dict):
-    """(chart, trace, x, y, z) for every value one figure draws."""
+    """(chart, trace, x, y, z, text) for every value one figure draws."""
     layout = spec.get("layout", {})
     for i, trace in enumerate(spec.get("data", [])):
         label = trace.get("name") or f"{trace.get('type', 'scatter')} {i}"
         xs, ys, zs = (values(trace.get(k)) for k in "xyz")
+        texts = values(trace.get("text")) if "%{text}" in str(trace.get("texttemplate", "")) else None  # drawn texts
         xl, yl = axis_labels(layout, trace.get("xaxis", "x")), axis_labels(layout, trace.get("yaxis", "y"))
         if trace.get("type") == "heatmap" and zs is not None:
             for r, row in enumerate(zs):
                 for c, z in enumerate(row):
                     x = xs[c] if xs is not None else c
                     y = ys[r] if ys is not None else r
-                    yield name, label, xl.get(x, x), yl.get(y, y), z
+                    yield name, label, xl.get(x, x), yl.get(y, y), z, "" if texts is None else texts[r][c]
         elif xs is not None or ys is not None:
             n = len(xs if xs is not None else ys)
             for k in range(n):
                 x = xs[k] if xs is not None else k
                 y = ys[k] if ys is not None else k
-                yield name, label, xl.get(x, x), yl.get(y, y), zs[k] if zs is not None and zs.ndim == 1 else ""
+                z = zs[k] if zs is not None and zs.ndim == 1 else ""
+                yield name, label, xl.get(x, x), yl.get(y, y), z, "" if texts is None else texts[k]
 
 
 def to_csv(figures: Mapping[str, dict]) -> str:

@@ -67,7 +67,10 @@ def add_figure(key: str, spec: dict) -> None:
         return
     if not rec.figures:
         figures = rec.figures
-        help_csv = "Every value the page's charts draw: one row per cell, bar or point (chart, trace, x, y, z)."
+        help_csv = (
+            "Every value the page's charts draw: one row per cell, bar or point (chart, trace, x, y, z), "
+            "and the text a cell shows (the logit lens's tokens)."
+        )
         rec.numbers.download_button(
             "Numbers on this page (CSV)",
             data=lambda: to_csv(figures),

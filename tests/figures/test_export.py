@@ -10,6 +10,7 @@ import numpy as np
 
 from figures.common import bars, heatmap
 from figures.export import to_csv
+from figures.prediction import lens_heatmap
 
 
 def read(text: str) -> list[list[str]]:
@@ -20,13 +21,23 @@ def test_a_heatmap_gives_a_row_per_cell_with_its_token_labels():
     z = np.array([[1.0, -np.inf], [0.25, 0.75]])  # a causal row 0: its future cell is masked
     fig = heatmap(z, ["The", "<b>cat"], ["The", "<b>cat"], title="weights")
     rows = read(to_csv({"weights": fig.to_dict()}))
-    assert rows[0] == ["chart", "trace", "x", "y", "z"]
+    assert rows[0] == ["chart", "trace", "x", "y", "z", "text"]
     assert rows[1:] == [
-        ["weights", "heatmap 0", "The", "The", "1.0"],
-        ["weights", "heatmap 0", "<b>cat", "The", ""],  # the masked cell is drawn blank: no number; the label unescaped
-        ["weights", "heatmap 0", "The", "<b>cat", "0.25"],
-        ["weights", "heatmap 0", "<b>cat", "<b>cat", "0.75"],
+        ["weights", "heatmap 0", "The", "The", "1.0", ""],
+        ["weights", "heatmap 0", "<b>cat", "The", "", ""],  # the masked cell is drawn blank: no number; label unescaped
+        ["weights", "heatmap 0", "The", "<b>cat", "0.25", ""],
+        ["weights", "heatmap 0", "<b>cat", "<b>cat", "0.75", ""],
     ]
+
+
+def test_the_logit_lens_gives_each_cells_top_token():
+    # 2 stages × 2 positions; each cell names its stage's most probable next token (texttemplate %{text})
+    fig = lens_heatmap(
+        np.array([[0.5, 0.25], [0.75, 0.125]]), [["␣the", "<b>"], ["␣cat", "=1"]], ["embedding", "block 0"], [3, 4],
+        ["␣a", "␣b"],
+    )
+    rows = read(to_csv({"next_lens": fig.to_dict()}))
+    assert [(r[4], r[5]) for r in rows[1:]] == [("0.5", "␣the"), ("0.25", "<b>"), ("0.75", "␣cat"), ("0.125", "'=1")]
 
 
 def test_bars_and_a_formula_looking_label():
@@ -40,8 +51,8 @@ def test_bars_and_a_formula_looking_label():
         )
     )
     body = [r[2:] for r in rows[1:]]
-    assert body[:2] == [["'=cmd()", "0.5", ""], ["'+1", "0.125", ""]]  # a spreadsheet would run "=cmd()"
-    assert rows[3:] == [["b", "line", "1", "3", ""], ["b", "line", "2", "4", ""]]
+    assert body[:2] == [["'=cmd()", "0.5", "", ""], ["'+1", "0.125", "", ""]]  # a spreadsheet would run "=cmd()"
+    assert rows[3:] == [["b", "line", "1", "3", "", ""], ["b", "line", "2", "4", "", ""]]
 
 
 def test_plotly_typed_arrays_are_decoded():
