@@ -128,6 +128,7 @@ def show_figure(fig: go.Figure, key: str, on_click: Callable[[], None] | None = 
         layout["width"] = width
     if presenter.on():
         layout.update(presenter.larger(layout))
+        layout["height"] = widths.fitted_height(key, layout)  # the chart whole on the screen
     spec = {**spec, "layout": layout}
     export.add_figure(key, spec)
     clicks = {"on_select": on_click, "selection_mode": "points"} if on_click else {}

@@ -38,13 +38,29 @@ WRAP_CSS = (
     "<style>[data-testid='stMain'] :is(.stMarkdownEllipsis, .stMarkdownEllipsis *, "
     "[data-testid='stPageLink-NavLink'] > span:last-child) { white-space: normal; }</style>"
 )
+# Presenter view: larger type, and a first screen that holds the controls bar, the title and the page's first chart
+# (ui/widths.py sizes that chart to end on the screen). The bar is drawn at 80 % without its "τ in every layer" switch
+# (it stays in the sidebar) and starts in the header's band (the header keeps its buttons, clear of the bar); title,
+# headings, gaps and formulas are tighter; a paragraph of text that sits above a chart in the same block is drawn at
+# the end of that block, below the chart (an order in the block's flex column: the page's order stays for screen
+# readers).
+TEXT = '[data-testid="stElementContainer"]:has(> [data-testid="stMarkdown"]):not(:has(.katex-display, h1, h2, h3, h4))'
+CHART = '[data-testid="stElementContainer"] [data-testid="stPlotlyChart"]'  # (a :has() holds no other :has())
 CSS = f"""<style>
-.st-key-{BAR_KEY} {{ display: flex !important; }}
-html {{ font-size: 19px; }}
-[data-testid="stCaptionContainer"] {{ display: none; }}
-[data-testid="stMainBlockContainer"] {{ padding-top: 4rem; max-width: none; }}
-h1 {{ font-size: 2rem !important; padding-top: 0 !important; }}
+.st-key-{BAR_KEY} {{ display: flex !important; zoom: 0.8; }}
 .st-key-{BAR_KEY} label p {{ font-size: 0.8rem; }}
+.st-key-{BAR_PREFIX}tau_every_layer {{ display: none; }}
+html {{ font-size: 19px; }}
+[data-testid="stHeader"] {{ background: transparent; pointer-events: none; }}
+[data-testid="stHeader"] :is(button, a) {{ pointer-events: auto; }}
+[data-testid="stCaptionContainer"] {{ display: none; }}
+[data-testid="stMainBlockContainer"] {{ padding: 0.6rem 4rem 2rem; max-width: none; }}
+[data-testid="stMain"] [data-testid="stVerticalBlock"] {{ gap: 0.5rem; }}
+[data-testid="stMain"] .katex-display {{ margin: 0.2em 0; }}
+h1 {{ font-size: 1.5rem !important; padding: 0 0 0.2rem !important; }}
+[data-testid="stMain"] h2 {{ font-size: 1.3rem; padding: 0.2rem 0; }}
+[data-testid="stMain"] h3 {{ font-size: 1.1rem; padding: 0.2rem 0; }}
+[data-testid="stMain"] [data-testid="stVerticalBlock"] > {TEXT}:has(~ {CHART}) {{ order: 1; }}
 </style>"""
 HIDDEN_KEYS_CSS = "<style>.st-key-step_pageup, .st-key-step_pagedown { display: none; }</style>"
 

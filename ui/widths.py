@@ -6,6 +6,10 @@ already equals its frame's width is shown at its first draw. Every rerun mounts 
 figure), so this comes after every slider move. The first run of a page, or of a tab opened for the first time,
 has no widths yet: it draws as before.
 
+In presenter view a second component reports, for every keyed chart, the room between its top and the bottom of
+the first screen, and the screen's height: a chart that starts on the first screen is drawn short enough to end on
+it, any other at most a screen tall (fitted_height), so that a projector shows each chart whole.
+
 A small component in the sidebar (Streamlit's components v2: plain JavaScript in the page, no iframe) measures
 every keyed chart and reports the widths when they change, from a fragment, so that reporting reruns nothing but
 itself. Without components v2 (a Streamlit that lacks it) the component is skipped after one warning
@@ -22,6 +26,7 @@ import streamlit as st
 from figures.multihead import PANELS_PER_ROW
 from figures.narrow import NARROW_PX
 
+from . import presenter
 from .watcher import watcher
 
 KEY = "atlas_chart_widths"
@@ -34,6 +39,10 @@ PANEL_FRAME_PX = 260
 PANELS_KEY = "atlas_panels_per_row"  # chart key → (its number of maps, the maps per row it was drawn with)
 NARROW_KEY = "atlas_narrow"  # chart key → whether it was drawn for a narrow column (figures.narrow)
 REDRAW_KEY = "atlas_redraw"
+ROOM_KEY = "atlas_chart_rooms"  # presenter view: the browser's report {screen: px, rooms: {chart key: px}}
+HEIGHTS_KEY = "atlas_heights"  # chart key → (the height it asked for, the least it takes, the height it was drawn at)
+SLACK_PX = 12  # left under a chart that ends on the first screen (rounding, the chart frame's border)
+MIN_ROOM_PX = 260  # a chart that starts with less room than this under it is drawn for a screen of its own
 
 # Measures the frame Streamlit itself measures (stFullScreenFrame, getBoundingClientRect().width) for every chart in
 # an element container with a user key, skipping hidden tabs (width 0) and full-screen charts. Reports only changes,
@@ -55,12 +64,36 @@ SCAN = """
   };"""
 
 
+# The room under each keyed chart's top (its frame's top in the page, not in the scrolled view) down to the bottom of
+# the first screen, whole px, reported with the screen's height when any of them changes.
+ROOM_SCAN = """
+  let known = {}, screen = 0;
+  const scan = () => {
+    const now = {};
+    for (const chart of document.querySelectorAll('[data-testid="stMain"] [data-testid="stPlotlyChart"]')) {
+      const frame = chart.closest('[data-testid="stFullScreenFrame"]');
+      const box = chart.closest('[data-testid="stElementContainer"]');
+      const cls = box && [...box.classList].find((c) => c.startsWith('st-key-'));
+      if (!frame || !cls || getComputedStyle(frame).position === 'fixed') continue;
+      const r = frame.getBoundingClientRect();
+      if (r.width > 0) now[cls.slice(7)] = Math.round(innerHeight - r.top - scrollY);
+    }
+    const keys = Object.keys(now);
+    if (innerHeight !== screen || keys.some((k) => known[k] !== now[k])) {
+      known = { ...known, ...now };
+      screen = innerHeight;
+      setStateValue('rooms', { screen, rooms: known });
+    }
+  };"""
+
+
 def measurer():
     """The measuring component, or None (after one warning) when Streamlit has no st.components.v2.component."""
     return watcher("atlas_chart_widths", SCAN, "chart widths are not measured (Streamlit's default widths)")
 
 
 _measure = measurer()
+_rooms = watcher("atlas_chart_rooms", ROOM_SCAN, "charts keep their heights in presenter view")
 
 
 @st.fragment
@@ -70,15 +103,19 @@ def measure() -> None:
     and legend under the plot) reruns the page, to draw it again."""
     if _measure is not None:
         _measure(key=KEY, on_widths_change=_check_drawn, height=0)
+    if _rooms is not None and presenter.on():
+        _rooms(key=ROOM_KEY, on_rooms_change=_check_drawn, height=0)
     if st.session_state.pop(REDRAW_KEY, False):
         st.rerun(scope="app")
 
 
 def _check_drawn() -> None:
     panels, narrowed = st.session_state.get(PANELS_KEY, {}), st.session_state.get(NARROW_KEY, {})
+    heights = st.session_state.get(HEIGHTS_KEY, {}) if presenter.on() else {}
     if (
         any(min(n, per_row_at(width_of(key))) != per_row for key, (n, per_row) in panels.items())
         or any(is_narrow(key) != was for key, was in narrowed.items())
+        or any(_fit(key, asked, least) != drawn for key, (asked, least, drawn) in heights.items())
     ):
         st.session_state[REDRAW_KEY] = True
 
@@ -121,3 +158,25 @@ def width_of(key: str) -> float | None:
     if isinstance(w, int | float) and not isinstance(w, bool) and math.isfinite(w) and MIN_W <= w <= MAX_W:
         return float(w)
     return None
+
+
+def fitted_height(key: str, layout: dict) -> int:
+    """Presenter view: the height to draw the chart `key` at, from its layout's height: at most the room under its top
+    on the first screen (less SLACK_PX), or a screen's height when it starts lower, and at least its margins and
+    MIN_ROOM_PX of plot (as asked before any report); remembered, so that a new room redraws the page."""
+    margin = layout.get("margin") or {}
+    asked = int(layout.get("height") or 450)
+    least = min(asked, int(margin.get("t", 0) + margin.get("b", 0)) + MIN_ROOM_PX // 2)
+    drawn = _fit(key, asked, least)
+    st.session_state.setdefault(HEIGHTS_KEY, {})[key] = (asked, least, drawn)
+    return drawn
+
+
+def _fit(key: str, asked: int, least: int) -> int:
+    report = st.session_state.get(ROOM_KEY) if _rooms is not None else None
+    report = report.get("rooms") if report is not None else None
+    screen, room = (report.get("screen"), (report.get("rooms") or {}).get(key)) if isinstance(report, dict) else (0, 0)
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in (screen, room)):
+        return asked
+    cap = room if room >= MIN_ROOM_PX else screen
+    return int(max(least, min(asked, cap - SLACK_PX)))
