@@ -90,7 +90,10 @@ def bound_controls(at: AppTest) -> list:
 def start_and_shown(w) -> tuple[object, object]:
     """A bound control's declared start value and the value it shows, both as its widget message writes them
     (indices for the choice widgets, a list of numbers for a slider)."""
-    kind, start = type(w).__name__, w.proto.default
+    kind = type(w).__name__
+    if kind == "Expander":  # a folded section kept in the address (ui/pairs.py): open or not
+        return w.proto.default_expanded, w.proto.expanded
+    start = w.proto.default
     if kind == "Slider":
         return list(start), list(w.value) if isinstance(w.value, tuple) else [w.value]
     if kind == "SelectSlider":
