@@ -20,6 +20,7 @@ from .colours import (
     SEQUENTIAL,
     TEXT_MUTED,
     VERMILLION,
+    WHITE,
 )
 from .common import esc, figure, heatmap, layout_dict, title_dict, token_axis
 from .embeddings import chip_figure
@@ -57,7 +58,7 @@ def row_bars(
         "type": "bar",
         "x": np.arange(T),
         "y": np.asarray(weights, dtype=np.float32),
-        "marker": {"color": color, "pattern": {"shape": pattern}},
+        "marker": {"color": color, "pattern": {"shape": pattern, "fillmode": "overlay", "fgcolor": WHITE}},
         "text": [esc(s) for s in labels],
         "hovertemplate": "%{text}: %{y:.4f}<extra></extra>",
         "textposition": "none",
