@@ -136,6 +136,8 @@ def figure(traces: Sequence[dict], layout: dict) -> Spec:
     # a y-axis title is drawn along the plot: a plot shorter than it lets it run into the chart title
     if "height" in lay:
         lay["height"] = max(lay["height"], margin["t"] + margin["b"] + margins.y_title_px(lay))
+    # the toolbar stands up along the right edge: lying across the top, on a phone it covers the chart's title
+    lay.setdefault("modebar", {"orientation": "v"})
     return Spec({"data": [plain(t) for t in traces], "layout": {**lay, "margin": margin, "template": TEMPLATE}})
 
 
