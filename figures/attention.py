@@ -10,9 +10,11 @@ import plotly.graph_objects as go
 from transformer import Trace
 
 from .colours import BLACK, BLANK, DIVERGING, HIGHLIGHT
-from .common import bars, esc, figure, hatch, heatmap, layout_dict, title_dict, token_axis
+from .common import Spec, bars, esc, figure, hatch, heatmap, layout_dict, title_dict, token_axis
 
-SHOW_VALUES_MAX = 12  # write numbers into T×T cells only for sentences this short
+SHOW_VALUES_MAX = 16  # write numbers into T×T cells only for sentences this short (16 × 16 cells hold 14 px text)
+HIDDEN_NOTE = f"numbers hidden above {SHOW_VALUES_MAX} tokens: hover a cell"
+NOTE_PX = 20  # the room the note takes under the title
 
 
 def pattern_weights(tr: Trace, layer: int, head: int) -> np.ndarray:
@@ -80,10 +82,11 @@ def scores_heatmap(
     """Query × key scores, (T, T); −∞ (masked) cells are blank and say −∞ on hover. values:
     numbers in the cells of a short sentence."""
     short = values and len(labels) <= SHOW_VALUES_MAX
-    return heatmap(
+    fig = heatmap(
         scores, labels, labels, title=title, x_title="key j", y_title="query i", colorscale=DIVERGING, zmid=0,
         value_name=value_name, show_values=short,
     )
+    return _hidden_note(fig, values and not short)
 
 
 def weights_heatmap(
@@ -91,10 +94,22 @@ def weights_heatmap(
 ) -> go.Figure:
     """Softmax weights α_ij in [0, 1], (T, T); masked cells (weight exactly 0) blank."""
     short = values and len(labels) <= SHOW_VALUES_MAX
-    return heatmap(
+    fig = heatmap(
         weights, labels, labels, title=title, x_title="key j (looked at)", y_title="query i (looking)", zmin=0, zmax=1,
         value_name="weight", show_values=short, masked=masked,
     )
+    return _hidden_note(fig, values and not short)
+
+
+def _hidden_note(fig: go.Figure, hidden: bool) -> go.Figure:
+    """The map, with HIDDEN_NOTE under its title when its cells would have numbers but the sentence is too long."""
+    if not hidden:
+        return fig
+    spec = fig.to_dict()
+    layout = spec["layout"]
+    title = {**(layout.get("title") or {}), "subtitle": {"text": HIDDEN_NOTE}}
+    margin = {**layout["margin"], "t": layout["margin"]["t"] + NOTE_PX}
+    return Spec({**spec, "layout": {**layout, "title": title, "margin": margin, "height": layout["height"] + NOTE_PX}})
 
 
 def weight_bars(row: np.ndarray, labels: Sequence[str], title: str) -> go.Figure:

@@ -111,8 +111,10 @@ def test_default_sentence_and_every_preset(lm):
         u.assert_ok(at)
         tr = trace(lm, sentence)
         T = len(tr.encoding)
-        # numbers in the T×T cells only for short sentences
-        assert (u.chart_titled(at, "Attention weights")["data"][0].get("texttemplate") == "%{z:.2f}") == (T <= 12)
+        # numbers in the T×T cells up to 16 tokens; beyond, the title's note says why there are none
+        weights = u.chart_titled(at, "Attention weights")
+        assert (weights["data"][0].get("texttemplate") == "%{z:.2f}") == (T <= 16)
+        assert weights["layout"]["title"].get("subtitle", {}).get("text", "").startswith("numbers hidden") == (T > 16)
         np.testing.assert_allclose(z(step(at, 3), "Raw scores"), tr["blocks.0.attn.hook_scores_raw"][0], rtol=1e-6)
         np.testing.assert_allclose(z(step(at, 6), "Z = αV"), tr["blocks.0.attn.hook_z"][:, 0], rtol=1e-6)
         # kept from the last sentence while it fits, else the last token
