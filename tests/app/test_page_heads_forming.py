@@ -1,6 +1,7 @@
-"""The "Heads forming" page: every control moved (step slider, play/pause, score picker, tabs, train, cancel); what it
-draws equals the shipped replay's numbers, read here from its files (replay.json, replay.safetensors) and recomputed by
-the scores' formulas; one live training per process, seeded like the replay."""
+"""The "Heads forming" page: every control moved (step slider, play/pause, jump, score picker, train, cancel); what it
+draws equals the shipped replays' numbers, read here from their files (replay.json, replay.safetensors; the mask
+training's replay.json) and recomputed by the scores' formulas; one live training per process, of either kind, seeded
+like the replays."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from transformer import train_induction as ti
 from ui import training
 
 PAGE = page_path("15_Heads_forming")
+MASK = json.loads((ti.BUNDLED_REPLAY.parent / "mask" / "replay.json").read_text())  # the mask training, as stored
 DOC = json.loads((ti.BUNDLED_REPLAY / ti.REPLAY_JSON).read_text())  # the replay the page shows, as stored
 ARRAYS = load_file(str(ti.BUNDLED_REPLAY / ti.REPLAY_ARRAYS))
 STEPS, LOSS, PROBE = DOC["steps"], np.array(DOC["loss"]), DOC["probe"]
@@ -60,7 +62,7 @@ def assert_step(at, step: int) -> None:
     k = STEPS.index(step)
     ind, prev = score("induction")[k], score("previous_token")[k]  # (L, nh)
     metrics = [f"{DOC['loss'][k]:.3f}", f"{DOC['loss_repeated'][k]:.3f}", f"{ind[1].max():.2f}", f"{prev[0].max():.2f}"]
-    assert [m.value for m in at.metric] == metrics
+    assert [m.value for m in at.metric][:4] == metrics  # the replay's (the mask training's follow)
     assert current_step(chart(at, "heads_loss")) == step == current_step(chart(at, "heads_scores"))
     maps = chart(at, "heads_patterns")
     assert maps["layout"]["title"]["text"] == f"Every head on the probe at step {step}"
@@ -253,3 +255,81 @@ def test_train_duty_setting_is_read_safely():
     assert training.duty_from("0.25") == 0.25 and training.duty_from("1") == 1.0
     for bad in ("", "abc", "0", "-1", "1.5", "nan", "inf"):
         assert training.duty_from(bad) == 0.5
+
+
+def test_mask_section_shows_the_replays_numbers():
+    at = run_page(PAGE)
+    train = {run: MASK["train_loss"][run][-1] for run in ("masked", "unmasked")}
+    real = {run: MASK["results"][run]["loss_real"] for run in ("masked", "unmasked")}
+    assert train["unmasked"] < 0.1 * train["masked"] and real["unmasked"] > 1.8 * real["masked"]  # the acceptance
+    shown = {m.label: m.value for m in at.metric}
+    for run, name in (("masked", "with the mask"), ("unmasked", "without the mask")):
+        assert shown[f"Training loss, {name}"] == f"{train[run]:.3f}"
+        assert shown[f"Real task, {name}"] == f"{real[run]:.3f}"
+    fig = chart(at, "mask_loss")
+    curves = {t["name"]: (array(t["x"]), array(t["y"])) for t in fig["data"]}
+    for run, name in (("masked", "with the mask"), ("unmasked", "without the mask")):
+        x, y = curves[f"{name}: training loss (as trained)"]
+        np.testing.assert_array_equal(x, MASK["steps"])
+        np.testing.assert_allclose(y, MASK["train_loss"][run], rtol=1e-6)
+        x, y = curves[f"{name}: real task (future hidden)"]
+        np.testing.assert_array_equal(x, MASK["real_steps"])
+        np.testing.assert_allclose(y, MASK["real_loss"][run], rtol=1e-6)
+    (guess,) = fig["layout"]["shapes"]
+    assert guess["y0"] == pytest.approx(np.log(64))
+    said = texts(at)
+    (tm, tu), (rm, ru) = train.values(), real.values()
+    assert f"fell to **{tu:.3f}** nats, {tu / tm:.2f} × the masked model's {tm:.3f}" in said
+    assert f"its loss is **{ru:.3f}**, {ru / rm:.1f} × the masked model's {rm:.3f}" in said
+    assert "worse than guessing (log 64 = 4.16)" in said
+    words = {key: [ti.SYMBOLS[i] for i in MASK[key]] for key in ("prompt", "answer")}
+    gen = {run: [ti.SYMBOLS[i] for i in MASK["results"][run]["generation"]] for run in ("masked", "unmasked")}
+    assert f"continues `{' '.join(words['prompt'])}` (the probe, 3 symbols into its second copy)" in said
+    table = at.dataframe[1].value
+    n = len(words["answer"])
+    assert [list(table.iloc[row, 1 : n + 1]) for row in range(3)] == [words["answer"], gen["masked"], gen["unmasked"]]
+    right = [sum(a == b for a, b in zip(gen[run], words["answer"], strict=True)) for run in ("masked", "unmasked")]
+    assert right[0] == n and right[1] <= n // 2
+    assert list(table["right"]) == ["", f"{right[0]} of {n}", f"{right[1]} of {n}"]
+    assert f"the masked model gets {right[0]} of {n} symbols right, the unmasked one {right[1]}." in said
+
+
+def test_live_mask_training_repeats_the_replays_start(live, monkeypatch):
+    """Ten steps live: within the warm-up the learning rate does not depend on the length of the training, so both
+    curves repeat the bundled replay's first points (same seed, same batches)."""
+    monkeypatch.setattr(training, "LIVE_CONFIG", dataclasses.replace(training.LIVE_CONFIG, steps=10))
+    at = run_page(PAGE)
+    assert at.progress[1].proto.text == "No training of this kind has run on this server yet."
+    at.button(key="mask_train").click().run()
+    assert_ok(at)
+    assert at.toggle(key="mask_watch").value and not at.toggle(key="heads_watch").value
+    live.thread.join(240)
+    at.run()
+    assert_ok(at)
+    assert live.state == "done" and at.progress[1].proto.text.startswith("finished: step 10 of 10, training loss")
+    assert at.progress[0].proto.text == "No training of this kind has run on this server yet."  # the heads section's
+    fig = chart(at, "mask_live_loss")
+    curves = {t["name"]: array(t["y"]) for t in fig["data"]}
+    for run, name in (("masked", "with the mask"), ("unmasked", "without the mask")):
+        first = MASK["train_loss"][run][:3]  # steps 0, 5, 10
+        np.testing.assert_allclose(curves[f"{name}: training loss (as trained)"], first, atol=2e-5)
+        assert curves[f"{name}: real task (future hidden)"][0] == pytest.approx(MASK["real_loss"][run][0], abs=2e-5)
+        loss = live.replay.results[run].loss_real
+        assert f"{name} {loss:.3f}" in at.progress[1].proto.text.split("on the real task")[1]
+
+
+def test_one_training_of_either_kind_at_a_time(live, monkeypatch):
+    monkeypatch.setattr(training, "LIVE_CONFIG", dataclasses.replace(training.LIVE_CONFIG, steps=100_000))
+    starter = run_page(PAGE)
+    starter.button(key="mask_train").click().run()
+    assert live.running and live.kind == "mask"
+    assert starter.button(key="mask_cancel") and not [b for b in starter.button if b.key.startswith("heads_t")]
+    assert "A training is running (yours; one at a time on this server): wait for it to end" in texts(starter)
+    other = run_page(PAGE)
+    assert not [b for b in other.button if b.key in ("heads_train", "heads_cancel", "mask_train", "mask_cancel")]
+    assert "A training is running (started by someone else" in texts(other)
+    starter.button(key="mask_cancel").click().run()
+    live.thread.join(240)
+    starter.run()
+    assert live.state == "cancelled" and starter.progress[1].proto.text.startswith("cancelled")
+    assert starter.button(key="mask_train") and starter.button(key="heads_train")

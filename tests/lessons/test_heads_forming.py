@@ -1,5 +1,6 @@
 """lessons/heads_forming.py on small hand-made replays (2 layers × 2 heads, a probe of 5 symbols) whose head names,
-score curves, phase change, probe and table are worked out by hand."""
+score curves, phase change, probe and table are worked out by hand; and on hand-made replays of the training with and
+without the mask, whose numbers, table and sentence are written out here."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from lessons import heads_forming as hf
 from transformer import head_scores as hs
 from transformer import train_induction as ti
+from transformer import train_mask as tm
 
 CFG = ti.InductionConfig(n_symbols=5, n_layer=2, n_head=2, probe_prefix=1, probe_run=2)
 PROBE = np.array([3, 0, 4, 0, 4])  # D, then the run A E, then A E again
@@ -167,3 +169,46 @@ def test_jump_index_is_where_the_steep_fall_begins():
     rp = replay([scores()] * len(steps), loss=loss, steps=steps)
     assert hf.jump_index(rp) == 4  # step 80: the last snapshot before the fall
     assert hf.jump_index(replay([scores()] * 3, loss=[4.2, 4.2, 4.2])) is None  # no fall: nowhere to jump
+
+
+def mask_replay(train: tuple[float, float], real: tuple[float, float], generations=([4, 0], [0, 0])):
+    """A mask replay whose last training point and final real-task losses are (masked, unmasked), on CFG's 5 symbols;
+    the prompt D A E A and the expected continuation E D."""
+    runs = ("masked", "unmasked")
+    points = [tm.Point(0, {"masked": 1.6, "unmasked": 1.6}), tm.Point(5, dict(zip(runs, train, strict=True)))]
+    results = {
+        run: tm.Result(t, r, r, list(g)) for run, t, r, g in zip(runs, train, real, generations, strict=True)
+    }
+    return tm.MaskReplay(CFG, np.array([3, 0, 4, 0]), np.array([4, 3]), points, results)
+
+
+def test_mask_losses_read_the_last_point_and_the_results():
+    n = hf.mask_losses(mask_replay((1.2, 0.06), (1.3, 2.6)))
+    assert n.train == {"masked": 1.2, "unmasked": 0.06} and n.real == {"masked": 1.3, "unmasked": 2.6}
+    assert n.train_ratio == pytest.approx(0.05) and n.real_ratio == pytest.approx(2.0)
+    assert n.guess == pytest.approx(math.log(5))
+
+
+def test_generation_table_puts_the_symbols_side_by_side():
+    table = hf.generation_table(mask_replay((1.2, 0.06), (1.3, 2.6), generations=([4, 3], [3, 3])))
+    assert table == {
+        "": ["expected", "with the mask", "without the mask"],
+        "1": ["E", "E", "D"],
+        "2": ["D", "D", "D"],
+        "right": ["", "2 of 2", "1 of 2"],
+    }
+
+
+def test_mask_sentence_states_the_effects_with_their_numbers():
+    text = hf.mask_sentence(mask_replay((1.2, 0.06), (1.3, 2.6)))  # log 5 = 1.61: 2.6 is worse than guessing
+    assert "training loss fell to **0.060** nats, 0.05 × the masked model's 1.200" in text
+    assert "its loss is **2.600**, 2.0 × the masked model's 1.300, worse than guessing (log 5 = 1.61)." in text
+    assert "the masked model gets 1 of 2 symbols right, the unmasked one 0." in text  # [4, 0] and [0, 0] vs [4, 3]
+
+
+def test_mask_sentence_says_so_when_an_effect_is_absent():
+    no_copy = hf.mask_sentence(mask_replay((1.2, 0.5), (1.3, 1.5)))  # 0.5 ≥ 0.12; 1.5 < log 5: not worse than guessing
+    assert "did not fall below a tenth" in no_copy and "fell to" not in no_copy
+    assert "1.2 × the masked model's 1.300." in no_copy and "guessing" not in no_copy
+    no_harm = hf.mask_sentence(mask_replay((1.2, 0.06), (1.3, 1.3)))
+    assert "no worse than the masked model's 1.300: here the mask made no difference on the real task" in no_harm
