@@ -230,9 +230,10 @@ def head_name(layer: int, head: int) -> str:
     return f"L{layer} H{head}"
 
 
-def best_head_text(c: Comparison, token: str, target: str) -> str:
+def best_head_text(c: Comparison, token: str, target: str, expected: str | None = None) -> str:
     """The best head (the most weight on the target in sentence 1) with its control: the same head's weight in
-    sentence 2, and whether it moved by at least CHANGE (markdown; token and target are user text)."""
+    sentence 2, whether it moved by at least CHANGE, and, when the pair says which way the target's weight should go
+    in sentence 2 (expected: "less" or "more"), whether it went that way (markdown; token and target are user text)."""
     layer, head = c.best_head()
     wa, wb = float(c.weight_a[layer, head]), float(c.weight_b[layer, head])
     d = wb - wa
@@ -240,13 +241,20 @@ def best_head_text(c: Comparison, token: str, target: str) -> str:
         f"The head that puts the most weight from {quote(token)} on {quote(target)} in sentence 1 is **layer {layer}, "
         f"head {head}**: {wa:.2f}. Its control, the same head in sentence 2: **{wb:.2f}** (Δ {d:+.2f}). "
     )
+    should = f"the pair should give it {expected} weight in sentence 2" if expected else ""
     if abs(d) < CHANGE:
-        return said + (
+        said += (
             f"It moved by less than {CHANGE}: this head gives {quote(target)} the same weight in both sentences, so it "
             "does not tell them apart (it may just pick that word wherever it is)."
         )
+        return said + (f" Yet {should}." if should else "")
     way = "less" if d < 0 else "more"
-    return said + f"It puts {way} weight on it in sentence 2: this head reads the word that differs."
+    said += f"It puts {way} weight on it in sentence 2: this head reads the word that differs"
+    if not should:
+        return said + "."
+    if way == expected:
+        return said + f", the way the pair expects ({should})."
+    return said + f", but the wrong way: {should}. Its weight does not follow the meaning."
 
 
 def ranking_text(c: Comparison) -> str:

@@ -26,13 +26,14 @@ from .state import PRESETS as SENTENCES
 
 TROPHY = "The trophy doesn't fit in the suitcase because it is too big."
 ANIMAL = SENTENCES["The animal and the street"]
-# name: (first sentence, second sentence, the token followed, the target: words of the first sentence)
+# name: (first sentence, second sentence, the token followed and the target (words of the first sentence), and the
+# weight the target should get in sentence 2 from a head that follows the meaning: "it" is the suitcase, the street)
 PRESETS = {
-    "Trophy: too big / too small": (TROPHY, TROPHY.replace("big", "small"), "it", "trophy"),
-    "Animal: too tired / too wide": (ANIMAL, ANIMAL.replace("tired", "wide"), "it", "animal"),
-    "Bank: river / money": (SENTENCES["River bank"], SENTENCES["Money bank"], "bank", None),
+    "Trophy: too big / too small": (TROPHY, TROPHY.replace("big", "small"), "it", "trophy", "less"),
+    "Animal: too tired / too wide": (ANIMAL, ANIMAL.replace("tired", "wide"), "it", "animal", "less"),
+    "Bank: river / money": (SENTENCES["River bank"], SENTENCES["Money bank"], "bank", None, None),
     **{
-        f"Bears: {a} / {b}": (SENTENCES[a], SENTENCES[b], "bears", None)
+        f"Bears: {a} / {b}": (SENTENCES[a], SENTENCES[b], "bears", None, None)
         for a, b in (
             ("I love bears", "She bears the pain"),
             ("I love bears", "Bears won the game"),
@@ -49,7 +50,7 @@ def apply_preset(into: dict[str, str]) -> None:
     first, second and word), its second in the box; its token and target are picked once the first is traced."""
     name = st.session_state["pairs_preset"]
     if name in PRESETS:
-        first, second, word, target = PRESETS[name]
+        first, second, word, target, _ = PRESETS[name]
         st.session_state.update({k: v.format(first=first, second=second, word=word) for k, v in into.items()})
         st.session_state.update(pairs_second=second, pairs_pending=(first, word, target))
 
@@ -138,22 +139,26 @@ def _section(key: TraceKey, token: int, layer: int, head: int, target: int | Non
         if c is None:
             st.info("The encoder's tokens hold no counterpart of this token in the second sentence.")
             return
-        labels = enc.encoding.labels
-        layer, head = min(layer, enc.cfg.n_layer - 1), min(head, enc.cfg.n_head - 1)
-    _show(key, key_b, c, labels, layer, head)
+        _show(key, key_b, c, enc.encoding.labels, None)  # the page's layer and head are the decoder's
+    else:
+        _show(key, key_b, c, labels, (layer, head))
 
 
-def _show(key: TraceKey, key_b: TraceKey, c: pairs.Comparison, labels, layer: int, head: int) -> None:
-    """The ranking, the best head with its control, and the two rows of one head."""
+def _show(key: TraceKey, key_b: TraceKey, c: pairs.Comparison, labels, page: tuple[int, int] | None) -> None:
+    """The ranking, the best head with its control, and the two rows of one head (the page's, when it is of this
+    model; the most changed; the best)."""
     explain(
         "For every head, the chosen token's row in each sentence, compared: the **total variation** "
         "½ Σ |α₁ − α₂| is the share of weight that moved (0: the same row, 1: nothing in common)."
     )
     st.markdown(pairs.ranking_text(c))
     show_figure(cached.ranking_figure(key, key_b, c.a, c.target_a), key="pairs_ranking")
-    heads = {"page": (layer, head), "changed": c.ranking()[0]}
+    heads = {"page": page, "changed": c.ranking()[0]} if page else {"changed": c.ranking()[0]}
     if c.target_a is not None:
-        st.markdown(pairs.best_head_text(c, labels[c.a], labels[c.target_a]))
+        said = pairs.best_head_text(
+            c, labels[c.a], labels[c.target_a], _expected(key.text, key_b.text, labels[c.target_a])
+        )
+        st.markdown(said)
         heads["best"] = c.best_head()
     shown = st.radio(
         "Rows of",
@@ -163,6 +168,15 @@ def _show(key: TraceKey, key_b: TraceKey, c: pairs.Comparison, labels, layer: in
         **choice("pairs_rows", list(heads), "best" if "best" in heads else "changed"),
     )
     show_figure(cached.rows_figure(key, key_b, c.a, c.target_a, *heads[shown]), key="pairs_rows_chart")
+
+
+def _expected(first: str, second: str, target: str) -> str | None:
+    """The way a preset pair says its target's weight should go in sentence 2, when these are its sentences and its
+    target (None otherwise)."""
+    for a, b, _, aim, expected in PRESETS.values():
+        if (a, b) == (first, second) and aim and target.lstrip("␣").lower() == aim:
+            return expected
+    return None
 
 
 def _head_choice(heads: dict, kind: str) -> str:

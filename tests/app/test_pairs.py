@@ -65,6 +65,9 @@ def test_the_trophy_pair_shows_the_encoders_best_head_with_its_control(model, mi
     best = np.unravel_index(np.argmax(pa[..., trophy]), tv.shape)
     assert f"is **layer {best[0]}, head {best[1]}**: {pa[best][trophy]:.2f}" in said
     assert f"{CONTROL}: **{pb[best][trophy]:.2f}**" in said
+    d = pb[best][trophy] - pa[best][trophy]  # "small": "it" is the suitcase, so "trophy" should lose weight
+    verdict = "Yet the pair should" if abs(d) < 0.05 else "the way the pair expects" if d < 0 else "the wrong way"
+    assert verdict in said
     top = np.unravel_index(np.argmax(tv), tv.shape)
     ranking = chart(at, "pairs_ranking")
     assert ranking["data"][0]["x"] is not None and array(ranking["data"][0]["y"])[0] == pytest.approx(tv[top], abs=1e-6)

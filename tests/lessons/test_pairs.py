@@ -152,6 +152,11 @@ def test_the_verdicts_follow_the_numbers():
     assert "more weight" in pairs.best_head_text(more, "it", "trophy") and "(Δ +0.30)" in pairs.best_head_text(
         more, "it", "trophy"
     )
+    # a pair that says which way the target's weight should go in sentence 2: the verdict checks the direction
+    assert "Yet the pair should give it less weight" in pairs.best_head_text(same, "it", "trophy", "less")
+    assert "the way the pair expects" in pairs.best_head_text(less, "it", "trophy", "less")
+    assert "the wrong way" in pairs.best_head_text(more, "it", "trophy", "less")
+    assert "the wrong way" not in pairs.best_head_text(more, "it", "trophy", "more")
     assert "0 of 2 heads changed" in pairs.ranking_text(made(0.7, 0.7))
     assert "1 of 2 heads changed" in pairs.ranking_text(less)
     assert "\\<b\\>" in pairs.best_head_text(same, "<b>", "x")  # user text escaped for markdown

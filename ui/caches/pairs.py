@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from figures import pairs as fp
+from lessons import encoder_decoder as ed
 from lessons import pairs
 
 from ..models import TraceKey, get_trace
@@ -26,7 +27,9 @@ def ranking_figure(key_a: TraceKey, key_b: TraceKey, position: int, target: int 
     c = comparison(key_a, key_b, position, target)
     names = [pairs.head_name(layer, head) for layer in range(c.tv.shape[0]) for head in range(c.tv.shape[1])]
     label = get_trace(key_a).encoding.labels[position]
-    return fp.ranking(names, c.tv, c.delta, f"The heads whose row for “{label}” changes most")
+    return fp.ranking(
+        names, c.tv, c.delta, f"{ed.short_name(key_a.model)}: the heads whose row for “{label}” changes most"
+    )
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
