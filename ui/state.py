@@ -8,6 +8,7 @@ Widgets use their own keys ("w_…") and copy into the plain keys when they chan
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import streamlit as st
@@ -111,8 +112,20 @@ def _init() -> None:
             st.session_state["atlas_" + key] = value
 
 
+# Each value has two controls, the sidebar's ("w_…") and the bar's (presenter.BAR_PREFIX); a run that sets one from
+# the other reaches the browser only when it ends. A request sent before then carries that control's older value (the
+# one the browser still shows): no move of the user's, and taking it would undo the move just made with the other
+# control (fast key presses under load did: head 1, 2, 3, 4 ended on 1). STALE holds, for each control the script has
+# set, the values the browser may still send back (what it showed, and each value set since), with the time of the
+# last set; they count as stale for STALE_S.
+STALE, STALE_S = "atlas_stale", 3.0
+
+
 def _copy(key: str, prefix: str) -> None:
-    st.session_state["atlas_" + key] = st.session_state[prefix + key]
+    name = prefix + key
+    value, (old, since) = st.session_state[name], st.session_state.get(STALE, {}).get(name, ((), 0.0))
+    if value not in old or time.monotonic() - since > STALE_S:
+        st.session_state["atlas_" + key] = value
 
 
 def _apply_preset(prefix: str) -> None:
@@ -122,8 +135,16 @@ def _apply_preset(prefix: str) -> None:
 
 
 def _widget(key: str, prefix: str) -> dict:
-    """Arguments that bind a widget (key prefix + key) to the persistent value `key`."""
-    st.session_state[prefix + key] = st.session_state["atlas_" + key]
+    """Arguments that bind a widget (key prefix + key) to the persistent value `key`. The widget's value is set only
+    when it differs: a value set by the script is sent to the browser, which moves the control to it, undoing a key
+    press made on that control while this run was on its way."""
+    name, value, stale = prefix + key, st.session_state["atlas_" + key], st.session_state.setdefault(STALE, {})
+    if name in st.session_state and st.session_state[name] == value:
+        stale.pop(name, None)  # the browser shows the value
+    else:
+        old, _ = stale.get(name, ((), 0.0))
+        stale[name] = ((*old, st.session_state.get(name), value), time.monotonic())
+        st.session_state[name] = value
     return {"key": prefix + key, "on_change": _copy, "args": (key, prefix)}
 
 
@@ -212,7 +233,10 @@ def sidebar() -> State:
         widths.measure()
         page_script.mount()
     state = current()
-    # key by key: from_dict would also clear the parameters the pages' own widgets keep
-    for k, v in vars(state).items():
-        st.query_params[k] = str(v)
+    # Only what changed, in one message: each write sends the whole address as the server last knew it, and the
+    # server's copy of the pages' own controls (bind="query-params", which the browser writes itself) is not
+    # refreshed between runs, so a write on every run put an older value of a control just moved back in the address
+    # (it lagged a step behind fast key presses). Not from_dict: it would clear the pages' own parameters.
+    if changed := {k: str(v) for k, v in vars(state).items() if st.query_params.get(k) != str(v)}:
+        st.query_params.update(changed)
     return state
