@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+from streamlit.runtime.state.query_params import QueryParams
 
 from tests import apptest_utils as u
 from ui.context import OWN, SETS
@@ -60,3 +61,18 @@ def test_context_says_when_the_vectors_did_not_move_apart():
     np.testing.assert_allclose(u.array(u.chart(at, "context_cosine")["data"][0]["y"]), 1.0, atol=1e-5)
     assert "cos = 1.000 at the embedding, 1.000 after the last block: **no clear change**" in u.texts(at)
     assert "moved apart" not in u.texts(at) and at.selectbox(key="context_set").value == OWN
+
+
+def test_the_address_is_written_only_when_the_shared_state_changes(monkeypatch):
+    """Each write sends the whole address as the server knows it, whose copy of the pages' own controls can be older
+    than the browser's: a run that changed none of the sidebar's values writes nothing."""
+    sent = []
+    send = QueryParams._send_query_param_msg
+    monkeypatch.setattr(QueryParams, "_send_query_param_msg", lambda self: sent.append(1) or send(self))
+    at = u.open_tab(u.run_page(u.page_path("7_Multi_head"), sentence=REPEATED), "multihead_part", "5 ·")
+    sent.clear()
+    at.slider(key="multihead_topk").set_value(5).run()  # a page control: the sidebar's values stay
+    u.assert_ok(at)
+    assert sent == []
+    at.slider(key="w_head").set_value(1).run()  # one shared value: one message, with the new head
+    assert len(sent) == 1 and at.query_params["head"] == "1" and at.query_params["sentence"] == REPEATED
