@@ -152,9 +152,14 @@ def mask_losses(mrp: MaskReplay) -> MaskLosses:
     )
 
 
-def symbols(ids) -> str:
-    """Symbol ids as the text the model reads ("K f 3")."""
-    return " ".join(SYMBOLS[i] for i in ids)
+def prompt_sentence(mrp: MaskReplay) -> str:
+    """What the generations continue (markdown): the prompt's symbols and how far into the probe's copy it reaches."""
+    given = len(mrp.prompt) - mrp.config.probe_prefix - mrp.config.probe_run
+    words = " ".join(SYMBOLS[i] for i in mrp.prompt)
+    return (
+        f"Each model continues `{words}` (the probe, {given} symbol{'s' * (given != 1)} into its second copy) "
+        "one greedy symbol at a time, run as it was trained:"
+    )
 
 
 def generation_table(mrp: MaskReplay) -> dict[str, list[str]]:

@@ -151,11 +151,7 @@ for col, (label, value) in zip(st.columns(4), cells, strict=True):
     col.metric(label, f"{value:.3f}", help="Nats per symbol; training: the last batches, each model as it was trained.")
 ui.show_figure(training.mask_figure(), key="mask_loss")
 st.markdown(hf.mask_sentence(mrp))
-given = len(mrp.prompt) - mrp.config.probe_prefix - mrp.config.probe_run
-st.markdown(
-    f"Each model continues `{hf.symbols(mrp.prompt)}` (the probe, {given} symbols into its second copy) "
-    "one greedy symbol at a time, run as it was trained:"
-)
+st.markdown(hf.prompt_sentence(mrp))
 st.dataframe(hf.generation_table(mrp), hide_index=True)
 
 c1, c2 = st.columns([2, 1], vertical_alignment="center")

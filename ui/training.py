@@ -328,7 +328,7 @@ def live_status(live: LiveTraining, kind: str = "heads") -> str:
     forming) or how each model does on the real task (with and without the mask)."""
     rp = live.view()
     if live.state == "idle" or live.replay is None or live.kind != kind:
-        return "No training of this kind has run on this server yet."
+        return "No live training of this kind to show yet."
     state = STATES.get(live.state, f"failed ({live.message})")
     head = f"{state}: step {live.step} of {live.replay.config.steps}"
     if rp is None:

@@ -209,7 +209,7 @@ def test_every_score_is_explained():
 def test_live_training_reproduces_the_replay(live):
     at = run_page(PAGE)
     assert not at.toggle(key="heads_watch").value
-    assert at.progress[0].proto.text == "No training of this kind has run on this server yet."
+    assert at.progress[0].proto.text == "No live training of this kind to show yet."
     at.button(key="heads_train").click().run()
     assert_ok(at)
     assert at.toggle(key="heads_watch").value  # the starter watches
@@ -299,7 +299,7 @@ def test_live_mask_training_repeats_the_replays_start(live, monkeypatch):
     curves repeat the bundled replay's first points (same seed, same batches)."""
     monkeypatch.setattr(training, "LIVE_CONFIG", dataclasses.replace(training.LIVE_CONFIG, steps=10))
     at = run_page(PAGE)
-    assert at.progress[1].proto.text == "No training of this kind has run on this server yet."
+    assert at.progress[1].proto.text == "No live training of this kind to show yet."
     at.button(key="mask_train").click().run()
     assert_ok(at)
     assert at.toggle(key="mask_watch").value and not at.toggle(key="heads_watch").value
@@ -307,7 +307,7 @@ def test_live_mask_training_repeats_the_replays_start(live, monkeypatch):
     at.run()
     assert_ok(at)
     assert live.state == "done" and at.progress[1].proto.text.startswith("finished: step 10 of 10, training loss")
-    assert at.progress[0].proto.text == "No training of this kind has run on this server yet."  # the heads section's
+    assert at.progress[0].proto.text == "No live training of this kind to show yet."  # the heads section's
     fig = chart(at, "mask_live_loss")
     curves = {t["name"]: array(t["y"]) for t in fig["data"]}
     for run, name in (("masked", "with the mask"), ("unmasked", "without the mask")):

@@ -212,3 +212,8 @@ def test_mask_sentence_says_so_when_an_effect_is_absent():
     assert "1.2 × the masked model's 1.300." in no_copy and "guessing" not in no_copy
     no_harm = hf.mask_sentence(mask_replay((1.2, 0.06), (1.3, 1.3)))
     assert "no worse than the masked model's 1.300: here the mask made no difference on the real task" in no_harm
+
+
+def test_prompt_sentence_names_the_symbols_and_how_far_into_the_copy():
+    rp = mask_replay((1.2, 0.06), (1.3, 2.6))  # CFG: 1 symbol, a run of 2, then the prompt's A of the copy
+    assert hf.prompt_sentence(rp).startswith("Each model continues `D A E A` (the probe, 1 symbol into its second")
