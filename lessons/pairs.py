@@ -67,8 +67,6 @@ class Alignment:
     """Which token of sentence B stands for each token of sentence A, one to one."""
 
     pairs: dict[int, int]  # token of A → token of B
-    changed_a: tuple[int, ...]  # tokens of A in pieces that differ from B's (changed, inserted or deleted)
-    changed_b: tuple[int, ...]
     first_change: int  # the first position where the two token sequences differ
 
     def slots(self, n_a: int, n_b: int) -> tuple[list[int | None], list[int | None]]:
@@ -86,20 +84,11 @@ def align(enc_a: Encoding, enc_b: Encoding) -> Alignment:
     oa, ob = owners(enc_a, pa), owners(enc_b, pb)
     tokens_a = [[i for i, k in enumerate(oa) if k == n] for n in range(len(pa))]
     tokens_b = [[j for j, k in enumerate(ob) if k == n] for n in range(len(pb))]
-    matcher = difflib.SequenceMatcher(None, [p.text.lower() for p in pa], [p.text.lower() for p in pb], autojunk=False)
     pairs: dict[int, int] = {}
-    changed_a: set[int] = set()
-    changed_b: set[int] = set()
-    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+    for op, i1, i2, j1, j2 in _diff(pa, pb):
         if op == "equal" or (op == "replace" and i2 - i1 == j2 - j1):
             for m, n in zip(range(i1, i2), range(j1, j2), strict=True):
                 pairs.update(zip(reversed(tokens_a[m]), reversed(tokens_b[n]), strict=False))
-                if pa[m].text != pb[n].text:
-                    changed_a.update(tokens_a[m])
-                    changed_b.update(tokens_b[n])
-        else:
-            changed_a.update(t for m in range(i1, i2) for t in tokens_a[m])
-            changed_b.update(t for n in range(j1, j2) for t in tokens_b[n])
     # tokens outside every piece ([CLS], [SEP]): those before the text pair from the start, those after from the end
     lead_a, lead_b = _leading(oa), _leading(ob)
     pairs.update(zip(lead_a, lead_b, strict=False))
@@ -107,7 +96,13 @@ def align(enc_a: Encoding, enc_b: Encoding) -> Alignment:
     pairs.update((len(oa) - 1 - i, len(ob) - 1 - j) for i, j in zip(tail_a, tail_b, strict=False))
     differ = [i for i, (x, y) in enumerate(zip(enc_a.ids, enc_b.ids, strict=False)) if x != y]
     first = differ[0] if differ else min(len(enc_a), len(enc_b))
-    return Alignment(dict(sorted(pairs.items())), tuple(sorted(changed_a)), tuple(sorted(changed_b)), first)
+    return Alignment(dict(sorted(pairs.items())), first)
+
+
+def _diff(pa: list[Piece], pb: list[Piece]) -> list[tuple[str, int, int, int, int]]:
+    """difflib's opcodes lining up two lists of pieces, upper/lower case ignored."""
+    texts = [p.text.lower() for p in pa], [p.text.lower() for p in pb]
+    return difflib.SequenceMatcher(None, *texts, autojunk=False).get_opcodes()
 
 
 def _leading(owner: list[int | None]) -> list[int]:
@@ -204,8 +199,7 @@ def first_change(text_a: str, text_b: str) -> tuple[str, str]:
     """The first piece (or run of pieces) that differs between two texts, as written in each ("" where a side has
     none; both "" when they differ in nothing but spaces)."""
     pa, pb = pieces(text_a), pieces(text_b)
-    matcher = difflib.SequenceMatcher(None, [p.text.lower() for p in pa], [p.text.lower() for p in pb], autojunk=False)
-    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+    for op, i1, i2, j1, j2 in _diff(pa, pb):
         if op != "equal":
             return " ".join(p.text for p in pa[i1:i2]), " ".join(p.text for p in pb[j1:j2])
         for m, n in zip(range(i1, i2), range(j1, j2), strict=True):
@@ -224,10 +218,6 @@ def slot_labels(slots: tuple[list[int | None], list[int | None]], labels_a, labe
         else:
             out.append(f"{labels_a[i]} (1)" if i is not None else f"{labels_b[j]} (2)")
     return out
-
-
-def head_name(layer: int, head: int) -> str:
-    return f"L{layer} H{head}"
 
 
 def best_head_text(c: Comparison, token: str, target: str, expected: str | None = None) -> str:

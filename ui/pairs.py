@@ -15,6 +15,7 @@ import streamlit as st
 
 from lessons import encoder_decoder as ed
 from lessons import pairs
+from lessons.heads import head_name
 from lessons.words import quote
 from transformer import Interventions, TraceInputError
 from transformer.trace import MAX_CHARS, token_limit
@@ -180,7 +181,7 @@ def _expected(first: str, second: str, target: str) -> str | None:
 
 
 def _head_choice(heads: dict, kind: str) -> str:
-    return f"{ROWS[kind]} ({pairs.head_name(*heads[kind])})"
+    return f"{ROWS[kind]} ({head_name(*heads[kind])})"
 
 
 def _follow(text: str, enc, token: int, target: int | None) -> None:

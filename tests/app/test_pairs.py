@@ -71,7 +71,7 @@ def test_the_trophy_pair_shows_the_encoders_best_head_with_its_control(model, mi
     top = np.unravel_index(np.argmax(tv), tv.shape)
     ranking = chart(at, "pairs_ranking")
     assert ranking["data"][0]["x"] is not None and array(ranking["data"][0]["y"])[0] == pytest.approx(tv[top], abs=1e-6)
-    assert ranking["layout"]["xaxis"]["ticktext"][0] == f"L{top[0]} H{top[1]}"
+    assert ranking["layout"]["xaxis"]["ticktext"][0] == f"{top[0]}.{top[1]}"
     np.testing.assert_allclose(array(ranking["data"][1]["y"])[0], abs(pb[top][trophy] - pa[top][trophy]), atol=1e-6)
     shown = chart(at, "pairs_rows_chart")  # the best head's rows by default, in both sentences
     assert at.radio(key="pairs_rows").value == "best"

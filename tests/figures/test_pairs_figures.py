@@ -18,14 +18,14 @@ def spec(fig) -> dict:
 def test_the_ranking_puts_the_most_changed_heads_first_with_their_target_change():
     tv = np.array([[0.1, 0.7], [0.3, 0.05]])  # (n_layer, n_head)
     delta = np.array([[0.0, 0.2], [0.4, 0.01]])
-    names = ["L0 H0", "L0 H1", "L1 H0", "<b>L1 H1</b>"]
+    names = ["0.0", "0.1", "1.0", "<b>1.1</b>"]
     fig = spec(fp.ranking(names, tv, delta, "Heads <i>ranked</i>", top=3))
-    assert fig["layout"]["xaxis"]["ticktext"] == ["L0 H1", "L1 H0", "L0 H0"]  # by TV: 0.7, 0.3, 0.1
+    assert fig["layout"]["xaxis"]["ticktext"] == ["0.1", "1.0", "0.0"]  # by TV: 0.7, 0.3, 0.1
     np.testing.assert_allclose(array(fig["data"][0]["y"]), [0.7, 0.3, 0.1])
     np.testing.assert_allclose(array(fig["data"][1]["y"]), [0.2, 0.4, 0.0])
     assert fig["layout"]["title"]["text"] == "Heads &lt;i&gt;ranked&lt;/i&gt;"
     every = spec(fp.ranking(names, tv, None, "t"))
-    assert len(every["data"]) == 1 and "&lt;b&gt;L1 H1&lt;/b&gt;" in every["layout"]["xaxis"]["ticktext"]
+    assert len(every["data"]) == 1 and "&lt;b&gt;1.1&lt;/b&gt;" in every["layout"]["xaxis"]["ticktext"]
 
 
 def test_the_rows_side_by_side():

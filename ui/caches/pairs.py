@@ -9,7 +9,7 @@ import streamlit as st
 
 from figures import pairs as fp
 from lessons import encoder_decoder as ed
-from lessons import pairs
+from lessons import heads, pairs
 
 from ..models import TraceKey, get_trace
 
@@ -25,7 +25,7 @@ def comparison(key_a: TraceKey, key_b: TraceKey, position: int, target: int | No
 def ranking_figure(key_a: TraceKey, key_b: TraceKey, position: int, target: int | None) -> go.Figure:
     """The heads most changed between the two sentences, for the token."""
     c = comparison(key_a, key_b, position, target)
-    names = [pairs.head_name(layer, head) for layer in range(c.tv.shape[0]) for head in range(c.tv.shape[1])]
+    names = [heads.head_name(layer, head) for layer in range(c.tv.shape[0]) for head in range(c.tv.shape[1])]
     label = get_trace(key_a).encoding.labels[position]
     return fp.ranking(
         names, c.tv, c.delta, f"{ed.short_name(key_a.model)}: the heads whose row for “{label}” changes most"
