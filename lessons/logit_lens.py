@@ -17,6 +17,7 @@ from transformer import Decoder, Trace
 
 from .block_stats import block_output
 from .probability import softmax
+from .words import percent
 
 LENS_POSITIONS = 32  # the lens reads at most this many positions at once …
 # … and at most about this many logits per stage: 16 positions of a 49,152-token vocabulary (≈ 0.5 s for SmolLM2)
@@ -95,7 +96,7 @@ def top_table(
     stage_logits_: np.ndarray, labels: Sequence[str], n: int, probs: np.ndarray | None = None
 ) -> dict[str, list[str]]:
     """{stage: ["token  p", …]}: the n most probable next tokens of every stage, softmax over the full vocabulary
-    (probs: that softmax, (L+1, V), when already computed)."""
+    (probs: that softmax, (L+1, V), when already computed), p printed by lessons.words.percent."""
     p = softmax(stage_logits_) if probs is None else probs  # (L+1, V)
     n = min(n, p.shape[-1])
     # (L+1, n) the n largest, unordered: a full sort of 49,152 × 31 costs ~0.1 s
@@ -103,7 +104,7 @@ def top_table(
     table = {}
     for name, row, ids in zip(stage_names(len(p) - 1), p, part, strict=True):
         ids = ids[np.lexsort((ids, -row[ids]))]  # largest first; ties: lower id first (as a stable sort)
-        table[name] = [f"{labels[i]}  {row[i]:.3f}" for i in ids]
+        table[name] = [f"{labels[i]}  {percent(row[i])}" for i in ids]
     return table
 
 

@@ -8,6 +8,7 @@ import streamlit as st
 import ui
 from figures.prediction import probability_bars
 from lessons import sampling
+from lessons.words import percent
 from transformer.trace import MAX_CHARS, token_limit
 from ui.caches import next_token as cached
 
@@ -84,10 +85,10 @@ def probabilities() -> None:
             m1.metric("Tokens kept", f"{dist.n_kept:,}", help=f"Of {V:,}: the tokens that survive top-k and top-p.")
             m2.metric(
                 "Kept mass",
-                f"{dist.kept_mass:.3f}",
+                percent(dist.kept_mass),
                 help="Σ p_i over the kept tokens, before renormalising; each kept p_i is divided by it.",
             )
-            m3.metric("Top token", f"{dist.probs[dist.order[0]]:.3f}", help="The largest p_i at this temperature.")
+            m3.metric("Top token", percent(dist.probs[dist.order[0]]), help="The largest p_i at this temperature.")
             st.dataframe(pd.DataFrame(table), hide_index=True, key="next_table", height=240)
             if pos < T - 1:
                 st.caption(sampling.actual_next_note(dist, tr.encoding.ids[pos + 1], pos + 1))

@@ -87,7 +87,7 @@ def assert_bars(at, z: np.ndarray, T: float, k: int, p: float, n_bars: int = 12)
     assert table["id"].tolist() == top.tolist()
     np.testing.assert_allclose(table["logit z"], z[top], rtol=1e-6)
     assert at.metric[0].value == f"{np.count_nonzero(filtered):,}"
-    assert at.metric[1].value == f"{q[filtered > 0].sum():.3f}"
+    assert at.metric[1].value == f"{100 * q[filtered > 0].sum():.1f}%"  # ≥ the top token's p: never below 0.1 %
     return q, filtered, top
 
 
@@ -326,9 +326,12 @@ def assert_lens(at, lm, tr, positions, pos, n_lens=5):
     for s in range(lm.cfg.n_layer + 1):
         p = np_softmax(lz.logits[s, j])
         top = np.argsort(-p, kind="stable")[:n_lens]
-        shown = [cell.rsplit("  ", 1) for cell in table.iloc[s]]  # "label  0.123"
+        shown = [cell.rsplit("  ", 1) for cell in table.iloc[s]]  # "label  12.3%" or "label  2.7e-7"
         assert [label for label, _ in shown] == [vocab[i] for i in top]
-        np.testing.assert_allclose([float(q) for _, q in shown], p[top], atol=5e-4 + 1e-6)  # printed with 3 decimals
+        for (_, q), want in zip(shown, p[top], strict=True):  # a percentage with one decimal, or 2 digits below 0.1 %
+            assert float(q.removesuffix("%")) / 100 == pytest.approx(want, abs=5e-4 + 1e-6) if q.endswith("%") else (
+                float(q) == pytest.approx(want, rel=0.051)
+            )
     np.testing.assert_allclose(p, np_softmax(tr["logits"][pos]), atol=1e-5)  # the last stage = the model's output
 
 

@@ -15,6 +15,7 @@ from lessons.logit_lens import (
     window,
     window_size,
 )
+from lessons.words import percent
 from tests.conftest import SENTENCES, small_model
 from transformer import Interventions, run_trace
 from transformer.loading import load_model
@@ -120,7 +121,7 @@ def test_top_table_and_window(tiny_model, tokenizer):
     for row, stage in zip(z, table.values(), strict=True):
         p = np_softmax(row)
         top = np.argsort(-p)[:3]
-        assert stage == [f"{labels[i]}  {p[i]:.3f}" for i in top]
+        assert stage == [f"{labels[i]}  {percent(p[i])}" for i in top]
     assert window_size(1024) == 32 and window_size(49_152) == 16 and window_size(10**6) == 16
     assert (
         window(255, 256, 16) == range(240, 256)
