@@ -202,13 +202,15 @@ def hidden_weight(row: np.ndarray, columns: tuple[int, ...]) -> tuple[float, flo
     return float(row.sum()) - hidden, hidden
 
 
-def change_table(change: NextTokenChange, labels: list[str]) -> dict[str, list | np.ndarray]:
-    """The compared next tokens as table columns: token, p before, p after, and the change."""
+def change_table(change: NextTokenChange, labels: list[str]) -> dict[str, list[str]]:
+    """The compared next tokens as table columns: token, p before, p after, and the change, printed by
+    lessons.words.percent (a change as its sign and size: "+12.3%", "−2.7e-7")."""
+    delta = change.after.astype(np.float64) - change.before  # (n,)
     return {
         "next token": [labels[i] for i in change.ids],
-        "p, all heads on": change.before,
-        "p, switched off": change.after,
-        "change": change.after - change.before,
+        "p, all heads on": [percent(p) for p in change.before],
+        "p, switched off": [percent(p) for p in change.after],
+        "change": [("+" if d > 0 else "−" if d < 0 else "") + percent(abs(d)) for d in delta],
     }
 
 

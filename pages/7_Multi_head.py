@@ -199,16 +199,7 @@ def switch_off() -> None:
         st.markdown(f"{heads.control_verdict(cfg, effect, control_effect, len(control))} Random heads: {names}.")
     ui.as_trained(state, "Both runs, with all heads and with heads switched off")
     if table:
-        prob = st.column_config.NumberColumn(format="%.5f")
-        st.dataframe(
-            table,
-            hide_index=True,
-            column_config={
-                "p, all heads on": prob,
-                "p, switched off": prob,
-                "change": st.column_config.NumberColumn(format="%+.5f"),
-            },
-        )
+        st.dataframe(table, hide_index=True)
     st.caption(read.caveat)
 
 

@@ -11,6 +11,7 @@ import torch
 import ui.models
 from figures.common import tick_labels
 from figures.multihead import OPACITY_STEP, mosaic_slices
+from lessons.words import percent
 from tests import apptest_utils as u
 from tests.apptest_utils import chart_z as z
 from tests.counting import block_calls
@@ -382,7 +383,7 @@ def test_ablation_equals_the_engine_intervention(lm):
     assert fig["layout"]["xaxis"]["ticktext"] == tick_labels([vocab[t] for t in ids])
     table = at.dataframe[0].value
     assert list(table["next token"]) == [vocab[t] for t in ids]
-    np.testing.assert_allclose(table["p, switched off"], q[ids], rtol=1e-5)
+    assert list(table["p, switched off"]) == [percent(x) for x in q[ids]]  # printed as every page prints them
     assert f"**{0.5 * np.abs(p - q).sum():.1%}** of the probability moved" in u.texts(at)
     assert "Switched off: 0.1, 2.3" in u.texts(at)
     # kept while its tab was closed

@@ -293,7 +293,12 @@ def test_change_table(tr):
     labels = [f"t{i}" for i in range(len(tr["logits"][-1]))]
     table = heads.change_table(change, labels)
     assert table["next token"] == [f"t{i}" for i in change.ids]
-    np.testing.assert_allclose(table["change"], change.after - change.before)
+    p, q = (torch.softmax(torch.tensor(tr["logits"][k], dtype=torch.float64), -1).numpy()[change.ids] for k in (-1, -2))
+    for shown, want in ((table["p, all heads on"], p), (table["p, switched off"], q)):
+        assert shown == [f"{100 * x:.1f}%" if x >= 0.001 else f"{x:.1e}".replace("e-0", "e-") for x in want]
+    for shown, d in zip(table["change"], q - p, strict=True):  # a sign, then the size as a probability is printed
+        size = float(shown.lstrip("+−").removesuffix("%")) / (100 if shown.endswith("%") else 1)
+        assert shown[0] == ("+" if d > 0 else "−") and size == pytest.approx(abs(d), abs=5e-4, rel=0.051)
 
 
 # ---- the Multi-head page's words ----
