@@ -60,27 +60,42 @@ def class_of_two():
     return teacher, students
 
 
+def tab_to(at: AppTest, key: str, label: str) -> None:
+    """A click on a tab: the control's value and the address (where the browser writes it)."""
+    at.session_state[key] = label
+    at.query_params[key] = label
+
+
+def tab_of(at: AppTest) -> str | None:
+    return at.session_state["onehead_step"] if "onehead_step" in at.session_state else None
+
+
 def test_students_follow_the_teachers_page_tab_and_controls():
     teacher, students = class_of_two()
     for s in students:
         assert isinstance(s.session_state[panel.ROLE_KEY], panel.Student)
         assert shared_state(s) == shared_state(teacher)
-    teacher.switch_page(str(ROOT / ONE_HEAD)).run()
-    teacher.sidebar.slider(key="w_layer").set_value(2).run()
-    teacher.sidebar.slider(key="w_head").set_value(3).run()
-    teacher.sidebar.slider(key="w_temperature").set_value(0.5).run()
-    labels = lazy_tabs(teacher)["onehead_step"]
-    teacher.session_state["onehead_step"] = labels[2]  # a click on the tab: the widget's value and the address
-    teacher.query_params["onehead_step"] = labels[2]
-    teacher.run()
-    ok(teacher)
+    labels = []
+    moves = [
+        lambda: teacher.switch_page(str(ROOT / ONE_HEAD)),
+        lambda: labels.extend(lazy_tabs(teacher)["onehead_step"]) or tab_to(teacher, "onehead_step", labels[2]),
+        lambda: teacher.sidebar.slider(key="w_layer").set_value(2),
+        lambda: teacher.sidebar.slider(key="w_head").set_value(3),
+        lambda: teacher.sidebar.slider(key="w_temperature").set_value(0.5),
+        lambda: tab_to(teacher, "onehead_step", labels[4]),  # a tab bound on the students' page already
+    ]
+    for move in moves:
+        move()
+        teacher.run()
+        ok(teacher)
+        for s in students:
+            s.run()
+            ok(s)
+            assert shared_state(s) == shared_state(teacher)
+            assert tab_of(s) == tab_of(teacher)
     assert shared_state(teacher) == (ONE_HEAD, teacher.session_state["atlas_sentence"], 2, 3, 0.5)
     for s in students:
-        s.run()
-        ok(s)
-        assert shared_state(s) == shared_state(teacher)
-        assert s.session_state["onehead_step"] == labels[2]
-        opened = [t for t in s.tabs if t.label == labels[2]]
+        opened = [t for t in s.tabs if t.label == labels[4]]
         assert opened and len(opened[0].children) > 0  # the student's page drew the teacher's tab
         assert s.query_params["class"] == teacher.session_state[panel.ROLE_KEY].code
 

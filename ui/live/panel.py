@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import segno
 import streamlit as st
+from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from figures.common import grouped_bars
 from lessons.words import md, quote
@@ -31,6 +32,7 @@ from .classroom import KINDS, LiveError, Question, StoreDown, shown_code
 ROLE_KEY = "live_role"
 CLIENT_KEY = "live_client"  # this browser session, for the limit on wrong codes
 NOTE_KEY = "live_note"  # a message for the next run ("This class has ended.")
+VIEW_KEY = "live_view"  # the teacher's view a student's next run opens
 CLASS_PARAM = "class"
 PRIVATE = {"present", CLASS_PARAM}  # address parameters each person keeps for themselves
 POLL_S = 1.0
@@ -239,7 +241,23 @@ def _apply(view: dict, code: str) -> None:
     for key in state.KEYS:  # the sidebar's shared state is read from the address again
         st.session_state.pop("atlas_" + key, None)
     own = {k: st.query_params.get_all(k) for k in PRIVATE if k in st.query_params}
+    _release(params)
     st.switch_page(str(navigation.ROOT / view["page"]), query_params={**params, **own, CLASS_PARAM: code})
+
+
+def _release(keys) -> None:
+    """Let the address take new values for `keys` where a control of this page binds them. Streamlit refuses to set a
+    bound parameter (the control would disagree with the address); here each such control was reset (_apply deletes
+    its value) and takes the address's value on the next run, as on a first visit. Streamlit has no public call for
+    this: its binding is dropped through the session's QueryParams; a Streamlit without it leaves them bound."""
+    ctx = get_script_run_ctx()
+    with ctx.session_state.query_params() as qp:
+        if not hasattr(qp, "get_binding_for_param"):
+            return
+        for key in keys:
+            binding = qp.get_binding_for_param(key)
+            if binding is not None:
+                qp.unbind_widget(binding.widget_id)
 
 
 def _follow(following: bool) -> None:
@@ -292,7 +310,8 @@ def _student_live() -> None:
         s.qid, s.question, s.answer = cs.qid, cs.question, ""
     if s.following and cs.version != s.version:
         s.version = cs.version
-        _apply(cs.view, s.code)
+        st.session_state[VIEW_KEY] = cs.view  # opened by the whole page's run (a fragment's page switch leaves the
+        st.rerun(scope="app")  # sidebar's sliders at their start values)
     with st.container(horizontal=True, vertical_alignment="center"):
         if s.following:
             st.markdown(f"**Live class {shown_code(s.code)}**: you follow the teacher.")
@@ -340,6 +359,9 @@ def bar() -> None:
     if note:
         st.info(note)
     current = role()
+    view = st.session_state.pop(VIEW_KEY, None)
+    if isinstance(current, Student) and view is not None:
+        _apply(view, current.code)
     _sidebar(current)
     if isinstance(current, Teacher):
         _teacher_bar(current)

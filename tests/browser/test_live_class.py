@@ -1,0 +1,121 @@
+"""A live class in Chromium: a teacher and two students (three browser contexts, one browser). The teacher moves
+page, tab, layer, head and τ, and both students' pages show the same (read from their pages) within 2 s; a student
+explores and comes back; a question is asked, both answer, the histogram counts 2 and the reveal shows the model's."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from scripts.browser import new_tab, wait_rendered
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+expect = playwright_api.expect
+pytestmark = pytest.mark.browser
+
+FOLLOW_MS = 2_000  # a student's page shows the teacher's move within this time
+SLIDERS = ("Layer", "Head", "Attention temperature τ")
+
+
+def slider(page, label: str):
+    return page.locator(f'[data-testid="stSidebar"] input[aria-label="{label}"]')
+
+
+# What the page shows: its title, the open tab, and the sidebar's layer, head and τ (read at once, without waiting).
+VIEW = """(labels) => {
+  const title = document.querySelector('[data-testid="stMain"] h1');
+  const tab = document.querySelector('[data-testid="stMain"] [role="tab"][aria-selected="true"]');
+  const value = (label) => {
+    const e = document.querySelector(`[data-testid="stSidebar"] input[aria-label="${label}"]`);
+    return e && e.getAttribute('aria-valuetext');
+  };
+  return [title && title.innerText, tab ? tab.innerText : '', ...labels.map(value)];
+}"""
+
+
+def view(page) -> tuple:
+    return tuple(page.evaluate(VIEW, list(SLIDERS)))
+
+
+def shows(page, wanted: tuple, within_ms: int = FOLLOW_MS) -> bool:
+    deadline = time.monotonic() + within_ms / 1000
+    while time.monotonic() < deadline:
+        if view(page) == wanted:
+            return True
+        page.wait_for_timeout(100)
+    return view(page) == wanted
+
+
+def teacher_moves(page, move) -> tuple:
+    """Do `move` on the teacher's page and wait for its run; the view it now shows."""
+    move()
+    wait_rendered(page)
+    return view(page)
+
+
+def press(page, label: str, key: str = "ArrowRight"):
+    return lambda: slider(page, label).press(key)
+
+
+def test_a_teacher_leads_two_students(browser, base_url):
+    contexts = [browser.new_context(viewport={"width": 1300, "height": 900}) for _ in range(3)]
+    teacher, *students = (new_tab(c) for c in contexts)
+    try:
+        teacher.goto(base_url + "/")
+        wait_rendered(teacher)
+        teacher.locator('[data-testid="stSidebar"]').get_by_text("Live class").click()
+        teacher.get_by_role("button", name="Start a class").click()
+        wait_rendered(teacher)
+        bar = teacher.locator(".st-key-live_bar")
+        link = re.search(r"http://\S+\?class=\w+", bar.inner_text().replace("\\", "")).group(0)
+        assert bar.locator("img").count() == 1  # the QR code
+        for s in students:
+            s.goto(link)
+            wait_rendered(s)
+            expect(s.locator(".st-key-live_bar")).to_contain_text("you follow the teacher")
+        menu = teacher.locator('[data-testid="stSidebar"]')
+        moves = [
+            lambda: menu.get_by_role("link", name=re.compile("One head")).click(),
+            lambda: teacher.get_by_role("tab", name=re.compile("^3 ")).click(),
+            press(teacher, "Layer"),
+            press(teacher, "Head"),
+            press(teacher, "Head"),
+            press(teacher, "Attention temperature τ", "ArrowLeft"),
+        ]
+        for move in moves:
+            wanted = teacher_moves(teacher, move)
+            for s in students:
+                assert shows(s, wanted), (view(s), wanted)
+        assert wanted[0] == "One head" and wanted[1].startswith("3") and wanted[2:] == ("1", "2", "0.95")
+
+        explorer, follower = students
+        explorer.get_by_role("button", name="Explore on my own").click()
+        wait_rendered(explorer)
+        own = view(explorer)
+        wanted = teacher_moves(teacher, press(teacher, "Head"))
+        assert shows(follower, wanted) and view(explorer) == own
+        expect(teacher.locator(".st-key-live_bar")).to_contain_text("1 following · 1 exploring", timeout=5_000)
+        explorer.get_by_role("button", name="Follow the teacher").click()
+        assert shows(explorer, wanted, within_ms=FOLLOW_MS + 2_000)
+
+        teacher.get_by_role("button", name="Ask the class").first.click()
+        teacher.get_by_role("button", name="Ask the class").last.click()  # in the popover: "where will it look?"
+        for s, k in zip(students, (0, 1), strict=True):
+            form = s.locator(".st-key-live_bar")
+            expect(form).to_contain_text("Question 1.", timeout=5_000)
+            form.get_by_role("radio").nth(k).check(force=True)
+            form.get_by_role("button", name="Send").click()
+            expect(form).to_contain_text("Your answer", timeout=5_000)
+        chart = teacher.locator(".st-key-live_bar .stPlotlyChart")
+        expect(chart).to_contain_text("2 answers", timeout=5_000)
+        teacher.get_by_role("button", name="Reveal the model's answer").click()
+        expect(chart).to_contain_text("the model: attention weight", timeout=5_000)
+        for s in students:
+            expect(s.locator(".st-key-live_bar .stPlotlyChart")).to_contain_text("the model", timeout=5_000)
+        for page in (teacher, *students):
+            assert page.locator('[data-testid="stException"]').count() == 0
+    finally:
+        for c in contexts:
+            c.close()
