@@ -19,6 +19,7 @@ from transformer import NO_INTERVENTIONS, Decoder, Interventions, ModelConfig, T
 from transformer.trace import token_limit
 
 from .probability import softmax
+from .words import percent
 
 GREEDY_BELOW = 1e-3  # a temperature below this means greedy: always the most probable token
 N_CANDIDATES = 5  # top tokens recorded for each generated step
@@ -234,7 +235,7 @@ def timeline_rows(gen: Generation) -> list[dict]:
             "p": s.prob,
             "p′ (drawn with)": s.chosen_prob,
             "u": s.u,
-            "top candidates": "   ".join(f"{c.label} {c.prob:.3f}" for c in s.top),
+            "top candidates": "   ".join(f"{c.label} {percent(c.prob)}" for c in s.top),
         }
         for i, s in enumerate(gen.steps)
     ]
@@ -245,7 +246,7 @@ def actual_next_note(dist: Distribution, token: int, position: int) -> str:
     its p, its rank, whether the filters kept it."""
     p, rank, kept = actual_next(dist, token)
     return (
-        f"The token that really follows (position {position}) has p = {p:.4f}, "
+        f"The token that really follows (position {position}) has p = {percent(p)}, "
         f"rank {rank:,} of {len(dist.probs):,}: {'kept' if kept else 'dropped by the filters'}."
     )
 

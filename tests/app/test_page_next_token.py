@@ -14,6 +14,7 @@ import pytest
 import ui
 from lessons import sampling
 from lessons.logit_lens import logit_lens
+from lessons.words import percent
 from tests.apptest_utils import BAD_INPUTS, array, assert_ok, charts_by_key, open_tab, page_path, run_page, texts
 from tests.conftest import CORPUS
 from transformer import Interventions, run_trace
@@ -166,10 +167,8 @@ def test_bars_slider_and_position(lm):
     q, filtered, _ = assert_bars(at, tr["logits"][1], 1.0, 0, 0.9, n_bars=25)
     nxt = tr.encoding.ids[2]
     rank = int(np.flatnonzero(np.argsort(-q, kind="stable") == nxt)[0]) + 1
-    assert (
-        f"has p = {q[nxt]:.4f}, rank {rank:,} of {lm.cfg.vocab_size:,}: {'kept' if filtered[nxt] > 0 else 'dropped'}"
-        in texts(at)
-    )
+    kept = "kept" if filtered[nxt] > 0 else "dropped"
+    assert f"has p = {percent(q[nxt])}, rank {rank:,} of {lm.cfg.vocab_size:,}: {kept}" in texts(at)
     assert "After position 1" in charts_by_key(at)["next_bars_chart"]["layout"]["title"]["text"]
 
 

@@ -230,7 +230,8 @@ def test_table_rows(logits, tiny_model, tokenizer):
     gen = generate(tiny_model, tokenizer, "the cat", 3, seed=1)
     table = timeline_rows(gen)
     assert [r["step"] for r in table] == [1, 2, 3] and [r["id"] for r in table] == [s.id for s in gen.steps]
-    assert table[0]["top candidates"].startswith(f"{gen.steps[0].top[0].label} {gen.steps[0].top[0].prob:.3f}")
+    top = gen.steps[0].top[0]
+    assert table[0]["top candidates"].startswith(f"{top.label} {100 * top.prob:.1f}%")  # the top candidate: ≥ 0.1 %
 
 
 # ---- the Next token page's words ----
@@ -241,7 +242,7 @@ def test_actual_next_note_by_hand():
     dist = distribution(np.array([2.0, 1.0, 0.0, -1.0]), 1.0, top_k=2)
     assert (
         actual_next_note(dist, 2, 5)
-        == "The token that really follows (position 5) has p = 0.0871, rank 3 of 4: dropped by the filters."
+        == "The token that really follows (position 5) has p = 8.7%, rank 3 of 4: dropped by the filters."
     )
     assert actual_next_note(distribution(np.array([2.0, 1.0, 0.0, -1.0])), 0, 1).endswith("rank 1 of 4: kept.")
 
