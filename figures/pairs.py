@@ -38,4 +38,5 @@ def rows_side_by_side(row_a: np.ndarray, row_b: np.ndarray, slots: Sequence[str]
         x_title="token looked at",
         y_title="weight α",
         y_range=(0, 1),
+        height=400,  # the tokens' names, turned, and the legend take ~200 px below the plot
     )
