@@ -88,7 +88,7 @@ def test_a_teacher_leads_two_students(browser, base_url):
             wanted = teacher_moves(teacher, move)
             for s in students:
                 assert shows(s, wanted), (view(s), wanted)
-        assert wanted[0] == "One head" and wanted[1].startswith("3") and wanted[2:] == ("1", "2", "0.95")
+        assert "One head" in wanted[0] and wanted[1].startswith("3") and wanted[2:] == ("1", "2", "0.95")
 
         explorer, follower = students
         explorer.get_by_role("button", name="Explore on my own").click()
