@@ -34,7 +34,7 @@ run-one: $(VENV)/.runtime
 lint: $(VENV)/.dev
 	$(PY) -m ruff check .
 
-TEST_DEBS := /usr/bin/chromium=chromium,fonts-noto-color-emoji npm=npm $(SERVE_DEBS)
+TEST_DEBS := /usr/bin/chromium=chromium,fonts-noto-color-emoji npm=npm $(SERVE_DEBS) redis-server=redis-server
 # axe-core for the accessibility test (package.json, pinned by package-lock.json): never loaded by the app.
 AXE_INSTALL := test -f node_modules/axe-core/axe.min.js || npm ci --no-audit --no-fund
 # Two workers (pytest-xdist); a test file goes whole to one worker, a browser test page by page (tests/conftest.py).
