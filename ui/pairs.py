@@ -154,21 +154,18 @@ def _show(key: TraceKey, key_b: TraceKey, c: pairs.Comparison, labels, page: tup
     )
     st.markdown(pairs.ranking_text(c))
     show_figure(cached.ranking_figure(key, key_b, c.a, c.target_a), key="pairs_ranking")
-    heads = {"page": page, "changed": c.ranking()[0]} if page else {"changed": c.ranking()[0]}
+    choices = {"page": page, "changed": c.ranking()[0]} if page else {"changed": c.ranking()[0]}
     if c.target_a is not None:
-        said = pairs.best_head_text(
-            c, labels[c.a], labels[c.target_a], _expected(key.text, key_b.text, labels[c.target_a])
+        expected = _expected(key.text, key_b.text, labels[c.target_a])
+        st.markdown(pairs.best_head_text(c, labels[c.a], labels[c.target_a], expected))
+        choices["best"] = c.best_head()
+    shown = next(iter(choices))
+    if len(choices) > 1:
+        shown = st.radio(
+            "Rows of", list(choices), format_func=functools.partial(_head_choice, choices), horizontal=True,
+            **choice("pairs_rows", list(choices), "best" if "best" in choices else "changed"),
         )
-        st.markdown(said)
-        heads["best"] = c.best_head()
-    shown = st.radio(
-        "Rows of",
-        list(heads),
-        format_func=functools.partial(_head_choice, heads),
-        horizontal=True,
-        **choice("pairs_rows", list(heads), "best" if "best" in heads else "changed"),
-    )
-    show_figure(cached.rows_figure(key, key_b, c.a, c.target_a, *heads[shown]), key="pairs_rows_chart")
+    show_figure(cached.rows_figure(key, key_b, c.a, c.target_a, *choices[shown]), key="pairs_rows_chart")
 
 
 def _expected(first: str, second: str, target: str) -> str | None:
@@ -180,8 +177,8 @@ def _expected(first: str, second: str, target: str) -> str | None:
     return None
 
 
-def _head_choice(heads: dict, kind: str) -> str:
-    return f"{ROWS[kind]} ({head_name(*heads[kind])})"
+def _head_choice(choices: dict, kind: str) -> str:
+    return f"{ROWS[kind]} ({head_name(*choices[kind])})"
 
 
 def _follow(text: str, enc, token: int, target: int | None) -> None:
