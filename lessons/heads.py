@@ -440,6 +440,11 @@ def effect_words(cfg: ModelConfig, e: Effect) -> str:
     return f"turned by **{e.moved:.4f}**"
 
 
+def head_list(names: list[str], most: int = 12) -> str:
+    """Head names for a sentence: all of them, or the first `most` and how many in all (131 sink heads are a wall)."""
+    return ", ".join(names) if len(names) <= most else f"{', '.join(names[:most])}, … ({len(names)} in all)"
+
+
 def ablation_verdict(cfg: ModelConfig, chosen: list[str], e: Effect, T: int) -> tuple[str, str]:
     """What switching the chosen heads off did, in words that follow the numbers shown: (kind "info", "markdown" or
     "warning", message). Says so when the change is below the stated threshold, and when the top token became more
@@ -454,7 +459,7 @@ def ablation_verdict(cfg: ModelConfig, chosen: list[str], e: Effect, T: int) -> 
         )
     if cfg.has_lm_head:
         text = (
-            f"Switched off: {', '.join(chosen)}. **{percent(e.moved)}** of the probability moved "
+            f"Switched off: {head_list(chosen)}. **{percent(e.moved)}** of the probability moved "
             f"(½ Σ |p − p′| over all {cfg.vocab_size:,} tokens). The most likely next token, {md(e.top)}, "
             f"went from {percent(e.p_before)} to {percent(e.p_after)}."
         )
@@ -463,7 +468,7 @@ def ablation_verdict(cfg: ModelConfig, chosen: list[str], e: Effect, T: int) -> 
         threshold = f"less than {percent(ABSENT_MOVED)} moved"
     else:
         text = (
-            f"Switched off: {', '.join(chosen)}. The final vectors turned by "
+            f"Switched off: {head_list(chosen)}. The final vectors turned by "
             f"**{e.moved:.4f}** on average (1 − cos over the {T} tokens; 0 = unchanged)."
         )
         threshold = f"they turned by less than {ABSENT_TURNED}"

@@ -195,7 +195,7 @@ def switch_off() -> None:
     getattr(st, kind)(message)
     if chosen and control:  # the same number of other heads, the control every result needs
         control_effect = cached.ablation(key.untempered, control, k)[2]
-        names = ", ".join(heads.head_name(*h) for h in control)
+        names = heads.head_list([heads.head_name(*h) for h in control])
         st.markdown(f"{heads.control_verdict(cfg, effect, control_effect, len(control))} Random heads: {names}.")
     ui.as_trained(state, "Both runs, with all heads and with heads switched off")
     if table:

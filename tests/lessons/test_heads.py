@@ -403,6 +403,13 @@ def test_ablation_verdict_follows_the_numbers(tiny_cfg):
     assert kind == "warning" and "**Hardly any effect** (they turned by less than 0.001)" in text
 
 
+def test_a_long_list_of_heads_is_cut_with_its_count():
+    assert heads.head_list(["0.1", "2.3"]) == "0.1, 2.3"
+    names = [f"{i}.0" for i in range(20)]
+    assert heads.head_list(names) == ", ".join(names[:12]) + ", … (20 in all)"
+    assert "Switched off: 0.0, 1.0," in heads.ablation_verdict(BERT, names, heads.Effect(0.5), 7)[1]
+
+
 def test_random_heads_are_seeded_by_the_text_and_avoid_the_chosen():
     chosen = ((0, 1), (2, 3))
     a = heads.random_heads(4, 6, 2, "the cat sat", chosen)
