@@ -195,7 +195,7 @@ def same_place(enc_from: Encoding, position: int, enc_to: Encoding) -> int | Non
     return mine[-1] if mine else None
 
 
-def first_change(text_a: str, text_b: str) -> tuple[str, str]:
+def changed_words(text_a: str, text_b: str) -> tuple[str, str]:
     """The first piece (or run of pieces) that differs between two texts, as written in each ("" where a side has
     none; both "" when they differ in nothing but spaces)."""
     pa, pb = pieces(text_a), pieces(text_b)

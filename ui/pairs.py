@@ -124,7 +124,7 @@ def _section(key: TraceKey, token: int, layer: int, head: int, target: int | Non
         st.info(f"{quote(labels[token])} has no counterpart in the second sentence: choose a token both share.")
         return
     if c.blind:
-        word_a, word_b = pairs.first_change(key.text, second)
+        word_a, word_b = pairs.changed_words(key.text, second)
         said = pairs.blind_text(labels[token], word_a, word_b) + f" (the largest change is {c.tv.max():g})"
         encoder = _encoder_key(key)
         if encoder is None:

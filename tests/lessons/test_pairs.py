@@ -132,7 +132,7 @@ def test_a_decoder_cannot_change_before_the_word_that_differs_and_an_encoder_can
     ma, mb = traced(mini, BIG, SMALL)
     enc = pairs.compare(ma, mb, pairs.same_place(ta.encoding, it, ma.encoding))
     assert not enc.blind and enc.tv.max() > 0.1
-    word_a, word_b = pairs.first_change(BIG, SMALL)
+    word_a, word_b = pairs.changed_words(BIG, SMALL)
     assert (word_a, word_b) == ("big", "small")
     assert "comes after «␣it»" in pairs.blind_text("␣it", word_a, word_b)
 
