@@ -105,7 +105,7 @@ if st.session_state.setdefault("tokens_analogy_model", state.model) != state.mod
     st.session_state.update({"tokens_analogy_model": state.model, **es.analogy_state(words)})
 ui.explain(read.analogy)
 st.latex(r"v = \hat w_a - \hat w_b + \hat w_c, \qquad \text{answer} = \arg\max_{t \notin \{a,b,c\}} \cos(v, w_t)")
-for col, preset in zip(st.columns(len(es.ANALOGIES)), es.ANALOGIES, strict=True):
+for col, preset in zip(st.columns(2) * 2, es.ANALOGIES, strict=True):  # two a row: each label whole on a laptop
     col.button(
         "{} − {} + {} → {}".format(*preset),
         key=f"tokens_analogy_preset_{preset[0]}_{preset[1]}",
