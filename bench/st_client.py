@@ -112,6 +112,7 @@ class Session:
         self._sent_at = 0.0
         self._seen: set[str] = set()
         self._reader: asyncio.Task | None = None
+        self.fragments: set[str] = set()  # the ids of the fragments that rerun on a timer (st.fragment(run_every=…))
 
     async def open(self) -> None:
         loop = asyncio.get_running_loop()
@@ -159,9 +160,9 @@ class Session:
         finally:
             self.widgets.pop(wid, None)  # a trigger is sent once
 
-    async def rerun(self, changes: dict[str, object] | None = None, timeout: float = 60.0) -> Run:
+    async def rerun(self, changes: dict[str, object] | None = None, timeout: float = 60.0, fragment: str = "") -> Run:
         """Set widgets by user key (slider: float, selectbox/text: str, checkbox: bool),
-        rerun, wait for script_finished."""
+        rerun (only `fragment`, an id from self.fragments, as its run_every timer does), wait for script_finished."""
         for key, value in (changes or {}).items():
             ws = self.widgets[self.widget_id(key)]
             if ws.WhichOneof("value") == "double_array_value":
@@ -174,6 +175,7 @@ class Session:
         state.query_string = self.query_string
         state.page_script_hash = self.page_script_hash
         state.page_name = "" if self.page_script_hash else self.page_name
+        state.fragment_id, state.is_auto_rerun = fragment, bool(fragment)
         state.widget_states.widgets.extend(self.widgets.values())
         state.cached_message_hashes.extend(self.cache)
         state.context_info.CopyFrom(
@@ -247,6 +249,8 @@ class Session:
             self._block(msg.delta.add_block, tuple(msg.metadata.delta_path))
         elif kind == "script_finished":
             self._finish(msg.script_finished)
+        elif kind == "auto_rerun":
+            self.fragments.add(msg.auto_rerun.fragment_id)
 
     def _element(self, el, run: Run | None) -> None:
         kind = el.WhichOneof("type")

@@ -30,6 +30,7 @@ ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"  # Crockford's base 32: no I, L, O
 CODE_LEN = 8
 READS_AS = str.maketrans("OIL", "011")  # what a student may type for the letters the alphabet leaves out
 TTL = 3 * 3600.0  # a class ends this long after the teacher's last heartbeat
+POLL_S = 1.0  # a student's page reads the class this often
 PRESENT_S = 10.0  # a student counts as following (or exploring) for this long after their page's last poll
 FAILED_JOINS = (10, 60.0)  # at most 10 wrong codes a minute per client…
 FAILED_JOINS_PER_ADDRESS = (100, 60.0)  # …and per network address (a whole classroom may share one)

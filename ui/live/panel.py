@@ -27,7 +27,7 @@ from .. import navigation, state
 from ..caches.heads import head_scores
 from ..models import get_model, get_trace
 from . import questions, room
-from .classroom import KINDS, LiveError, Question, StoreDown, shown_code
+from .classroom import KINDS, POLL_S, LiveError, Question, StoreDown, shown_code
 
 ROLE_KEY = "live_role"
 CLIENT_KEY = "live_client"  # this browser session, for the limit on wrong codes
@@ -35,7 +35,6 @@ NOTE_KEY = "live_note"  # a message for the next run ("This class has ended.")
 VIEW_KEY = "live_view"  # the teacher's view a student's next run opens
 CLASS_PARAM = "class"
 PRIVATE = {"present", CLASS_PARAM}  # address parameters each person keeps for themselves
-POLL_S = 1.0
 QR_SCALE = 5  # pixels per module of the QR code: ~200 px for a join link
 
 

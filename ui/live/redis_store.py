@@ -8,7 +8,11 @@ the record and change something at once are Lua scripts, which Redis runs atomic
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import shutil
+import subprocess
+import time
 
 import redis
 
@@ -128,3 +132,28 @@ class RedisStore:
 
 for _name in [n for n in vars(ClassStore) if not n.startswith("_")]:
     setattr(RedisStore, _name, _answering(getattr(RedisStore, _name)))
+
+
+@contextlib.contextmanager
+def own_server(port: int):
+    """A redis-server of one's own on 127.0.0.1:port, without persistence, for the tests and the load bench (Debian's
+    `redis-server`, which `make test` installs); yields its URL, and stops it after."""
+    program = shutil.which("redis-server") or "/usr/bin/redis-server"
+    options = ["--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    proc = subprocess.Popen([program, *options], stdout=subprocess.DEVNULL)
+    url = f"redis://127.0.0.1:{port}/0"
+    client = redis.Redis.from_url(url)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError(f"redis-server did not start on port {port}") from None
+                time.sleep(0.05)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(10)
