@@ -78,7 +78,11 @@ def _leave(note: str) -> None:
 
 
 def _start() -> None:
-    code, secret = room().start(current_view())
+    try:
+        code, secret = room().start(current_view())
+    except LiveError as err:  # the class server does not answer
+        st.session_state[NOTE_KEY] = str(err)
+        return
     st.session_state[ROLE_KEY] = Teacher(code, secret)
 
 
