@@ -53,6 +53,11 @@ def test_paris_france_italy_on_smollm2_leaves_paris_out_and_says_rome_is_not_fir
     assert ("not in the top 10 listed" in shown) == (rank > 10)
 
 
+def printed(text: str) -> float:
+    """A probability as printed: "12.3%" → 0.123, "2.7e-7" → 2.7e-7."""
+    return float(text.removesuffix("%")) / (100 if text.endswith("%") else 1)
+
+
 def printed_effect(smol, heads: frozenset) -> tuple[str, str, str, str]:
     """Independently, through the engine's intervention: the share of probability moved by switching `heads` off and
     the top next token's probability before and after, as the page prints them."""
@@ -83,6 +88,10 @@ def test_multihead_switches_off_the_labelled_heads_and_as_many_random_ones_on_sm
         shown = texts(at)
         assert f"**{moved}** of the probability moved" in shown
         assert f"The most likely next token, {md(top)}, went from {p} to {q}." in shown
+        # reversed when the top token prints higher without the heads; absent below 1 % moved (measured on this
+        # sentence: the induction heads' top token ↵ rises, 18.4% → 20.2%)
+        assert ("It became **more** likely without these heads" in shown) == (printed(q) > printed(p))
+        assert ("**Hardly any effect** (less than 1.0% moved)" in shown) == (printed(moved) < 0.01)
         # the control: one click switches off the random heads it names; its numbers equal a manual ablation of them
         at.button(key="multihead_demo_random").click().run()
         random = frozenset(tuple(map(int, n.split("."))) for n in at.multiselect(key="multihead_ablate").value)
