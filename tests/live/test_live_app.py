@@ -10,7 +10,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import ui.live
+from lessons.words import md
 from tests.apptest_utils import ROOT, TIMEOUT, array, charts_by_key, lazy_tabs
+from transformer.head_scores import probe_scores
 from transformer.trace import run_trace
 from ui.live import panel
 from ui.live.store import MemoryStore
@@ -183,3 +185,30 @@ def test_ending_the_class_tells_the_students():
     ok(a)
     a.run()
     assert panel.ROLE_KEY not in a.session_state
+
+
+def test_which_head_reveals_the_heads_measured_scores(lm):
+    teacher, (a, _) = class_of_two()
+    teacher.sidebar.slider(key="w_layer").set_value(1).run()
+    teacher.radio(key="live_kind").set_value("head").run()
+    role = "completes a repeated pattern (induction)"
+    teacher.selectbox(key="live_head_role").set_value(role).run()
+    teacher.button(key="live_ask").click().run()
+    ok(teacher)
+    a.run()
+    a.radio(key="live_pick").set_value("head 2")
+    a.button(key="FormSubmitter:live_answer-Send").click().run()
+    spec = histogram(teacher.button(key="live_reveal").click().run())
+    expected = probe_scores(lm.model, lm.tokenizer).induction[1]  # (n_head,) measured here, afresh
+    np.testing.assert_allclose(array(spec["data"][1]["y"]), expected, atol=1e-6)
+    np.testing.assert_allclose(array(spec["data"][0]["y"]), np.eye(len(expected))[2])
+
+
+def test_does_it_change_takes_the_teachers_words():
+    teacher, (a, _) = class_of_two()
+    teacher.radio(key="live_kind").set_value("change").run()
+    teacher.text_input(key="live_when").input("the word bear becomes bears").run()
+    teacher.button(key="live_ask").click().run()
+    a.run()
+    assert md("Does this change when the word bear becomes bears?") in " ".join(m.value for m in a.markdown)
+    assert a.radio(key="live_pick").options == ["yes, a lot", "a little", "no"]
