@@ -54,7 +54,7 @@ if not scale_on:
     st.info(one_head.scaling_note(one_head.head_steps(run, L, H), s))
 if not mask_on and cfg.causal:
     st.info(one_head.mask_off_note(s, L))
-with st.expander(f"What layer {L}, head {H} does in general (measured)"):
+with ui.after_figures("onehead_role"), st.expander(f"What layer {L}, head {H} does in general (measured)"):
     ui.head_role(state.model, L, H)
 
 

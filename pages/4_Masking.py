@@ -77,17 +77,20 @@ def future() -> None:
     help_rows = "How many of the first positions to compare (at most the sentence's length)."
     n_rows = min(T, st.slider("Positions in the table", 1, 32, **ui.kept("masking_rows", 8), help=help_rows))
     table, changed = cached.future_comparison(state.key.untempered, n_rows)  # logits: τ on weights changes none
-    st.dataframe(
-        table,
-        hide_index=True,
-        key="masking_table",
-        column_order=one_head.FUTURE_ORDER,
-        column_config=one_head.FUTURE_COLUMNS,
-    )
-    st.markdown("**The three most likely next tokens** at each position, with and without the mask:")
-    st.dataframe(one_head.top_rows(table), hide_index=True, key="masking_top", column_config=one_head.FUTURE_COLUMNS)
-    st.markdown(one_head.changes_note(changed, n_rows))
-    ui.as_trained(state, "The predictions, with and without the mask")
+    with ui.after_figures("masking_future_tables"):  # presenter view: under the weights
+        st.dataframe(
+            table,
+            hide_index=True,
+            key="masking_table",
+            column_order=one_head.FUTURE_ORDER,
+            column_config=one_head.FUTURE_COLUMNS,
+        )
+        st.markdown("**The three most likely next tokens** at each position, with and without the mask:")
+        st.dataframe(
+            one_head.top_rows(table), hide_index=True, key="masking_top", column_config=one_head.FUTURE_COLUMNS
+        )
+        st.markdown(one_head.changes_note(changed, n_rows))
+        ui.as_trained(state, "The predictions, with and without the mask")
     ui.show_figure(
         fa.pattern_heatmap(open_tr, L, H, f"Weights without the mask, layer {L}, head {H}"), key="masking_open"
     )

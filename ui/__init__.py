@@ -4,6 +4,7 @@ from . import serving
 from .models import BatchKey, TraceKey, get_model, get_trace, get_traces, models_of
 from .page import (
     SIDE_BY_SIDE_PX,
+    after_figures,
     as_trained,
     choice,
     explain,
@@ -34,6 +35,7 @@ __all__ = [
     "get_model",
     "get_trace",
     "get_traces",
+    "after_figures",
     "as_trained",
     "choice",
     "explain",

@@ -61,6 +61,13 @@ def folded(label: str):
     return st.expander(label, expanded=False) if presenter.on() else st.container()
 
 
+def after_figures(key: str):
+    """A container (keyed presenter.AFTER_PREFIX + key) for what a page draws above its figures but a projector's first
+    screen can do without (a note, a closed expander): in presenter view it is drawn at the end of its block, below the
+    figures; elsewhere where it stands."""
+    return st.container(key=presenter.AFTER_PREFIX + key)
+
+
 def note(kind: str, message: str) -> None:
     """A lesson's (kind, message) text: "markdown" is an explanation (see explain);
     "info", "success" or "warning" always shows."""
@@ -128,7 +135,8 @@ def show_figure(fig: go.Figure, key: str, on_click: Callable[[], None] | None = 
         layout["width"] = width
     if presenter.on():
         layout.update(presenter.larger(layout))
-        layout["height"] = widths.fitted_height(key, layout)  # the chart whole on the screen
+        spec = {**spec, "data": presenter.cell_text(spec["data"])}
+        layout["height"] = widths.fitted_height(key, layout, spec["data"])  # the chart whole on the screen
     spec = {**spec, "layout": layout}
     export.add_figure(key, spec)
     clicks = {"on_select": on_click, "selection_mode": "points"} if on_click else {}

@@ -21,6 +21,7 @@ KEY = "present"
 TABS_KEY = "atlas_tabs"  # (page, tabs key, labels) of the lazy tabs the current page drew last
 GOTO_KEY = "atlas_goto"  # the page a step key asked for, opened at the start of the next run
 TICK_PX, TITLE_PX = 16, 22  # chart text in presenter view (Streamlit's theme: 12 and 14)
+CELL_TEXT_PX = 14  # numbers in heatmap cells in presenter view, readable from the back of a room
 BAR_KEY = "atlas_bar"  # the container of the controls bar above the page
 BAR_PREFIX = "bar_"  # the keys of the bar's controls (the sidebar's: "w_")
 NARROW_PX = 900  # below this width Streamlit starts with the sidebar closed: the bar shows instead
@@ -42,10 +43,12 @@ WRAP_CSS = (
 # (ui/widths.py sizes that chart to end on the screen). The bar is drawn at 80 % without its "τ in every layer" switch
 # (it stays in the sidebar) and starts in the header's band (the header keeps its buttons, clear of the bar); title,
 # headings, gaps and formulas are tighter; a paragraph of text that sits above a chart in the same block is drawn at
-# the end of that block, below the chart (an order in the block's flex column: the page's order stays for screen
-# readers).
+# the end of that block, below the chart, and so is what a page puts in ui.after_figures (an order in the block's flex
+# column: the page's order stays for screen readers).
 TEXT = '[data-testid="stElementContainer"]:has(> [data-testid="stMarkdown"]):not(:has(.katex-display, h1, h2, h3, h4))'
 CHART = '[data-testid="stElementContainer"] [data-testid="stPlotlyChart"]'  # (a :has() holds no other :has())
+AFTER_PREFIX = "after_figures_"  # the keys of ui.after_figures's containers: drawn at the end of their block
+AFTER = f'[class*="st-key-{AFTER_PREFIX}"]'
 CSS = f"""<style>
 .st-key-{BAR_KEY} {{ display: flex !important; zoom: 0.8; }}
 .st-key-{BAR_KEY} label p {{ font-size: 0.8rem; }}
@@ -61,6 +64,7 @@ h1 {{ font-size: 1.5rem !important; padding: 0 0 0.2rem !important; }}
 [data-testid="stMain"] h2 {{ font-size: 1.3rem; padding: 0.2rem 0; }}
 [data-testid="stMain"] h3 {{ font-size: 1.1rem; padding: 0.2rem 0; }}
 [data-testid="stMain"] [data-testid="stVerticalBlock"] > {TEXT}:has(~ {CHART}) {{ order: 1; }}
+[data-testid="stMain"] [data-testid="stVerticalBlock"] > :is({AFTER}, :has(> {AFTER})) {{ order: 2; }}
 </style>"""
 HIDDEN_KEYS_CSS = "<style>.st-key-step_pageup, .st-key-step_pagedown { display: none; }</style>"
 
@@ -112,6 +116,15 @@ def larger(layout: dict) -> dict:
         height=round((layout.get("height") or 420) * grow),
     )
     return out
+
+
+def cell_text(data: list[dict]) -> list[dict]:
+    """Presenter view: the numbers written in heatmap cells at CELL_TEXT_PX (plotly would shrink them to the cell)."""
+    return [
+        {**t, "textfont": {**(t.get("textfont") or {}), "size": CELL_TEXT_PX}}
+        if t.get("type") == "heatmap" and t.get("texttemplate") else t
+        for t in data
+    ]
 
 
 def _title(parent) -> dict:

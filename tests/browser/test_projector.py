@@ -1,0 +1,126 @@
+"""Presenter view on a projector, in headless Chromium: at 1024 × 768 and 1280 × 720 every page and every tab shows
+its main chart (the first one of the page or tab) wholly on the first screen, and One head's maps keep numbers of at
+least 14 px in their cells for a sentence of 13–16 tokens.
+
+Each page is loaded once, in presenter view at 1024 × 768; each tab is opened in turn and the window resized to the
+other size and back, as a laptop meets a projector (the page redraws its charts for the new room: ui/widths.py).
+With PROJECTOR_SHOTS=1 the first screen of each page at 1024 × 768 is saved as docs/views/projector_<page>.png.
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+from scripts.browser import ROOT, new_tab, open_tab, settled, wait_rendered
+from tests.browser.groups import by_group
+from ui import navigation
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+pytestmark = pytest.mark.browser
+
+SIZES = ((1024, 768), (1280, 720))  # a projector's common resolutions: 4:3 and 16:9
+NO_CHART = {"0_Guided_tour"}  # a list of stops: no chart to show
+FIRST_PRESS = {"2 · Generate text": "Generate one token"}  # tabs that draw their chart once a button is pressed
+SHOTS = ROOT / "docs" / "views"
+# The first chart of the page (of the open tab: hidden tabs have no width) and the screen's height.
+MAIN_CHART = """() => {
+  const c = [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')]
+    .find((p) => p.getBoundingClientRect().width > 0);
+  if (!c) return null;
+  const r = c.getBoundingClientRect();
+  const title = c.querySelector('text.gtitle');
+  return {top: r.top, bottom: r.bottom, screen: innerHeight, title: title ? title.textContent : ''};
+}"""
+
+
+def name_of(page: navigation.PageInfo) -> str:
+    return "home" if page is navigation.HOME else Path(page.path).stem
+
+
+PAGES = [p for p in navigation.ORDER if name_of(p) not in NO_CHART]
+NAMES = [name_of(p) for p in PAGES]
+
+
+def presenting(browser, base_url: str, address: str):
+    """A tab at the first size, opened at `address` in presenter view."""
+    tab = new_tab(browser, viewport={"width": SIZES[0][0], "height": SIZES[0][1]})
+    tab.goto(f"{base_url}/{address}" + ("&" if "?" in address else "?") + "present=true")
+    wait_rendered(tab)
+    assert tab.locator('[data-testid="stException"]').count() == 0
+    return tab
+
+
+@pytest.mark.parametrize("page", by_group(PAGES, NAMES, [f"projector-{n}" for n in NAMES]))
+def test_the_main_chart_is_whole_on_the_first_screen(base_url, browser, page):
+    """(Every page tried in presenter view at 1024 × 768: the first chart started 430–703 px down and ended below the
+    screen.) For every tab and both sizes, the main chart's top is on the screen and its bottom above the screen's
+    bottom edge, with the page scrolled to its top."""
+    tab = presenting(browser, base_url, page.url_path)
+    labels = tab.locator('[data-testid="stMain"] [role="tab"]').all_inner_texts() or [""]
+    if os.environ.get("PROJECTOR_SHOTS"):
+        tab.screenshot(path=str(SHOTS / f"projector_{name_of(page)}.png"))
+    checked, bad = [], []
+    for label in labels:
+        if label and label != labels[0]:
+            open_tab(tab, label)
+        if label in FIRST_PRESS:
+            tab.get_by_role("button", name=FIRST_PRESS[label]).click()
+            wait_rendered(tab)
+        for width, height in SIZES if label == labels[0] else (*SIZES[1:], SIZES[0]):  # from the size it is at
+            tab.set_viewport_size({"width": width, "height": height})
+            wait_rendered(tab)
+            main = settled(tab, MAIN_CHART)
+            assert main is not None, (label, width)
+            assert main["screen"] == height and tab.evaluate("scrollY") == 0
+            checked.append((label, width))
+            if not (main["top"] >= 0 and main["bottom"] <= height):
+                bad.append(f"{label or name_of(page)} at {width}×{height}: {main['title']!r} {main['top']:.0f}–"
+                           f"{main['bottom']:.0f} px")
+    tab.close()
+    assert len(checked) == 2 * len(labels)
+    assert bad == [], "\n".join(bad)
+
+
+def test_the_guided_tour_has_no_chart(base_url, browser):
+    """The page left out of the projector test above has indeed no chart to show."""
+    tab = presenting(browser, base_url, navigation.TOUR.url_path)
+    assert tab.evaluate(MAIN_CHART) is None
+    tab.close()
+
+
+# A sentence of 13–16 tokens (15 for the tests' model, shakespeare-gpt; the test checks the count).
+LONG = "To be, or not to be: that is the question."
+# Every number written in a visible heatmap's cells: its font size as the browser computes it, and its drawn height.
+CELL_TEXT = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')]
+  .filter((p) => p.getBoundingClientRect().width > 0)
+  .map((p) => ({
+    title: (p.querySelector('text.gtitle') || {textContent: ''}).textContent,
+    rows: new Set([...p.querySelectorAll('.yaxislayer-above text')].map((t) => t.textContent)).size,
+    cells: [...p.querySelectorAll('.heatmap-label text')].map((t) => ({
+      px: parseFloat(getComputedStyle(t).fontSize), drawn: t.getBoundingClientRect().height})),
+  }))"""
+
+
+@pytest.mark.parametrize(
+    ("width", "height"), by_group(list(SIZES), [f"{w}x{h}" for w, h in SIZES], ["projector-3_One_head"] * 2)
+)
+def test_one_head_cells_keep_numbers_of_14_px(base_url, browser, width, height):
+    """(One head with a 13-token sentence: its cells lost their numbers.) The masked scores and the weights of a 13–16
+    token sentence write a number in each visible cell, at 14 px or more, drawn at that size (not shrunk)."""
+    tab = presenting(browser, base_url, "One_head?sentence=" + urllib.parse.quote(LONG))
+    open_tab(tab, "4 · Mask, then softmax")
+    tab.set_viewport_size({"width": width, "height": height})
+    wait_rendered(tab)
+    maps = settled(tab, CELL_TEXT)
+    tab.close()
+    assert [m["title"] for m in maps] == ["Masked scores", "Attention weights α"]
+    for m in maps:
+        T = m["rows"]
+        assert 13 <= T <= 16, m["title"]
+        assert len(m["cells"]) == T * (T + 1) // 2, m["title"]  # the cells on and below the diagonal (causal mask)
+        assert min(c["px"] for c in m["cells"]) >= 14, m["title"]
+        assert min(c["drawn"] for c in m["cells"]) >= 14, m["title"]
