@@ -174,13 +174,14 @@ def _ask_form() -> None:
 def _results(q: Question, answers: list[str], revealed: bool) -> None:
     """The answers' histogram; on reveal, the class's shares beside the model's own numbers."""
     labels, counts = questions.tally(q, answers)
+    answered = f"{len(answers)} answer" + ("" if len(answers) == 1 else "s")
     if not revealed or not q.truth:
-        fig = grouped_bars({"answers": counts}, labels, title=f"{len(answers)} answers", y_title="students")
+        fig = grouped_bars({"answers": counts}, labels, title=answered, y_title="students")
     else:
         truth = dict(q.truth)
         shares = counts / max(len(answers), 1)
         series = {"share of the class": shares, f"the model: {q.truth_title}": [truth.get(a, 0.0) for a in labels]}
-        fig = grouped_bars(series, labels, title=f"{len(answers)} answers, and the model's", y_range=(0, 1))
+        fig = grouped_bars(series, labels, title=f"{answered}, and the model's", y_range=(0, 1))
     st.plotly_chart(fig, key="live_histogram", config={"displaylogo": False})
 
 
