@@ -42,7 +42,8 @@ REDRAW_KEY = "atlas_redraw"
 ROOM_KEY = "atlas_chart_rooms"  # presenter view: the browser's report {screen: px, rooms: {chart key: px}}
 HEIGHTS_KEY = "atlas_heights"  # chart key → (the height it asked for, the least it takes, the height it was drawn at)
 SLACK_PX = 12  # left under a chart that ends on the first screen (rounding, the chart frame's border)
-MIN_ROOM_PX = 260  # a chart that starts with less room than this under it is drawn for a screen of its own
+MIN_ROOM_PX = 200  # a chart that starts with less room than this under it is drawn for a screen of its own
+MIN_PLOT_PX = 90  # the least plot height (inside the margins) a chart is given to end on the first screen
 ROW_PX = 19  # a heatmap row that holds presenter.CELL_TEXT_PX text (plotly's line spacing, 1.3)
 
 # Measures the frame Streamlit itself measures (stFullScreenFrame, getBoundingClientRect().width) for every chart in
@@ -163,13 +164,13 @@ def width_of(key: str) -> float | None:
 
 def fitted_height(key: str, layout: dict, data: list[dict]) -> int:
     """Presenter view: the height to draw the chart `key` at, from its layout's height: at most the room under its top
-    on the first screen (less SLACK_PX), or a screen's height when it starts lower; at least its margins and half
-    MIN_ROOM_PX of plot, or ROW_PX a row for a heatmap with numbers in its cells (as asked before any report);
+    on the first screen (less SLACK_PX), or a screen's height when it starts lower; at least its margins and
+    MIN_PLOT_PX of plot, or ROW_PX a row for a heatmap with numbers in its cells (as asked before any report);
     remembered, so that a new room redraws the page."""
     margin = layout.get("margin") or {}
     asked = int(layout.get("height") or 450)
     rows = max((_rows(t["z"]) for t in data if t.get("type") == "heatmap" and t.get("texttemplate")), default=0)
-    plot = max(MIN_ROOM_PX // 2, ROW_PX * rows)
+    plot = max(MIN_PLOT_PX, ROW_PX * rows)
     least = min(asked, int(margin.get("t", 0) + margin.get("b", 0)) + plot)
     drawn = _fit(key, asked, least)
     st.session_state.setdefault(HEIGHTS_KEY, {})[key] = (asked, least, drawn)
