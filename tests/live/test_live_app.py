@@ -212,3 +212,9 @@ def test_does_it_change_takes_the_teachers_words():
     a.run()
     assert md("Does this change when the word bear becomes bears?") in " ".join(m.value for m in a.markdown)
     assert a.radio(key="live_pick").options == ["yes, a lot", "a little", "no"]
+
+
+def test_a_link_to_localhost_is_said_to_work_only_here():
+    teacher, _ = class_of_two()  # AppTest's address is http://localhost:8501/
+    assert any("localhost" in m.value and "Live class" in m.value for m in teacher.markdown)
+    assert any("students' devices cannot open it" in c.value for c in teacher.caption)

@@ -35,6 +35,7 @@ NOTE_KEY = "live_note"  # a message for the next run ("This class has ended.")
 VIEW_KEY = "live_view"  # the teacher's view a student's next run opens
 CLASS_PARAM = "class"
 PRIVATE = {"present", CLASS_PARAM}  # address parameters each person keeps for themselves
+LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}  # a join link with these works only on the teacher's computer
 QR_SCALE = 5  # pixels per module of the QR code: ~200 px for a join link
 
 
@@ -221,6 +222,11 @@ def _teacher_bar(t: Teacher) -> None:
         info, code_col, actions = st.columns([3, 1.4, 1.6])
         with info:
             st.markdown(f"**Live class {shown_code(t.code)}.** Students open {md(link)} or scan the code.")
+            if urllib.parse.urlsplit(link).hostname in LOCAL_HOSTS:
+                st.caption(
+                    "This link names this computer itself: students' devices cannot open it. Open the app at this "
+                    "computer's network address (its name or IP address, and the same port), then start the class."
+                )
             _teacher_live()
         with code_col:
             if st.toggle("Show the QR code", value=True, key="live_qr"):
