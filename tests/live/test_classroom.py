@@ -9,6 +9,7 @@ import math
 
 import pytest
 
+from scripts.serve import free_port
 from ui.live.classroom import (
     ALPHABET,
     CODE_LEN,
@@ -18,9 +19,11 @@ from ui.live.classroom import (
     LiveError,
     NotTeacher,
     Question,
+    StoreDown,
     new_code,
     normal_code,
 )
+from ui.live.redis_store import RedisStore, own_server
 from ui.live.store import MemoryStore
 
 VIEW = {"page": "pages/3_One_head.py", "params": {"layer": ["1"], "head": ["2"]}}
@@ -190,3 +193,20 @@ def test_the_csv_has_every_question_and_answer_and_no_formula(room):
     assert sorted(r[5] for r in rows[3:7]) == ["'+a", "'-2", "'=HYPERLINK(\"http://x\")", "'@SUM(A1)"]
     assert rows[7][5] == ""
     assert not any(cell[:1] in "=+-@" and cell for row in rows for cell in row)
+
+
+def test_a_redis_restart_ends_the_class_clearly():
+    """Redis keeps nothing on disk here: while it is down every call says the class server does not answer; once it
+    is back the class has ended, and says so."""
+    port = free_port()
+    with own_server(port) as url:
+        room = Classroom(RedisStore(url))
+        code, secret = room.start(VIEW)
+    with pytest.raises(StoreDown):
+        room.state(code)
+    with pytest.raises(StoreDown):
+        room.heartbeat(code, secret)
+    with own_server(port):
+        assert room.state(code) is None
+        with pytest.raises(LiveError, match="ended"):
+            room.heartbeat(code, secret)
