@@ -6,7 +6,8 @@ every few seconds, on `--workers` app processes behind HAProxy sharing one Redis
 
 Each student's page polls the class as a browser does (its fragment's timer, every POLL_S); the time of a move is
 from the teacher's rerun request to the student's first finished run that shows the new layer (the address's
-`layer=`). Then the teacher asks a question, every student answers it, and the answers are counted in Redis.
+`layer=`); the teacher's own reruns are timed too. Then the teacher asks a question, every student answers it, and
+the answers are counted in Redis.
 """
 
 from __future__ import annotations
@@ -88,11 +89,11 @@ async def lesson(base: str, r: redis.Redis, args) -> dict:
     await asyncio.gather(*(s.poll() for s in students))  # each opens the class's link
     stop = asyncio.Event()
     pollers = [asyncio.create_task(keep_polling(s, stop)) for s in students]
-    delays, missed = [], 0
+    delays, missed, teacher_runs = [], 0, []
     for k in range(args.moves):
         layer = (k + 1) % 2
         moved = time.perf_counter()
-        await teacher.rerun({"w_layer": float(layer)})
+        teacher_runs.append((await teacher.rerun({"w_layer": float(layer)})).latency)
         await asyncio.sleep(args.every)
         for s in students:
             shown = s.shows_layer(layer, moved)
@@ -110,6 +111,7 @@ async def lesson(base: str, r: redis.Redis, args) -> dict:
         await s.close()
     delays.sort()
     return {
+        "teacher_rerun_max_s": round(max(teacher_runs), 3),
         "students": args.students,
         "workers": args.workers,
         "moves": args.moves,
