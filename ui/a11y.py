@@ -13,8 +13,10 @@ import pandas as pd
 import streamlit as st
 
 from figures.describe import describe, grids
-from figures.export import cell, rows
+from figures.export import COLUMNS, cell, rows
 from lessons.words import md
+
+from .watcher import watcher
 
 MENU_KEY = "atlas_menu"  # the sidebar menu's container (ui/navigation.py)
 ALT_PREFIX = "atlas_alt_"  # the container keys of the descriptions a screen reader reads
@@ -32,6 +34,9 @@ SKIP_LINK = f'<a class="atlas-skip" href="#{ANCHOR_ID}">Skip to the chart</a>'
 ANCHOR = f'<div id="{ANCHOR_ID}" tabindex="-1"></div>'
 SKIP_KEY = "atlas_skip"
 # Static CSS, no user text. Visually hidden = the usual screen-reader-only pattern: in the page, not on the screen.
+# The focus outline goes on the focused element, or where a control draws its focused input: a switch's label, a
+# select box's or a text box's frame, a slider's thumb (its range input is visually hidden inside it). A heading's
+# link icon, shown by Streamlit on hover only, shows when it has the focus.
 SR_ONLY = "position: absolute !important; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); " \
     "white-space: nowrap; margin: -1px;"
 # Buttons that play a replay (Heads forming's ▶ Play): with reduced motion asked for (the system's setting) they give
@@ -52,7 +57,9 @@ CSS = f"""<style>
 .atlas-skip:focus {{ display: inline-block; padding: 0.3rem 0.6rem; background: #fff; outline: {FOCUS}; }}
 :focus-visible, [role="slider"]:focus, [data-baseweb="select"]:focus-within,
 [data-testid="stTextArea"] [data-baseweb="textarea"]:focus-within, [data-baseweb="input"]:focus-within,
-label:has(input:focus-visible), summary:focus-visible {{ outline: {FOCUS} !important; outline-offset: 2px; }}
+label:has(input:focus-visible), summary:focus-visible, div:has(> div > input[type="range"]:focus-visible)
+{{ outline: {FOCUS} !important; outline-offset: 2px; }}
+[data-testid="stHeaderActionElements"] a:focus-visible {{ opacity: 1 !important; }}
 #{ANCHOR_ID}:focus {{ outline: none; }}
 @media (prefers-reduced-motion: reduce) {{
   *, *::before, *::after {{ animation-duration: 0.01ms !important; animation-iteration-count: 1 !important;
@@ -62,13 +69,28 @@ label:has(input:focus-visible), summary:focus-visible {{ outline: {FOCUS} !impor
 </style>"""
 
 
+# Formulas and code wider than their column scroll sideways: each such box takes the keyboard focus (tabindex 0), so
+# that the arrow keys can scroll it (WCAG 2.1.1; axe's scrollable-region-focusable), and gives it back once it fits.
+SCROLLABLE_JS = """
+  const scan = () => {
+    for (const box of document.querySelectorAll('[data-testid="stMain"] :is(.katex-display, pre)')) {
+      const scrolls = box.scrollWidth > box.clientWidth + 1;
+      if (scrolls && box.tabIndex < 0) box.tabIndex = 0;
+      else if (!scrolls && box.hasAttribute('tabindex')) box.removeAttribute('tabindex');
+    }
+  };"""
+_scrollable = watcher("atlas_scrollable", SCROLLABLE_JS, "a formula or code wider than its column takes no focus")
+
+
 def skip_link() -> None:
     """At the top of the page: a link that moves the focus to the page's first chart (the keyboard skips the
-    sidebar and the controls), and the page's accessibility CSS."""
+    sidebar and the controls), the page's accessibility CSS, and the script that lets wide formulas take the focus."""
     st.session_state[FIRST_KEY] = True
     st.html(CSS)
     with st.container(key=SKIP_KEY):  # out of the page's flow: it takes no room until focused
         st.markdown(SKIP_LINK, unsafe_allow_html=True)  # a fixed string
+        if _scrollable is not None:
+            _scrollable(key="atlas_scrollable", height=0)
 
 
 def before_chart(key: str, spec: dict) -> None:
@@ -94,13 +116,13 @@ def after_chart(key: str, spec: dict) -> None:
 
 def tables(spec: dict) -> list[tuple[str, pd.DataFrame]]:
     """The chart's numbers: each heatmap as its grid (rows and columns named as on the axes), the other traces as one
-    table of points (trace, x, y, z)."""
+    table of points (the CSV's columns: trace, x, y, z, text; those empty everywhere left out)."""
     out = [(name, pd.DataFrame(z, index=unique(y), columns=unique(x))) for name, y, x, z in grids(spec)]
     others = [t for t in spec.get("data", []) if t.get("type") != "heatmap"]
     points = [r[1:] for r in rows("", {**spec, "data": others})]
     if points:
-        frame = pd.DataFrame([[cell(v) for v in r] for r in points], columns=["trace", "x", "y", "z"])
-        out.append(("", frame.loc[:, (frame != "").any()]))  # no empty column (z of a 2-D chart)
+        frame = pd.DataFrame([[cell(v) for v in r] for r in points], columns=COLUMNS[1:])
+        out.append(("", frame.loc[:, (frame != "").any()]))  # no empty column (z of a 2-D chart, text of most)
     return out
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from scripts.browser import ROOT, new_tab, open_tab, page_url, wait_rendered
+from scripts.browser import CUT, ROOT, new_tab, open_tab, page_url, wait_rendered
 from tests.apptest_utils import PAGES as PAGE_FILES
 from tests.browser.groups import by_group
 
@@ -69,5 +69,41 @@ def test_no_serious_or_critical_axe_violation(browser, base_url, page_file, view
                 checked += 1
         assert checked == 2 * len(labels)
         assert found == [], "\n".join(found)
+    finally:
+        tab.close()
+
+
+@pytest.mark.parametrize("reduce", by_group([True, False], ["reduce", "no-preference"], ["a11y-15_Heads_forming"] * 2))
+def test_with_reduced_motion_a_replay_is_stepped_not_played(browser, base_url, reduce):
+    """Heads forming's replay: with reduced motion asked for, no ▶ Play (it would redraw the charts every 0.8 s); the
+    step slider shows the chosen snapshot and moves one snapshot per key press."""
+    tab = new_tab(browser, viewport={"width": WIDE, "height": 900},
+                  reduced_motion="reduce" if reduce else "no-preference")
+    try:
+        tab.goto(f"{base_url}/Heads_forming")
+        wait_rendered(tab)
+        assert tab.get_by_role("button", name="▶ Play").is_visible() is not reduce
+        shown = tab.locator('.st-key-heads_step [data-testid="stSliderThumbValue"]')
+        before = shown.inner_text()
+        tab.get_by_role("slider", name="Training step").press("ArrowRight")
+        wait_rendered(tab)
+        assert shown.inner_text() != before and "heads_step" in tab.url
+    finally:
+        tab.close()
+
+
+ZOOMED = ("One_head", "Multi_head", "Lecture_example")
+
+
+@pytest.mark.parametrize("address", by_group(list(ZOOMED), list(ZOOMED), [f"a11y-zoom-{p}" for p in ZOOMED]))
+def test_at_200_percent_zoom_nothing_is_cut(browser, base_url, address):
+    """A 1280 × 900 window at 200 % zoom is a 640 × 450 page drawn at device scale 2: no text cut with "…", no control
+    label under the next column, and the page does not scroll sideways."""
+    tab = new_tab(browser, viewport={"width": 640, "height": 450}, device_scale_factor=2)
+    try:
+        tab.goto(f"{base_url}/{address}")
+        wait_rendered(tab)
+        assert tab.evaluate(CUT) == []
+        assert tab.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
     finally:
         tab.close()
