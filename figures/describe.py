@@ -59,8 +59,8 @@ def heatmap_text(trace: Mapping, layout: Mapping, x_title: str, y_title: str) ->
     out = [f"Heatmap, {len(ys)} rows ({y_title or 'rows'}) × {len(xs)} columns ({x_title or 'columns'})"]
     for r in range(min(len(ys), MAX_ROWS)):
         row = z[r]
-        order = [c for c in np.argsort(-np.nan_to_num(row, nan=-np.inf), kind="stable") if not np.isnan(row[c])]
-        if not order:
+        order = top(row, 2)
+        if not len(order):
             continue
         first = f"{x_name[order[0]]} ({num(row[order[0]])})"
         then = f", then {x_name[order[1]]} ({num(row[order[1]])})" if len(order) > 1 else ""
@@ -84,8 +84,7 @@ def bars_text(trace: Mapping, layout: Mapping) -> str:
         labels = [f"'{html.unescape(t)}'" for t in text]  # the bar's own label (bars at token positions carry it)
     else:
         labels = names(layout, trace.get(f"{cats_key}axis", cats_key), cats)
-    top = [i for i in np.argsort(-np.nan_to_num(v, nan=-np.inf), kind="stable")[:TOP_BARS] if not np.isnan(v[i])]
-    listed = ", ".join(f"{labels[i]} {num(v[i])}" for i in top)
+    listed = ", ".join(f"{labels[i]} {num(v[i])}" for i in top(v, TOP_BARS))
     return f"{len(v)} bars; the largest: {listed}"
 
 
@@ -115,11 +114,17 @@ def points_text(trace: Mapping, x_title: str, y_title: str) -> str:
     )
 
 
+def top(values: np.ndarray, k: int) -> np.ndarray:
+    """The positions of the k largest values, largest first (the first of equal values first); NaN left out."""
+    ok = np.flatnonzero(~np.isnan(values))
+    return ok[np.argsort(-values[ok], kind="stable")[:k]]
+
+
 def numbers(v) -> np.ndarray | None:
-    """A data array as float64 (None where the trace has none, or it is not numeric)."""
+    """A data array as numbers (None where the trace has none, or it is not numeric)."""
     a = values(v)
-    if a is None:
-        return None
+    if a is None or a.dtype.kind == "f":
+        return a
     try:
         return np.asarray(a, dtype=np.float64)
     except (TypeError, ValueError):
@@ -145,7 +150,7 @@ def grids(fig: go.Figure | Mapping):
 def positions(v, n: int) -> list:
     """A trace's x or y values (plotly's default 0…n−1 when it has none)."""
     a = values(v)
-    return list(range(n)) if a is None else [x.item() if isinstance(x, np.generic) else x for x in a]
+    return list(range(n)) if a is None else a.tolist()
 
 
 def names(layout: Mapping, ref: str, at: list, unnamed: str = "") -> list[str]:

@@ -36,7 +36,8 @@ SKIP_KEY = "atlas_skip"
 # Static CSS, no user text. Visually hidden = the usual screen-reader-only pattern: in the page, not on the screen.
 # The focus outline goes on the focused element, or where a control draws its focused input: a switch's label, a
 # select box's or a text box's frame, a slider's thumb (its range input is visually hidden inside it). A heading's
-# link icon, shown by Streamlit on hover only, shows when it has the focus.
+# link icon, shown by Streamlit on hover only, shows when it has the focus; a tab's outline is drawn inside it (its
+# row scrolls sideways and would cut an outline outside).
 SR_ONLY = "position: absolute !important; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); " \
     "white-space: nowrap; margin: -1px;"
 # Buttons that play a replay (Heads forming's ▶ Play): with reduced motion asked for (the system's setting) they give
@@ -59,6 +60,7 @@ CSS = f"""<style>
 [data-testid="stTextArea"] [data-baseweb="textarea"]:focus-within, [data-baseweb="input"]:focus-within,
 label:has(input:focus-visible), summary:focus-visible, div:has(> div > input[type="range"]:focus-visible)
 {{ outline: {FOCUS} !important; outline-offset: 2px; }}
+[role="tab"]:focus-visible {{ outline-offset: -2px !important; }}
 [data-testid="stHeaderActionElements"] a:focus-visible {{ opacity: 1 !important; }}
 #{ANCHOR_ID}:focus {{ outline: none; }}
 @media (prefers-reduced-motion: reduce) {{
