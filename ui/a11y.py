@@ -9,11 +9,14 @@ nothing.
 
 from __future__ import annotations
 
+import html
+
+import numpy as np
 import pandas as pd
 import streamlit as st
 
 from figures.describe import describe, grids
-from figures.export import COLUMNS, cell, rows
+from figures.export import COLUMNS, rows
 from lessons.words import md
 
 from .watcher import watcher
@@ -123,9 +126,19 @@ def tables(spec: dict) -> list[tuple[str, pd.DataFrame]]:
     others = [t for t in spec.get("data", []) if t.get("type") != "heatmap"]
     points = [r[1:] for r in rows("", {**spec, "data": others})]
     if points:
-        frame = pd.DataFrame([[cell(v) for v in r] for r in points], columns=COLUMNS[1:])
-        out.append(("", frame.loc[:, (frame != "").any()]))  # no empty column (z of a 2-D chart, text of most)
+        columns = {name: column(list(vs)) for name, vs in zip(COLUMNS[1:], zip(*points, strict=True), strict=True)}
+        out.append(("", pd.DataFrame({k: v for k, v in columns.items() if v is not None})))
     return out
+
+
+def column(cells: list) -> list | None:
+    """A table column: numbers as numbers when all are (a blank one empty), else every cell as text (a column of one
+    type, as a table needs); None when every cell is blank (z of a 2-D chart, text of most)."""
+    if all(v == "" for v in cells):
+        return None
+    if all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in cells):
+        return [float(v) for v in cells]
+    return [html.unescape(str(v)) for v in cells]  # as the chart writes it (a CSV cell also guards formulas)
 
 
 def unique(labels: list[str]) -> list[str]:
