@@ -82,3 +82,27 @@ def test_the_chosen_tokens_attention_row_reads_as_a_table(weights, labels):
     shown = [ESCAPED.sub(r"\1", m.value) for m in at.markdown]
     j = int(np.argmax(weights[i]))
     assert any(t.startswith(f"Weights of query {i}.") and f"'{labels[j]}' {weights[i, j]:.2f}" in t for t in shown)
+
+
+@pytest.mark.parametrize("page_file", u.PAGE_FILES, ids=lambda p: p.rsplit("/", 1)[-1])
+def test_every_chart_of_every_page_has_a_description_and_a_table_a_browser_can_take(page_file):
+    """Each chart of each tab: a description that starts with its title, and at least one table, every column of
+    one type (Arrow converts it as it is: a column mixing text and numbers makes Streamlit fall back and log a
+    traceback)."""
+    import pyarrow as pa
+
+    from figures.describe import describe, text_of
+
+    at = u.run_page(page_file)
+    u.assert_ok(at)
+    seen = 0
+    for _ in [None, *u.each_tab(at)]:
+        for key, spec in u.charts_by_key(at).items():
+            title = text_of(spec["layout"].get("title"))
+            assert describe(spec).startswith((title or "Chart") + "."), key
+            tables = a11y.tables(spec)
+            assert tables, key
+            for _, table in tables:
+                pa.Table.from_pandas(table)  # raises on a column of mixed types
+            seen += 1
+    assert seen or page_file.endswith("0_Guided_tour.py")
