@@ -47,6 +47,7 @@ WRAP_CSS = (
 # column: the page's order stays for screen readers).
 TEXT = '[data-testid="stElementContainer"]:has(> [data-testid="stMarkdown"]):not(:has(.katex-display, h1, h2, h3, h4))'
 CHART = '[data-testid="stElementContainer"] [data-testid="stPlotlyChart"]'  # (a :has() holds no other :has())
+SHORT_PX = 740  # a wide projector (1280 × 720): tighter still
 AFTER_PREFIX = "after_figures_"  # the keys of ui.after_figures's containers: drawn at the end of their block
 AFTER = f'[class*="st-key-{AFTER_PREFIX}"]'
 CSS = f"""<style>
@@ -58,13 +59,18 @@ html {{ font-size: 19px; }}
 [data-testid="stHeader"] :is(button, a) {{ pointer-events: auto; }}
 [data-testid="stCaptionContainer"] {{ display: none; }}
 [data-testid="stMainBlockContainer"] {{ padding: 0.6rem 4rem 2rem; max-width: none; }}
-[data-testid="stMain"] [data-testid="stVerticalBlock"] {{ gap: 0.5rem; }}
+[data-testid="stMain"] [data-testid="stVerticalBlock"] {{ gap: 0.4rem; }}
 [data-testid="stMain"] .katex-display {{ margin: 0.2em 0; }}
-h1 {{ font-size: 1.5rem !important; padding: 0 0 0.2rem !important; }}
+h1 {{ font-size: 1.5rem !important; line-height: 1.3 !important; padding: 0 0 0.25rem !important; }}
 [data-testid="stMain"] h2 {{ font-size: 1.3rem; padding: 0.2rem 0; }}
 [data-testid="stMain"] h3 {{ font-size: 1.1rem; padding: 0.2rem 0; }}
 [data-testid="stMain"] [data-testid="stVerticalBlock"] > {TEXT}:has(~ {CHART}) {{ order: 1; }}
 [data-testid="stMain"] [data-testid="stVerticalBlock"] > :is({AFTER}, :has(> {AFTER})) {{ order: 2; }}
+@media (max-height: {SHORT_PX}px) {{
+  [data-testid="stMain"] [data-testid="stVerticalBlock"] {{ gap: 0.3rem; }}
+  [data-testid="stMain"] .katex-display > .katex {{ font-size: 1em; }}
+  h1 {{ font-size: 1.25rem !important; }}
+}}
 </style>"""
 HIDDEN_KEYS_CSS = "<style>.st-key-step_pageup, .st-key-step_pagedown { display: none; }</style>"
 
