@@ -64,6 +64,7 @@ html {{ font-size: 19px; }}
 h1 {{ font-size: 1.5rem !important; line-height: 1.3 !important; padding: 0 0 0.25rem !important; }}
 [data-testid="stMain"] h2 {{ font-size: 1.3rem; padding: 0.2rem 0; }}
 [data-testid="stMain"] h3 {{ font-size: 1.1rem; padding: 0.2rem 0; }}
+[data-testid="stMain"] :is(h2, h3) {{ line-height: 1.3; }}
 [data-testid="stMain"] [data-testid="stVerticalBlock"] > {TEXT}:has(~ {CHART}) {{ order: 1; }}
 [data-testid="stMain"] [data-testid="stVerticalBlock"] > :is({AFTER}, :has(> {AFTER})) {{ order: 2; }}
 @media (max-height: {SHORT_PX}px) {{

@@ -23,6 +23,7 @@ import math
 
 import streamlit as st
 
+from figures import margins
 from figures.multihead import PANELS_PER_ROW
 from figures.narrow import NARROW_PX
 
@@ -165,13 +166,15 @@ def width_of(key: str) -> float | None:
 def fitted_height(key: str, layout: dict, data: list[dict]) -> int:
     """Presenter view: the height to draw the chart `key` at, from its layout's height: at most the room under its top
     on the first screen (less SLACK_PX), or a screen's height when it starts lower; at least its margins and
-    MIN_PLOT_PX of plot, or ROW_PX a row for a heatmap with numbers in its cells (as asked before any report);
-    remembered, so that a new room redraws the page."""
+    MIN_PLOT_PX of plot, or ROW_PX a row for a heatmap with numbers in its cells, or its y-axis title's length (as
+    asked before any report); remembered, so that a new room redraws the page."""
     margin = layout.get("margin") or {}
     asked = int(layout.get("height") or 450)
     rows = max((_rows(t["z"]) for t in data if t.get("type") == "heatmap" and t.get("texttemplate")), default=0)
-    plot = max(MIN_PLOT_PX, ROW_PX * rows)
-    least = min(asked, int(margin.get("t", 0) + margin.get("b", 0)) + plot)
+    # a y-axis title runs along the plot: a shorter plot lets it into the chart title (at presenter view's size)
+    title = margins.y_title_px(layout) * (presenter.TICK_PX + 2) / margins.TITLE_PX
+    plot = max(MIN_PLOT_PX, ROW_PX * rows, title)
+    least = min(asked, int(margin.get("t", 0) + margin.get("b", 0) + plot))
     drawn = _fit(key, asked, least)
     st.session_state.setdefault(HEIGHTS_KEY, {})[key] = (asked, least, drawn)
     return drawn
@@ -183,9 +186,12 @@ def _rows(z) -> int:
 
 
 def _fit(key: str, asked: int, least: int) -> int:
-    report = st.session_state.get(ROOM_KEY) if _rooms is not None else None
-    report = report.get("rooms") if report is not None else None
-    screen, room = (report.get("screen"), (report.get("rooms") or {}).get(key)) if isinstance(report, dict) else (0, 0)
+    """fitted_height from the last report ({screen, rooms} in the component's state); `asked` without one."""
+    state = st.session_state.get(ROOM_KEY) if _rooms is not None else None
+    report = state.get("rooms") if state is not None else None
+    if not isinstance(report, dict) or not isinstance(report.get("rooms"), dict):
+        return asked
+    screen, room = report.get("screen"), report["rooms"].get(key)
     if not all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in (screen, room)):
         return asked
     cap = room if room >= MIN_ROOM_PX else screen
