@@ -23,7 +23,6 @@ import math
 
 import streamlit as st
 
-from figures import margins
 from figures.multihead import PANELS_PER_ROW
 from figures.narrow import NARROW_PX
 
@@ -166,14 +165,12 @@ def width_of(key: str) -> float | None:
 def fitted_height(key: str, layout: dict, data: list[dict]) -> int:
     """Presenter view: the height to draw the chart `key` at, from its layout's height: at most the room under its top
     on the first screen (less SLACK_PX), or a screen's height when it starts lower; at least its margins and
-    MIN_PLOT_PX of plot, or ROW_PX a row for a heatmap with numbers in its cells, or its y-axis title's length (as
-    asked before any report); remembered, so that a new room redraws the page."""
+    MIN_PLOT_PX of plot, or ROW_PX a row for a heatmap with numbers in its cells (as asked before any report);
+    remembered, so that a new room redraws the page."""
     margin = layout.get("margin") or {}
     asked = int(layout.get("height") or 450)
     rows = max((_rows(t["z"]) for t in data if t.get("type") == "heatmap" and t.get("texttemplate")), default=0)
-    # a y-axis title runs along the plot: a shorter plot lets it into the chart title (at presenter view's size)
-    title = margins.y_title_px(layout) * (presenter.TICK_PX + 2) / margins.TITLE_PX
-    plot = max(MIN_PLOT_PX, ROW_PX * rows, title)
+    plot = max(MIN_PLOT_PX, ROW_PX * rows)
     least = min(asked, int(margin.get("t", 0) + margin.get("b", 0) + plot))
     drawn = _fit(key, asked, least)
     st.session_state.setdefault(HEIGHTS_KEY, {})[key] = (asked, least, drawn)

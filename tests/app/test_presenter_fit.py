@@ -1,6 +1,6 @@
 """Presenter view sizes each chart from the browser's report of its room (ui/widths.py fitted_height): a chart that
 starts on the first screen ends on it, one further down is at most a screen tall, and none is squeezed below its
-margins and least plot (19 px a row for numbers in cells, the y-axis title's length)."""
+margins and least plot (19 px a row for numbers in cells)."""
 
 from __future__ import annotations
 
