@@ -55,7 +55,8 @@ CSS = f"""<style>
 [data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] * {{ color: {CAPTION} !important; }}
 {CODE_CSS}
 [class*="st-key-{ALT_PREFIX}"] {{ {SR_ONLY} }}
-.st-key-{SKIP_KEY} {{ position: absolute; z-index: 1000; }}
+.st-key-{SKIP_KEY} {{ position: absolute; z-index: 1000; width: auto; pointer-events: none; }}
+.atlas-skip {{ pointer-events: auto; }}
 .atlas-skip:not(:focus) {{ {SR_ONLY} }}
 .st-key-{MENU_KEY} h3 {{ font-size: 1rem; padding: 0.75rem 0 0.25rem; }}
 .atlas-skip:focus {{ display: inline-block; padding: 0.3rem 0.6rem; background: #fff; outline: {FOCUS}; }}

@@ -63,6 +63,8 @@ def test_no_serious_or_critical_axe_violation(browser, base_url, page_file, view
                 wait_rendered(tab)
             for i, label in enumerate(order):
                 if label is not None and i > 0:
+                    shown = tab.evaluate(TAB_LABELS)
+                    assert label in shown, (width, label, shown, tab.url)
                     open_tab(tab, label)
                 assert tab.locator('[data-testid="stException"]').count() == 0, (width, label)
                 found += serious(tab, f"{width} px{f', tab {label}' if label else ''}")
