@@ -68,7 +68,8 @@ h1 {{ font-size: 1.5rem !important; line-height: 1.3 !important; padding: 0 0 0.
 [data-testid="stMain"] [data-testid="stVerticalBlock"] > {TEXT}:has(~ {CHART}) {{ order: 1; }}
 [data-testid="stMain"] [data-testid="stVerticalBlock"] > :is({AFTER}, :has(> {AFTER})) {{ order: 2; }}
 @media (max-height: {SHORT_PX}px) {{
-  [data-testid="stMain"] [data-testid="stVerticalBlock"] {{ gap: 0.3rem; }}
+  .st-key-{BAR_KEY} {{ zoom: 0.72; }}
+  [data-testid="stMain"] [data-testid="stVerticalBlock"] {{ gap: 0.25rem; }}
   [data-testid="stMain"] .katex-display > .katex {{ font-size: 1em; }}
   h1 {{ font-size: 1.25rem !important; }}
 }}
