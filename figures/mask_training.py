@@ -38,6 +38,10 @@ def mask_curves(
                     "y": np.asarray(y, dtype=np.float32),
                     "mode": "lines",
                     "name": name,
+                    # one legend entry per model (its solid line; the page says what the dotted one is): four entries
+                    # wrapped into rows that left a blank band under the plot
+                    "legendgroup": esc(model),
+                    "showlegend": dash == "solid",
                     "line": {"color": color, "dash": dash, "width": 2},
                     "hovertemplate": f"{name}<br>step %{{x}}: %{{y:.3f}} nats<extra></extra>",
                 }

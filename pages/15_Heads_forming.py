@@ -149,6 +149,7 @@ cells = [
 ]
 for col, (label, value) in zip(st.columns(4), cells, strict=True):
     col.metric(label, f"{value:.3f}", help="Nats per symbol; training: the last batches, each model as it was trained.")
+st.caption("Solid: each model's training loss, as it was trained; dotted: the real task; dashed grey: guessing.")
 ui.show_figure(training.mask_figure(), key="mask_loss")
 st.markdown(hf.mask_sentence(mrp))
 st.markdown(hf.prompt_sentence(mrp))

@@ -69,6 +69,7 @@ NARROW_IN_COLUMNS = {
     ("positions", "+ position W_pos"): (390,),
     ("positions", "= "): (390,),
     ("future", "Weights without the mask"): (390,),  # 228
+    ("forming", "Loss with and without the causal mask"): (390,),  # 233
     ("lecture", "W_"): (390, 1440),  # 230, 188: three in a row at 1440
     ("lecture", "Q = X·W_Q"): (1440,),  # 232
     ("lecture", "K = X·W_K"): (1440,),

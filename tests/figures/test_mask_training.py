@@ -31,6 +31,8 @@ def test_mask_curves():
         np.testing.assert_array_equal(array(lines[name]["x"]), x)
         np.testing.assert_allclose(array(lines[name]["y"]), y, rtol=1e-6)
         assert lines[name]["line"]["dash"] == dash
+    assert [t["showlegend"] for t in spec["data"]] == [True, False, True, False]  # the solid lines name the models
+    assert spec["data"][0]["legendgroup"] == spec["data"][1]["legendgroup"] != spec["data"][2]["legendgroup"]
     colors = [t["line"]["color"] for t in spec["data"]]
     assert colors[0] == colors[1] != colors[2] == colors[3]  # one colour per model
     (guess,) = spec["layout"]["shapes"]
