@@ -31,7 +31,7 @@ def test_default_page_shows_the_models_pattern_and_the_pipeline():
     assert_ok(at)
     np.testing.assert_allclose(shown(at), pattern(DEFAULT_SENTENCE, 0, 0), atol=1e-6)
     assert "Model card: shakespeare-gpt" in [e.label for e in at.expander]
-    linked = [link.proto.page for link in at.get("page_link")]
+    linked = [link.proto.page for link in at.main.get("page_link")]  # the sidebar's menu links them too
     # every page, once
     assert sorted(linked) == sorted(p.url_path for p in navigation.ORDER if p is not navigation.HOME)
 
