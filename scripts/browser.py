@@ -77,8 +77,11 @@ def new_tab(browser, **kwargs):
     return page
 
 
-# The page is drawn: no script run going on, every chart has its SVG, and no message for QUIET_MS.
+# The page is drawn: no script run going on (the app's own run state, and no spinner or skeleton), every chart has its
+# SVG, and no message for QUIET_MS.
 DONE = """(quiet) => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    if (!app || !['notRunning', 'compilationError'].includes(app.dataset.testScriptState)) return false;
     const main = document.querySelector('[data-testid="stMain"]');
     const busy = document.querySelector('[data-testid="stStatusWidget"], [data-testid="stSkeleton"], .stSpinner');
     const charts = [...document.querySelectorAll('.stPlotlyChart')];
