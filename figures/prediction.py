@@ -10,8 +10,9 @@ import plotly.graph_objects as go
 from .colours import HIGHLIGHT, SEQUENTIAL
 from .common import esc, figure, grouped_bars, layout_dict, tick_labels, title_dict, token_axis
 
-BEFORE = "p = softmax(z / T), full vocabulary"
-AFTER = "p′ after top-k / top-p, renormalised"
+# short, so that the legend keeps to one row (p and p′ are written out in the page's formulas)
+BEFORE = "p: all tokens"
+AFTER = "p′: kept tokens"
 
 
 def probability_bars(before: np.ndarray, after: np.ndarray, labels: Sequence[str], title: str) -> go.Figure:

@@ -10,6 +10,7 @@ from figures.prediction import probability_bars
 from lessons import sampling
 from lessons.words import percent
 from transformer.trace import MAX_CHARS, token_limit
+from ui import presenter
 from ui.caches import next_token as cached
 
 state = ui.sidebar()
@@ -116,10 +117,17 @@ def generate() -> None:
     )
     saved = st.session_state.get(TIMELINE)
     gen: sampling.Generation | None = saved[1] if saved and saved[0] == key else None
-    c1, c2 = st.columns([1, 3])
+    presenting = presenter.on()
+    if presenting:  # one row: N, the step and the buttons that generate; the seed and the reset under the chart
+        n_box, step_box, one_box, many_box = st.columns([3, 3, 2, 2], vertical_alignment="bottom")
+        seed_box = reset_box = ui.after_figures("next_seed")
+    else:
+        seed_box, n_box = st.columns([1, 3])
+        one_box = many_box = reset_box = st.container(horizontal=True)  # wraps onto a second row where needed
+        step_box = st
     help_seed = "Picks the random numbers u. Same seed, settings and text → same tokens."
-    seed = int(c1.number_input("Seed", 0, 1_000_000, 0, 1, bind="query-params", key="next_seed", help=help_seed))
-    n_new = c2.slider(
+    seed = int(seed_box.number_input("Seed", 0, 1_000_000, 0, 1, bind="query-params", key="next_seed", help=help_seed))
+    n_new = n_box.slider(
         "N tokens", 1, 50, 10, bind="query-params", key="next_n", help="How many tokens the second button generates."
     )
     if n_request := st.session_state.pop("next_request", 0):
@@ -138,34 +146,34 @@ def generate() -> None:
             previous=gen.steps if gen else (),
             interventions=tr.interventions,
         )
+        progress.empty()  # done: the bar would otherwise stay until the next run
         st.session_state[TIMELINE], st.session_state["next_step"] = (key, gen), len(gen.steps)
     # a pressed button asks the next run to generate: the buttons below then see the result
     full, update = gen.at_context if gen else T >= n_ctx, st.session_state.update
-    with st.container(horizontal=True):  # the buttons wrap onto a second row where they do not fit in one
-        st.button(
-            "Generate one token",
-            key="next_one",
-            on_click=update,
-            args=({"next_request": 1},),
-            disabled=full,
-            help="Draw one token with the settings above and append it.",
-        )
-        st.button(
-            f"Generate {n_new} tokens",
-            key="next_many",
-            on_click=update,
-            args=({"next_request": n_new},),
-            disabled=full,
-            help="Draw N tokens, one after the other.",
-        )
-        st.button(
-            "Reset to the sidebar sentence",
-            key="next_reset",
-            on_click=st.session_state.pop,
-            args=(TIMELINE, None),
-            disabled=gen is None,
-            help="Forget the generated tokens.",
-        )
+    one_box.button(
+        "Generate one token",
+        key="next_one",
+        on_click=update,
+        args=({"next_request": 1},),
+        disabled=full,
+        help="Draw one token with the settings above and append it.",
+    )
+    many_box.button(
+        f"Generate {n_new} tokens",
+        key="next_many",
+        on_click=update,
+        args=({"next_request": n_new},),
+        disabled=full,
+        help="Draw N tokens, one after the other.",
+    )
+    reset_box.button(
+        "Reset to the sidebar sentence",
+        key="next_reset",
+        on_click=st.session_state.pop,
+        args=(TIMELINE, None),
+        disabled=gen is None,
+        help="Forget the generated tokens.",
+    )
     if full:
         st.info(
             f"The text fills the model's context of {n_ctx} tokens: no further token fits. "
@@ -175,7 +183,7 @@ def generate() -> None:
     if gen is not None and gen.steps:
         n = len(gen.steps)
         st.session_state["next_step"] = min(st.session_state.get("next_step", n), n)
-        k = st.slider(
+        k = step_box.slider(
             "Step",
             0,
             n,
@@ -183,42 +191,58 @@ def generate() -> None:
             key="next_step",
             help="Step back through the generation: 0 = the sidebar sentence, k = after k generated tokens.",
         )
-        st.caption(f"The text after {k} of {n} generated tokens:")
-        st.code(gen.text_at(k), language=None, wrap_lines=True)
-        cut, use = {TIMELINE: (key, gen.cut(k))}, {"atlas_sentence": gen.text_at(k)[:MAX_CHARS]}
-        with st.container(horizontal=True):
-            st.button(
-                f"Continue from step {k} (drop the later steps)",
-                key="next_cut",
-                on_click=update,
-                args=(cut,),
-                disabled=k == n,
-                help="Forget the later steps; the buttons above continue from here.",
-            )
-            st.button(
-                "Use this text as the sidebar sentence",
-                key="next_use",
-                on_click=update,
-                args=(use,),
-                help="Every page then reads this text; the timeline starts again from it.",
-            )
+        with ui.after_figures("next_text"):
+            st.caption(f"The text after {k} of {n} generated tokens:")
+            st.code(gen.text_at(k), language=None, wrap_lines=True)
+            cut, use = {TIMELINE: (key, gen.cut(k))}, {"atlas_sentence": gen.text_at(k)[:MAX_CHARS]}
+            with st.container(horizontal=True):
+                st.button(
+                    f"Continue from step {k} (drop the later steps)",
+                    key="next_cut",
+                    on_click=update,
+                    args=(cut,),
+                    disabled=k == n,
+                    help="Forget the later steps; the buttons above continue from here.",
+                )
+                st.button(
+                    "Use this text as the sidebar sentence",
+                    key="next_use",
+                    on_click=update,
+                    args=(use,),
+                    help="Every page then reads this text; the timeline starts again from it.",
+                )
+        if presenting:
+            step_bars(gen, k)
+            with ui.after_figures("next_timeline"):
+                timeline(gen)
+            return
         with ui.stacking("next_step_row", below_px=1100):  # the step's bars beside the timeline only where they fit
             left, right = st.columns([3, 2])
-            left.dataframe(
-                pd.DataFrame(sampling.timeline_rows(gen)), hide_index=True, key="next_timeline_table", height=260
-            )
+            with left:
+                timeline(gen)
             with right:
-                if k > 0:
-                    s = gen.steps[k - 1]
-                    fig = probability_bars(
-                        np.array([c.prob for c in s.top]),
-                        np.array([c.filtered for c in s.top]),
-                        [c.label for c in s.top],
-                        f"Step {k}: the top candidates; drawn: {s.label}",
-                    )
-                    ui.show_figure(fig, key="next_step_bars")
-                else:
-                    st.caption("Step 0 is the sidebar sentence itself: move the slider to see a step's candidates.")
+                step_bars(gen, k)
+
+
+def timeline(gen: sampling.Generation) -> None:
+    """Every generated token so far, a row per step."""
+    rows = sampling.timeline_rows(gen)
+    st.dataframe(pd.DataFrame(rows), hide_index=True, key="next_timeline_table", height=260)
+
+
+def step_bars(gen: sampling.Generation, k: int) -> None:
+    """Step k's top candidates, p and p′, and the token drawn."""
+    if k == 0:
+        st.caption("Step 0 is the sidebar sentence itself: move the slider to see a step's candidates.")
+        return
+    s = gen.steps[k - 1]
+    fig = probability_bars(
+        np.array([c.prob for c in s.top]),
+        np.array([c.filtered for c in s.top]),
+        [c.label for c in s.top],
+        f"Step {k}: the top candidates; drawn: {s.label}",
+    )
+    ui.show_figure(fig, key="next_step_bars")
 
 
 def lens() -> None:
