@@ -123,7 +123,7 @@ def head_grid(grid: np.ndarray, best: tuple[int, int], title: str) -> go.Figure:
 
 def sink_lines(shares: dict[str, np.ndarray], evens: dict[str, float], title: str) -> go.Figure:
     """For each model, the share of attention on its sink tokens per layer (solid), and what evenly
-    spread weights would give (dotted)."""
+    spread weights would give (dotted). The legend, beside the plot, names the models and the dotted lines once."""
     traces = []
     for k, (name, share) in enumerate(shares.items()):
         color = MODEL_COLORS[k % len(MODEL_COLORS)]
@@ -136,6 +136,7 @@ def sink_lines(shares: dict[str, np.ndarray], evens: dict[str, float], title: st
                 "y": np.asarray(share, dtype=np.float32),
                 "mode": "lines+markers",
                 "name": esc(name),
+                "legendgroup": esc(name),
                 "line": {"color": color},
                 "hovertemplate": hover,
             }
@@ -151,12 +152,16 @@ def sink_lines(shares: dict[str, np.ndarray], evens: dict[str, float], title: st
                 **even,
                 "mode": "lines",
                 "name": esc(f"{name}: weights spread evenly"),
+                "legendgroup": esc(name),  # the model's legend entry shows and hides both its lines
+                "showlegend": False,
                 "line": {"color": color, "dash": "dot"},
             }
         )
+    # one legend entry for every dotted line, last (no data)
+    dotted = {"mode": "lines", "name": "spread evenly", "line": {"color": GREY, "dash": "dot"}}
+    traces.append({"type": "scatter", "x": [None], "y": [None], **dotted})
     axes = {
         "xaxis": {"title": title_dict("layer")},
-        "yaxis": {"title": title_dict("share of attention on the sink tokens"), "range": [0, 1.02]},
+        "yaxis": {"title": title_dict("share of attention"), "range": [0, 1.02]},  # (on the sinks: the title)
     }
-    legend = {"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0}
-    return figure(traces, layout_dict(title, 420, legend=legend, **axes))
+    return figure(traces, layout_dict(title, 420, **axes))  # the legend beside the plot (under it when narrow)

@@ -34,7 +34,7 @@ def compare_sinks(keys: tuple[TraceKey, ...]) -> tuple[go.Figure | None, list[ed
         s = ed.sinks(get_trace(key), cfg.n_layer, cfg.causal)
         if s is None:
             return None, []
-        label = f"{ed.short_name(key.model)}: {'on the first token' if cfg.causal else 'on [CLS] and [SEP]'}"
+        label = ed.short_name(key.model)  # a short legend entry; the page's text names each model's sink tokens
         sinks.append(s)
         shares[label], evens[label] = s.share, s.even
     return fcmp.sink_lines(shares, evens, "Attention on the sink tokens, averaged over heads and tokens"), sinks
