@@ -155,13 +155,15 @@ def concat_wo() -> None:
 
 def switch_off() -> None:
     ui.explain(read.ablation)
-    if read.encoder_note:
-        st.markdown(read.encoder_note)
-    st.latex(read.ablation_latex)
+    with ui.after_figures("multihead_formula"):  # presenter view: under the chart, which then fits on the screen
+        if read.encoder_note:
+            st.markdown(read.encoder_note)
+        st.latex(read.ablation_latex)
     scores = cached.head_scores(state.model)
-    for col, (label, short) in zip(st.columns(len(head_roles.DEMOS)), head_roles.DEMOS.items(), strict=True):
+    demos = st.container(horizontal=True)  # the one-click demos and their random control, in a row where they fit
+    for label, short in head_roles.DEMOS.items():
         names = head_roles.labelled(scores, label)
-        col.button(
+        demos.button(
             f"Switch off the {short} heads ({len(names)})",
             key=f"multihead_demo_{short}",
             disabled=not names,
@@ -181,7 +183,7 @@ def switch_off() -> None:
     k = c2.slider("Top tokens", 3, 20, **ui.kept("multihead_topk", 8), help=help_k) if cfg.has_lm_head else 0
     ablate = tuple(sorted(heads.parse_head(n) for n in chosen))
     control = heads.random_heads(n_layer, nh, len(ablate), key.text, ablate)  # seeded by the text
-    c1.button(
+    demos.button(
         f"Switch off as many random heads ({len(control)})",
         key="multihead_demo_random",
         disabled=not control,

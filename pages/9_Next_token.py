@@ -146,7 +146,6 @@ def generate() -> None:
             previous=gen.steps if gen else (),
             interventions=tr.interventions,
         )
-        progress.empty()  # done: the bar would otherwise stay until the next run
         st.session_state[TIMELINE], st.session_state["next_step"] = (key, gen), len(gen.steps)
     # a pressed button asks the next run to generate: the buttons below then see the result
     full, update = gen.at_context if gen else T >= n_ctx, st.session_state.update
