@@ -164,14 +164,15 @@ def switch_off() -> None:
     for label, short in head_roles.DEMOS.items():
         names = head_roles.labelled(scores, label)
         demos.button(
-            f"Switch off the {short} heads ({len(names)})",
+            f"{short.capitalize()} heads off ({len(names)})",
             key=f"multihead_demo_{short}",
             disabled=not names,
             on_click=st.session_state.update,
             args=({"multihead_ablate": names},),
             help=f"Every head labelled {label} (part 3's badges), and no other.",
         )
-    c1, c2 = st.columns([3, 1])
+    # presenter view: the box and the slider under the chart (the buttons above choose the heads in one click)
+    c1, c2 = ui.after_figures("multihead_heads").columns([3, 1])
     help_heads = (
         "Any heads of any layers, written layer.head: 0.2 = layer 0, head 2. "
         "Their outputs are set to 0 in a new forward pass."
@@ -184,7 +185,7 @@ def switch_off() -> None:
     ablate = tuple(sorted(heads.parse_head(n) for n in chosen))
     control = heads.random_heads(n_layer, nh, len(ablate), key.text, ablate)  # seeded by the text
     demos.button(
-        f"Switch off as many random heads ({len(control)})",
+        f"As many random heads off ({len(control)})",
         key="multihead_demo_random",
         disabled=not control,
         on_click=st.session_state.update,
