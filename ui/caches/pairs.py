@@ -15,30 +15,30 @@ from ..models import TraceKey, get_trace
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
-def comparison(key_a: TraceKey, key_b: TraceKey, position: int, target: int | None) -> pairs.Comparison | None:
-    """Token `position` of key_a's trace against its token in key_b's, in every head (every layer runs); target: a
-    token of key_a's trace whose weight is compared too. None when the token has no counterpart in key_b's text."""
-    return pairs.compare(get_trace(key_a), get_trace(key_b), position, target)
+def comparison(key: TraceKey, key_b: TraceKey, position: int, target: int | None) -> pairs.Comparison | None:
+    """Token `position` of key's trace against its token in key_b's, in every head (every layer runs); target: a
+    token of key's trace whose weight is compared too. None when the token has no counterpart in key_b's text."""
+    return pairs.compare(get_trace(key), get_trace(key_b), position, target)
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
-def ranking_figure(key_a: TraceKey, key_b: TraceKey, position: int, target: int | None) -> go.Figure:
+def ranking_figure(key: TraceKey, key_b: TraceKey, position: int, target: int | None) -> go.Figure:
     """The heads most changed between the two sentences, for the token."""
-    c = comparison(key_a, key_b, position, target)
+    c = comparison(key, key_b, position, target)
     names = [heads.head_name(layer, head) for layer in range(c.tv.shape[0]) for head in range(c.tv.shape[1])]
-    label = get_trace(key_a).encoding.labels[position]
+    label = get_trace(key).encoding.labels[position]
     return fp.ranking(
-        names, c.tv, c.delta, f"{ed.short_name(key_a.model)}: the heads whose row for “{label}” changes most"
+        names, c.tv, c.delta, f"{ed.short_name(key.model)}: the heads whose row for “{label}” changes most"
     )
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
 def rows_figure(
-    key_a: TraceKey, key_b: TraceKey, position: int, target: int | None, layer: int, head: int
+    key: TraceKey, key_b: TraceKey, position: int, target: int | None, layer: int, head: int
 ) -> go.Figure:
     """The token's row in one head, in both sentences side by side on the alignment's slots."""
-    tr_a, tr_b = get_trace(key_a), get_trace(key_b)
-    c = comparison(key_a, key_b, position, target)
+    tr_a, tr_b = get_trace(key), get_trace(key_b)
+    c = comparison(key, key_b, position, target)
     pattern = f"blocks.{layer}.attn.hook_pattern"
     row_a = pairs.on_slots(tr_a[pattern][head, c.a], c.slots[0])  # (slots,)
     row_b = pairs.on_slots(tr_b[pattern][head, c.b], c.slots[1])
