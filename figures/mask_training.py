@@ -30,7 +30,7 @@ def mask_curves(
             ("training loss (as trained)", steps, y_train, "solid"),
             ("real task (future hidden)", real_steps, y_real, "dot"),
         ):
-            name = esc(f"{model}: {kind}")
+            name = esc(model if dash == "solid" else f"{model}: {kind}")  # the legend's entry: the model's name
             data.append(
                 {
                     "type": "scatter",
@@ -43,7 +43,7 @@ def mask_curves(
                     "legendgroup": esc(model),
                     "showlegend": dash == "solid",
                     "line": {"color": color, "dash": dash, "width": 2},
-                    "hovertemplate": f"{name}<br>step %{{x}}: %{{y:.3f}} nats<extra></extra>",
+                    "hovertemplate": f"{esc(f'{model}: {kind}')}<br>step %{{x}}: %{{y:.3f}} nats<extra></extra>",
                 }
             )
     guess_line = {
@@ -79,4 +79,5 @@ def mask_curves(
         annotations=[note],
         legend=LEGEND_BELOW,
     )
+    lay["margin"]["r"] = 28  # the last step's tick label ("1500") is centred on the plot's right edge
     return figure(data, lay)

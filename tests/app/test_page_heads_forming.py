@@ -269,7 +269,7 @@ def test_mask_section_shows_the_replays_numbers():
     fig = chart(at, "mask_loss")
     curves = {t["name"]: (array(t["x"]), array(t["y"])) for t in fig["data"]}
     for run, name in (("masked", "with the mask"), ("unmasked", "without the mask")):
-        x, y = curves[f"{name}: training loss (as trained)"]
+        x, y = curves[name]  # the solid line, named by its model (the legend entry)
         np.testing.assert_array_equal(x, MASK["steps"])
         np.testing.assert_allclose(y, MASK["train_loss"][run], rtol=1e-6)
         x, y = curves[f"{name}: real task (future hidden)"]
@@ -312,7 +312,7 @@ def test_live_mask_training_repeats_the_replays_start(live, monkeypatch):
     curves = {t["name"]: array(t["y"]) for t in fig["data"]}
     for run, name in (("masked", "with the mask"), ("unmasked", "without the mask")):
         first = MASK["train_loss"][run][:3]  # steps 0, 5, 10
-        np.testing.assert_allclose(curves[f"{name}: training loss (as trained)"], first, atol=2e-5)
+        np.testing.assert_allclose(curves[name], first, atol=2e-5)
         assert curves[f"{name}: real task (future hidden)"][0] == pytest.approx(MASK["real_loss"][run][0], abs=2e-5)
         loss = live.replay.results[run].loss_real
         assert f"{name} {loss:.3f}" in at.progress[1].proto.text.split("on the real task")[1]

@@ -19,13 +19,13 @@ def test_mask_curves():
     spec = checked_spec(pio.to_json(mask_curves(steps, train, real_steps, real, math.log(64))))
     lines = {t["name"]: t for t in spec["data"]}
     assert list(lines) == [
-        "with &lt;b&gt;: training loss (as trained)",
+        "with &lt;b&gt;",  # the solid line: the legend's entry
         "with &lt;b&gt;: real task (future hidden)",
-        "without: training loss (as trained)",
+        "without",
         "without: real task (future hidden)",
     ]
     for name, x, y, dash in (
-        ("with &lt;b&gt;: training loss (as trained)", steps, train["with <b>"], "solid"),
+        ("with &lt;b&gt;", steps, train["with <b>"], "solid"),
         ("without: real task (future hidden)", real_steps, real["without"], "dot"),
     ):
         np.testing.assert_array_equal(array(lines[name]["x"]), x)
