@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import secrets
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import segno
@@ -186,6 +187,19 @@ def _results(q: Question, answers: list[str], revealed: bool) -> None:
     st.plotly_chart(fig, key="live_histogram", config={"displaylogo": False})
 
 
+def _from_class(read: Callable):
+    """read() from the class's store, as a polling fragment does: None (and a warning) while the store is down; a
+    class that has ended (or a refused action) takes the page out of it."""
+    try:
+        return read()
+    except StoreDown as err:
+        st.warning(str(err))
+        return None
+    except LiveError as err:
+        _leave(str(err))
+        st.rerun(scope="app")
+
+
 @st.fragment(run_every=POLL_S)
 def _teacher_live() -> None:
     """Refreshed every second: the class lives on, the counts, the current question's answers."""
@@ -193,17 +207,15 @@ def _teacher_live() -> None:
     if not isinstance(t, Teacher):
         return
     r = room()
-    try:
+
+    def read():
         r.heartbeat(t.code, t.secret)
-        counts = r.counts(t.code, t.secret)
         cs = r.state(t.code)
-        answers = r.answers(t.code, t.secret, cs.qid) if cs.qid else []
-    except StoreDown as err:
-        st.warning(str(err))
+        return r.counts(t.code, t.secret), cs, r.answers(t.code, t.secret, cs.qid) if cs.qid else []
+
+    if (got := _from_class(read)) is None:
         return
-    except LiveError as err:
-        _leave(str(err))
-        st.rerun(scope="app")
+    counts, cs, answers = got
     st.markdown(f"**{counts['follow']}** following · **{counts['explore']}** exploring on their own")
     if cs.question is not None:
         st.markdown(f"**Question {cs.qid}.** {md(cs.question.prompt)}")
@@ -305,17 +317,16 @@ def _student_live() -> None:
     if not isinstance(s, Student):
         return
     r = room()
-    try:
+
+    def read():
         cs = r.state(s.code, seen_qid=s.qid)
         if cs is None:
             raise LiveError("The class has ended.")
         r.present(s.code, s.id, s.following)
-    except StoreDown as err:
-        st.warning(str(err))
+        return cs
+
+    if (cs := _from_class(read)) is None:
         return
-    except LiveError as err:
-        _leave(str(err))
-        st.rerun(scope="app")
     if cs.qid != s.qid:
         s.qid, s.question, s.answer = cs.qid, cs.question, ""
     if s.following and cs.version != s.version:
