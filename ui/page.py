@@ -114,9 +114,10 @@ def lazy_tabs(parts: dict[str, Callable[[], None]], key: str) -> None:
     """One tab per part; only the open tab's part runs (and is drawn): st.tabs(key=…, on_change="rerun"). The open
     tab is kept in the address (?key=label) and the step keys of presenter view move through the tabs."""
     presenter.remember_tabs(key, list(parts))
-    for tab, show in zip(
-        st.tabs(list(parts), key=key, on_change="rerun", bind="query-params"), parts.values(), strict=True
-    ):
+    tabs = st.tabs(list(parts), key=key, on_change="rerun", bind="query-params")
+    if presenter.stale_tab(key):
+        st.rerun()
+    for tab, show in zip(tabs, parts.values(), strict=True):
         if tab.open:
             with tab:
                 show()

@@ -11,6 +11,7 @@ page; past the first or last tab, or on a page without tabs, they open the previ
 from __future__ import annotations
 
 import re
+import time
 
 import streamlit as st
 
@@ -20,6 +21,13 @@ AXIS = re.compile(r"[xy]axis\d*$")
 KEY = "present"
 TABS_KEY = "atlas_tabs"  # (page, tabs key, labels) of the lazy tabs the current page drew last
 GOTO_KEY = "atlas_goto"  # the page a step key asked for, opened at the start of the next run
+# A step key opens a tab from the script; a request the browser sent before that run reached it carries the tab it
+# still showed, which Streamlit takes for a click and which would close the tab just opened (a chart's width report
+# right after the page loaded did). STEPPED: {"key": tabs key, "label": the tab the keys opened, "old": the labels
+# the browser may still send back, "at": time of the last step, "set": whether this run set the label, "reopen":
+# whether the next run opens it again}.
+STEPPED = "atlas_stepped"
+STALE_S = 3.0  # how long a value the script set may still come back from the browser (here and in ui/state.py)
 TICK_PX, TITLE_PX = 16, 22  # chart text in presenter view (Streamlit's theme: 12 and 14)
 CELL_TEXT_PX = 14  # numbers in heatmap cells in presenter view, readable from the back of a room
 BAR_KEY = "atlas_bar"  # the container of the controls bar above the page
@@ -151,7 +159,12 @@ def step(delta: int) -> None:
         # (none yet: the first is open)
         i = labels.index(st.session_state[key]) + delta if st.session_state.get(key) in labels else delta
         if 0 <= i < len(labels):
+            stepped = st.session_state.get(STEPPED) or {"old": ()}
+            old = (*stepped["old"], st.session_state.get(key))
             st.session_state[key] = labels[i]
+            st.session_state[STEPPED] = {
+                "key": key, "label": labels[i], "old": old, "at": time.monotonic(), "set": True, "reopen": False
+            }
             return
     other = navigation.neighbour(page, delta) if page else None
     if other is not None:
@@ -182,5 +195,27 @@ def step_buttons() -> None:
 
 
 def remember_tabs(key: str, labels: list[str]) -> None:
-    """Record the page's lazy tabs, for the step keys."""
+    """Record the page's lazy tabs, for the step keys; open again a step's tab that a stale request closed."""
     st.session_state[TABS_KEY] = (navigation.current(), key, labels)
+    stepped = st.session_state.get(STEPPED)
+    if stepped is not None and stepped["key"] == key and stepped["reopen"]:
+        st.session_state[key] = stepped["label"]
+        stepped.update(reopen=False, set=True)
+
+
+def stale_tab(key: str) -> bool:
+    """After st.tabs(key=key): whether the open tab is one the browser showed before a step key's move, sent back
+    within STALE_S of it (the request left before the move reached the browser) — no click of the user's. The next
+    run opens the step's tab again (remember_tabs); a widget's value can only be set before the widget. Once a run
+    the step did not set has the step's tab open, the browser shows it and the step is forgotten."""
+    stepped = st.session_state.get(STEPPED)
+    if stepped is None or stepped["key"] != key:
+        return False
+    value, was_set = st.session_state.get(key), stepped["set"]
+    stepped["set"] = False
+    if value in stepped["old"] and time.monotonic() - stepped["at"] <= STALE_S:
+        stepped["reopen"] = True
+        return True
+    if not was_set:
+        del st.session_state[STEPPED]
+    return False

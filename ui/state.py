@@ -117,14 +117,14 @@ def _init() -> None:
 # one the browser still shows): no move of the user's, and taking it would undo the move just made with the other
 # control (fast key presses under load did: head 1, 2, 3, 4 ended on 1). STALE holds, for each control the script has
 # set, the values the browser may still send back (what it showed, and each value set since), with the time of the
-# last set; they count as stale for STALE_S.
-STALE, STALE_S = "atlas_stale", 3.0
+# last set; they count as stale for presenter.STALE_S.
+STALE = "atlas_stale"
 
 
 def _copy(key: str, prefix: str) -> None:
     name = prefix + key
     value, (old, since) = st.session_state[name], st.session_state.get(STALE, {}).get(name, ((), 0.0))
-    if value not in old or time.monotonic() - since > STALE_S:
+    if value not in old or time.monotonic() - since > presenter.STALE_S:
         st.session_state["atlas_" + key] = value
 
 

@@ -8,6 +8,7 @@ import csv
 import gc
 import io
 import json
+import time
 import weakref
 
 import numpy as np
@@ -247,6 +248,31 @@ def test_step_keys_walk_the_tabs_then_the_next_page():
     assert any("Softmax" in t.value for t in at.title)
     at.button(key="step_back").click().run()  # no tabs here: back to the page before
     assert at.session_state[navigation.CURRENT_KEY] == "pages/4_Masking.py"
+
+
+def test_a_request_that_still_shows_the_old_tab_does_not_undo_a_step_key(monkeypatch):
+    """A request the browser sent before the step key's run reached it (a chart's width report) carries the tab it
+    still showed, in its value and its address; Streamlit takes it for a click. Without the guard the page went back
+    to part 3 with the address on part 4 (tests/browser/test_classroom_browser.py pressed → right after a load)."""
+
+    def request(label):  # what the browser sends: the open tab, and the address it shows
+        at.session_state["masking_part"] = at.query_params["masking_part"] = label
+        return at.run()
+
+    at = AppTest.from_file(str(ROOT / "pages/4_Masking.py"), default_timeout=TIMEOUT)
+    at.query_params["present"] = "true"
+    part3, part4 = lazy_tabs(request("3 · Seeing the future"))["masking_part"][2:]
+    at.button(key="step_next").click().run()
+    assert at.session_state["masking_part"] == part4
+    request(part3)  # the stale request
+    assert at.session_state["masking_part"] == part4
+    assert any("padding" in m.value.lower() for m in at.markdown)  # part 4 is drawn, not only its name kept
+    at.run()  # a request with part 4 open: the browser shows it; going back is a click now
+    assert request(part3).session_state["masking_part"] == part3
+    at.button(key="step_next").click().run()
+    later = time.monotonic() + presenter.STALE_S + 1
+    monkeypatch.setattr(presenter.time, "monotonic", lambda: later)
+    assert request(part3).session_state["masking_part"] == part3  # the old tab, seconds after the step: a click
 
 
 def test_the_charts_save_at_slide_resolution_or_as_svg():

@@ -37,7 +37,7 @@ def test_an_old_value_counts_as_a_move_once_the_browser_showed_the_new_one_or_af
     at.slider(key=BAR + "head").set_value(0).run()
     assert head_of(at) == 0
     at.slider(key="w_head").set_value(4).run()
-    later = time.monotonic() + state.STALE_S + 1
+    later = time.monotonic() + presenter.STALE_S + 1
     monkeypatch.setattr(state.time, "monotonic", lambda: later)
     at.slider(key=BAR + "head").set_value(0).run()  # the old value, seconds after the run that set 4
     assert head_of(at) == 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import struct
 import urllib.parse
 
@@ -62,15 +63,17 @@ def test_arrow_keys_and_clicker_keys_step_through_tabs_then_pages(base_url, tab)
     tab.goto(base_url + "/Masking?present=true&masking_part=3+%C2%B7+Seeing+the+future")
     wait_rendered(tab)
     tab.keyboard.press("ArrowRight")
+    # the key's run may start after wait_rendered's first pause on a busy machine: wait for the tab itself
+    playwright_api.expect(tab.get_by_role("tab", name="4 · The padding mask")).to_have_attribute(
+        "aria-selected", "true", timeout=60_000
+    )
     wait_rendered(tab)
-    assert tab.get_by_role("tab", name="4 · The padding mask").get_attribute("aria-selected") == "true"
     assert "masking_part=4 · The padding mask" in urllib.parse.unquote_plus(tab.url)
     tab.keyboard.press("PageDown")  # past the last tab: the next page, still in presenter view
+    playwright_api.expect(tab).to_have_url(re.compile(r"/Softmax_and_temperature\?.*present=true"), timeout=60_000)
     wait_rendered(tab)
-    assert "/Softmax_and_temperature" in tab.url and "present=true" in tab.url
     tab.keyboard.press("PageUp")
-    wait_rendered(tab)
-    assert "/Masking" in tab.url
+    playwright_api.expect(tab).to_have_url(re.compile(r"/Masking\?"), timeout=60_000)
 
 
 def test_a_shared_link_opens_the_same_view(base_url, browser, tab):
