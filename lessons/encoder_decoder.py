@@ -108,6 +108,25 @@ def best_head(grid: np.ndarray) -> tuple[int, int, float]:
     return int(layer), int(head), float(grid[layer, head])
 
 
+def best_head_control(grid: np.ndarray, n_target: int, n_visible: int, word: str, target: str) -> str:
+    """The best head's weight on the target with two controls: the median head's, and what attention spread evenly
+    over the n_visible tokens the word can see would give the target's n_target tokens (n_target / n_visible). A
+    best head picked out of many finds some weight by chance; one near these is no evidence (markdown)."""
+    layer, head, w = best_head(grid)
+    median, even = float(np.median(grid)), n_target / max(n_visible, 1)
+    said = (
+        f"Controls for layer {layer}, head {head} ({w:.2f}): the median of the {grid.size} heads puts **{median:.2f}** "
+        f"on “{md(target)}”; spread evenly over the {n_visible} tokens “{md(word)}” can see, it would get "
+        f"**{even:.2f}**. "
+    )
+    if w < 2 * max(even, median):
+        return said + "The best head is less than twice that: no head singles the target out."
+    return said + (
+        "This head stands out. Whether it follows the meaning, not a position or a kind of word, a second sentence "
+        "tests (Compare with a second sentence, below)."
+    )
+
+
 def special_positions(enc: Encoding) -> list[int]:
     """Positions of the tokens the tokenizer adds ([CLS], [SEP]): they hold no characters of the text."""
     return [i for i, (s, e) in enumerate(enc.offsets) if s == e and enc.tokens[i].startswith("[")]

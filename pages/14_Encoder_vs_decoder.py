@@ -131,6 +131,8 @@ def part_rows() -> None:
                 args=({f"compare_{kind}_layer": best[0], f"compare_{kind}_head": best[1]},),
                 key=f"compare_{kind}_best",
             )
+            if not (causal and target[0] > word[0]):
+                st.caption(best_control(tr, causal, grid))
             row = ed.row(tr, layer, head, src[-1])
             title = f"Weights of “{word[1]}” (token {src[-1]}), layer {layer}, head {head}"
             ui.show_figure(
@@ -143,7 +145,7 @@ def part_best() -> None:
     pair = f"how much weight does “{md(word[1])}” put on “{md(target[1])}”?"
     st.markdown(f"Every head of every layer: {pair} The red box marks the largest.")
     columns = ui.stacking("compare_best_row", ui.SIDE_BY_SIDE_PX).columns(2)
-    for col, (kind, (name, _, causal)) in zip(columns, MODELS.items(), strict=False):
+    for col, (kind, (name, tr, causal)) in zip(columns, MODELS.items(), strict=False):
         grid, fig = cached.compare_grid(KEYS[kind], word[0], target[0])
         layer, head, w = ed.best_head(grid)
         with col:
@@ -152,6 +154,15 @@ def part_best() -> None:
             st.markdown(f"**{md(ed.short_name(name))}**: layer {layer}, head {head} puts {share}.")
             if causal and target[0] > word[0]:
                 st.caption("The target comes after the word: a decoder cannot look at it, so every head gives it 0.")
+            else:
+                st.caption(best_control(tr, causal, grid))
+
+
+def best_control(tr, causal: bool, grid) -> str:
+    """The best head's controls (lessons.encoder_decoder.best_head_control) for one model's trace."""
+    src, tgt = ed.pair_tokens(tr.encoding, text, word[0], target[0])
+    visible = src[-1] + 1 if causal else len(tr.encoding)
+    return ed.best_head_control(grid, len(tgt), visible, word[1], target[1])
 
 
 def part_sinks() -> None:

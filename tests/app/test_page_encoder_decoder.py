@@ -118,6 +118,7 @@ def test_best_head_grids_and_their_text(model_dirs, traces):
         np.testing.assert_allclose(array(chart(at, f"compare_{kind}_grid")["data"][0]["z"]), grid, atol=1e-6)
         layer, head = np.unravel_index(grid.argmax(), grid.shape)
         assert f"layer {layer}, head {head} puts **{grid.max():.2f}**" in texts(at)
+        assert f"median of the {grid.size} heads puts **{np.median(grid):.2f}**" in texts(at)  # its control
     at.selectbox(key="compare_word").set_value((ANIMAL, "animal")).run()  # "animal" → the later "it"
     at.selectbox(key="compare_target").set_value((IT, "it")).run()
     assert_ok(at)

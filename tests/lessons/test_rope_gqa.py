@@ -386,3 +386,17 @@ def test_the_pages_texts(llama, bert):
         f"In tiny\\-llama the later tokens put on average {dec.share.mean():.0%} on the first token" in text
         and f"spread evenly it would be {dec.even:.0%}." in text
     )
+
+
+def test_the_best_heads_controls_say_when_no_head_stands_out():
+    # 2 layers × 3 heads; the target is 1 of 8 visible tokens: spread evenly it would get 0.125
+    flat = np.array([[0.10, 0.12, 0.20], [0.12, 0.13, 0.09]])  # median 0.12
+    said = ed.best_head_control(flat, 1, 8, "it", "animal")
+    assert "layer 0, head 2 (0.20)" in said and "median of the 6 heads puts **0.12**" in said
+    assert "it would get **0.12**" in said and "no head singles the target out" in said  # 0.20 < 2 × 0.125
+    sharp = flat.copy()
+    sharp[1, 0] = 0.80
+    said = ed.best_head_control(sharp, 1, 8, "it", "animal")
+    assert "layer 1, head 0 (0.80)" in said and "stands out" in said and "second sentence" in said
+    # a target of 3 tokens out of 4 visible: even spread gives 0.75, so 0.80 is no evidence
+    assert "no head singles" in ed.best_head_control(sharp, 3, 4, "it", "animal")
