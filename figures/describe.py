@@ -157,13 +157,19 @@ def names(layout: Mapping, ref: str, at: list, unnamed: str = "") -> list[str]:
     """What the axis shows at each value: its tick label in quotes where it names one ("'␣cat'"), else the value
     after `unnamed` (the axis title: "dimension 21")."""
     ticks = axis_labels(layout, ref)
-    return [f"'{ticks[v]}'" if v in ticks else f"{unnamed} {v}".strip() for v in at]
+    return [f"'{plain(ticks[v])}'" if v in ticks else f"{unnamed} {plain(v)}".strip() for v in at]
 
 
 def shown(layout: Mapping, ref: str, at: list) -> list[str]:
     """What the axis shows at each value: its tick label, else the value."""
     ticks = axis_labels(layout, ref)
-    return [str(ticks.get(v, v)) for v in at]
+    return [plain(ticks.get(v, v)) for v in at]
+
+
+def plain(label) -> str:
+    """A label as the reader sees it: the figures escape user text for plotly (figures.common.esc), undone here (the
+    description is escaped again for where it goes)."""
+    return html.unescape(str(label))
 
 
 def axis_title(layout: Mapping, ref: str) -> str:

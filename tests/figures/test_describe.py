@@ -84,6 +84,20 @@ def test_token_text_comes_out_as_plain_text():
     assert "&lt;" not in text and "&amp;" not in text
 
 
+def test_category_labels_come_out_as_plain_text_too():
+    """Labels given as the x and y values themselves (no tick text), escaped as the figures escape user text."""
+    spec = {
+        "layout": {"title": {"text": "W"}},
+        "data": [
+            {"type": "heatmap", "x": ["&lt;b&gt;", "a"], "y": ["&lt;b&gt;", "a"], "z": [[0.9, 0.1], [0.2, 0.8]]},
+            {"type": "bar", "x": ["&lt;i&gt;", "b&amp;c"], "y": [0.3, 0.7]},
+        ],
+    }
+    text = describe(spec)
+    assert "row <b> is largest at column <b> (0.90)" in text and "b&c 0.70, <i> 0.30" in text
+    assert "&lt;" not in text and "&amp;" not in text
+
+
 def test_grids_give_the_map_with_its_labels(tr):
     weights = tr[f"blocks.{LAYER}.attn.hook_pattern"][HEAD]
     [(name, rows, cols, z)] = list(grids(fa.pattern_heatmap(tr, LAYER, HEAD)))
