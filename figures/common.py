@@ -32,6 +32,7 @@ LEGEND_BELOW = {
 # Values written on bars: plotly.js shrinks a value to its bar's width, and hides it below this size instead of
 # letting the values of neighbouring bars run into each other.
 BAR_TEXT = {"minsize": 9, "mode": "hide"}
+GROUP_GAP = 0.12  # between the bars of one group: their values, each shrunk to its bar, do not touch
 HOVER_CELLS = 32 * 32  # per-cell hover text only up to this many cells (a 16×128 map with it is ~150 KiB)
 
 
@@ -323,6 +324,7 @@ def grouped_bars(
         xaxis=token_axis(labels, x_title),
         yaxis=y_axis,
         uniformtext=BAR_TEXT,
+        **({"bargroupgap": GROUP_GAP} if len(series) > 1 else {}),
     )
     if len(series) > 1:  # the legend under the x-axis title (margins.fit makes room for it)
         lay.update(legend=LEGEND_BELOW)
