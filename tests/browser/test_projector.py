@@ -37,6 +37,16 @@ MAIN_CHART = """() => {
 }"""
 
 
+# Values written on bars closer than 2 px to another value of the same chart, side by side (the texts, as read), in the
+# open tab: presenter view's larger text ran Multi-head · 5's pairs of values together ("0.1690.169").
+BAR_VALUES_TOUCH = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')].flatMap((p) => {
+  const t = [...p.querySelectorAll('.bartext')].filter((e) => getComputedStyle(e).display !== 'none' && e.textContent)
+    .map((e) => ({text: e.textContent, r: e.getBoundingClientRect()})).filter((b) => b.r.width > 0);
+  const hit = (a, b) => a.left < b.right + 2 && b.left < a.right + 2 && a.top + 1 < b.bottom && b.top + 1 < a.bottom;
+  return t.flatMap((a, i) => t.slice(i + 1).filter((b) => hit(a.r, b.r)).map((b) => a.text + '|' + b.text));
+})"""
+
+
 def name_of(page: navigation.PageInfo) -> str:
     return "home" if page is navigation.HOME else Path(page.path).stem
 
@@ -84,6 +94,8 @@ def test_the_main_chart_is_whole_on_the_first_screen(base_url, browser, page):
             if not (main["top"] >= 0 and main["bottom"] <= height):
                 bad.append(f"{label or name_of(page)} at {width}×{height}: {main['title']!r} {main['top']:.0f}–"
                            f"{main['bottom']:.0f} px")
+            if touching := tab.evaluate(BAR_VALUES_TOUCH):
+                bad.append(f"{label or name_of(page)} at {width}×{height}: bar values run together {touching}")
     tab.close()
     assert len(checked) == 2 * len(labels)
     assert bad == [], "\n".join(bad)
