@@ -159,8 +159,9 @@ def step(delta: int) -> None:
         # (none yet: the first is open)
         i = labels.index(st.session_state[key]) + delta if st.session_state.get(key) in labels else delta
         if 0 <= i < len(labels):
-            stepped = st.session_state.get(STEPPED) or {"old": ()}
-            old = (*stepped["old"], st.session_state.get(key))
+            stepped = st.session_state.get(STEPPED)
+            kept = stepped["old"] if stepped is not None and stepped["key"] == key else ()  # another page's: dropped
+            old = (*kept, st.session_state.get(key))
             st.session_state[key] = labels[i]
             st.session_state[STEPPED] = {
                 "key": key, "label": labels[i], "old": old, "at": time.monotonic(), "set": True, "reopen": False

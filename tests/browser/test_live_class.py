@@ -59,18 +59,23 @@ def press(page, label: str, key: str = "ArrowRight"):
     return lambda: slider(page, label).press(key)
 
 
+def start_class(teacher, base_url: str) -> str:
+    """Open the home page, start a class from the sidebar; the join link the teacher's bar shows."""
+    teacher.goto(base_url + "/")
+    wait_rendered(teacher)
+    teacher.locator('[data-testid="stSidebar"]').get_by_text("Live class").click()
+    teacher.get_by_role("button", name="Start a class").click()
+    wait_rendered(teacher)
+    bar = teacher.locator(".st-key-live_bar")
+    return re.search(r"http://\S+\?class=\w+", bar.inner_text().replace("\\", "")).group(0)
+
+
 def test_a_teacher_leads_two_students(browser, base_url):
     contexts = [browser.new_context(viewport={"width": 1300, "height": 900}) for _ in range(3)]
     teacher, *students = (new_tab(c) for c in contexts)
     try:
-        teacher.goto(base_url + "/")
-        wait_rendered(teacher)
-        teacher.locator('[data-testid="stSidebar"]').get_by_text("Live class").click()
-        teacher.get_by_role("button", name="Start a class").click()
-        wait_rendered(teacher)
-        bar = teacher.locator(".st-key-live_bar")
-        link = re.search(r"http://\S+\?class=\w+", bar.inner_text().replace("\\", "")).group(0)
-        assert bar.locator("img").count() == 1  # the QR code
+        link = start_class(teacher, base_url)
+        assert teacher.locator(".st-key-live_bar img").count() == 1  # the QR code
         for s in students:
             s.goto(link)
             wait_rendered(s)

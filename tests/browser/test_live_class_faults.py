@@ -5,13 +5,11 @@ and the answer is still counted."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from scripts.browser import new_tab, wait_rendered
 from scripts.serve import free_port, serving
-from tests.browser.test_live_class import shows, slider, teacher_moves, view
+from tests.browser.test_live_class import shows, slider, start_class, teacher_moves, view
 from ui.live import REDIS_ENV
 from ui.live.redis_store import own_server
 
@@ -34,13 +32,7 @@ def test_a_student_whose_process_dies_follows_again_and_keeps_the_answer(browser
             try:
                 contexts.append(browser.new_context(viewport={"width": 1300, "height": 900}))
                 teacher = new_tab(contexts[0])
-                teacher.goto(c.url + "/")
-                wait_rendered(teacher)
-                teacher.locator('[data-testid="stSidebar"]').get_by_text("Live class").click()
-                teacher.get_by_role("button", name="Start a class").click()
-                wait_rendered(teacher)
-                bar = teacher.locator(".st-key-live_bar")
-                link = re.search(r"http://\S+\?class=\w+", bar.inner_text().replace("\\", "")).group(0)
+                link = start_class(teacher, c.url)
                 # a student on the other process (HAProxy sends a new browser to the less busy one)
                 for _ in range(3):
                     contexts.append(browser.new_context(viewport={"width": 1300, "height": 900}))
