@@ -4,15 +4,18 @@ contrast, and each chart's text alternative and data table.
 Every chart (ui.show_figure) gets its description (figures/describe.py) as text a screen reader reads just before
 the chart and that the screen does not show, and under the chart a "Read as text, data as table" expander that shows
 the description and the chart's numbers; the expander runs only when opened (on_change="rerun"), so a closed one costs
-nothing.
+nothing. A figure is described once (`description`): a figure from a shared cache is drawn again on every rerun
+without being read again.
 """
 
 from __future__ import annotations
 
 import html
+import weakref
 
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 from figures.describe import describe, grids
@@ -99,21 +102,39 @@ def skip_link() -> None:
             _scrollable(key="atlas_scrollable", height=0)
 
 
-def before_chart(key: str, spec: dict) -> None:
+_DESCRIBED: dict[int, str] = {}  # id(figure) → its description as markdown, for as long as the figure lives
+
+
+def description(fig: go.Figure) -> str:
+    """The figure's description (figures/describe.py) as markdown, computed on the figure's first drawing only.
+
+    Figures are never changed once built (figures/common.Spec; shared cached objects are read-only), and what the
+    view adds when drawing (width, presenter fonts, a colour bar moved under a narrow chart) changes no word of it.
+    The entry goes with the figure (weakref.finalize), so a figure built afresh on each run is no entry for long and an
+    id is never met again while its entry lives."""
+    key = id(fig)
+    text = _DESCRIBED.get(key)
+    if text is None:
+        text = _DESCRIBED[key] = md(describe(fig))
+        weakref.finalize(fig, _DESCRIBED.pop, key, None)
+    return text
+
+
+def before_chart(key: str, fig: go.Figure) -> None:
     """Before a chart, visually hidden: the skip link's target (first chart of the run only) and the chart's
     description, for screen readers."""
     with st.container(key=ALT_PREFIX + key):
         if st.session_state.pop(FIRST_KEY, False):
             st.markdown(ANCHOR, unsafe_allow_html=True)  # a fixed string
-        st.markdown(md("Chart: " + describe(spec)))
+        st.markdown(md("Chart: ") + description(fig))
 
 
-def after_chart(key: str, spec: dict) -> None:
-    """Under a chart: the description and the numbers, shown on request."""
+def after_chart(key: str, fig: go.Figure, spec: dict) -> None:
+    """Under a chart: the description and the numbers (of the chart as drawn, `spec`), shown on request."""
     box = st.expander("Read as text, data as table", key=key + TABLE_SUFFIX, on_change="rerun")
     if box.open:
         with box:
-            st.markdown(md(describe(spec)))
+            st.markdown(description(fig))
             for name, table in tables(spec):
                 if name:
                     st.caption(md(name))

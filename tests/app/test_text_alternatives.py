@@ -106,3 +106,37 @@ def test_every_chart_of_every_page_has_a_description_and_a_table_a_browser_can_t
                 pa.Table.from_pandas(table)  # raises on a column of mixed types
             seen += 1
     assert seen or page_file.endswith("0_Guided_tour.py")
+
+
+def test_a_chart_drawn_again_from_the_shared_cache_is_not_described_again(monkeypatch):
+    """Positional encoding's figures come from the shared cache (ui/caches/embeddings.py): a rerun that draws the same
+    figures gives the same descriptions without computing any again."""
+    calls = []
+    real = a11y.describe
+    monkeypatch.setattr(a11y, "describe", lambda fig: calls.append(fig) or real(fig))
+    at = u.run_page(u.page_path("2_Positional_encoding"), positions_length="37")  # a length no other test draws
+    u.assert_ok(at)
+    first = descriptions(at)
+    waves = [fig for fig in calls if fig.to_dict()["layout"]["title"]["text"].startswith("A few dimensions as waves")]
+    assert len(waves) == 1  # a new figure: described on its first drawing
+    calls.clear()
+    at.run()
+    u.assert_ok(at)
+    assert descriptions(at) == first
+    assert calls == []
+
+
+def test_a_figures_description_goes_with_the_figure():
+    """The description kept for a figure is dropped when the figure is: a figure built afresh on every run leaves
+    nothing behind, and a new figure at the same address is described anew."""
+    import gc
+
+    from figures.common import figure
+
+    fig = figure([{"type": "bar", "x": ["a", "b"], "y": [1.0, 3.0]}], {"title": {"text": "Two bars"}})
+    assert a11y.description(fig).startswith("Two bars")
+    key = id(fig)
+    assert key in a11y._DESCRIBED
+    del fig
+    gc.collect()
+    assert key not in a11y._DESCRIBED
