@@ -6,8 +6,8 @@ every few seconds, on `--workers` app processes behind HAProxy sharing one Redis
 
 Each student's page reads the class as a browser does: when the server wakes it (ui/live/wake.py) and at its
 fragment's timer (every wake.poll_s()); the time of a move is from the teacher's rerun request to the student's first
-finished run that shows the new layer (the address's `layer=`); the teacher's own reruns are timed too. Then the teacher asks a question, every student answers it, and
-the answers are counted in Redis.
+finished run that shows the new layer (the address's `layer=`); the teacher's own reruns are timed too. Then the
+teacher asks a question, every student answers it, and the answers are counted in Redis.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.st_client import Session  # noqa: E402
 from scripts.serve import free_port, serving  # noqa: E402
 from ui.live import REDIS_ENV  # noqa: E402
-from ui.live.wake import poll_s  # noqa: E402
 from ui.live.redis_store import PREFIX, own_server  # noqa: E402
+from ui.live.wake import poll_s  # noqa: E402
 
 POLL_EVERY = poll_s()  # the students' fragment timer
 SEND = "FormSubmitter:live_answer-Send"  # the answer form's button (Streamlit's key for a form's submit button)

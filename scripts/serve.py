@@ -84,6 +84,7 @@ class Class:
             "PYTHONUNBUFFERED": "1",
             "ATLAS_WORKER": str(k + 1),
             "STREAMLIT_SERVER_COOKIE_SECRET": self.secret,
+            "ATLAS_BEHIND_PROXY": "1",  # on 127.0.0.1, reached through HAProxy only
         }
         return subprocess.Popen(
             streamlit_command(port, "127.0.0.1"), cwd=ROOT, env=env, stdout=self.out, stderr=self.out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 import urllib.request
 from http.cookiejar import CookieJar
+from pathlib import Path
 
 from scripts.serve import TEMPLATE, proxy_config, serving, worker_count
 
@@ -29,6 +30,7 @@ def test_the_proxy_config_is_the_shipped_one_with_this_machines_processes():
         "balance leastconn",
         "cookie ATLAS_REPLICA insert indirect nocache",
         "option httpchk GET /_stcore/health",
+        "option forwardfor",  # the students' own addresses reach the app (ui/live/classroom.client_address)
     ):
         assert kept in lines
 
@@ -49,6 +51,8 @@ def replica(url: str, browser) -> str:
 
 def test_students_spread_over_the_processes_and_a_dead_one_is_replaced():
     with serving(2) as c:
+        for proc in c.procs:  # reached through HAProxy only: the app reads the address HAProxy forwards
+            assert b"\0ATLAS_BEHIND_PROXY=1\0" in b"\0" + Path(f"/proc/{proc.pid}/environ").read_bytes()
         students = [student() for _ in range(4)]
         first = [replica(c.url, s) for s in students]
         assert sorted(set(first)) == ["atlas1", "atlas2"]  # leastconn spreads new students

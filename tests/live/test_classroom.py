@@ -21,6 +21,7 @@ from ui.live.classroom import (
     NotTeacher,
     Question,
     StoreDown,
+    client_address,
     new_code,
     normal_code,
 )
@@ -228,3 +229,12 @@ def test_every_change_the_students_see_is_announced_and_nothing_else(room, news)
     assert [news.get(timeout=5) for _ in range(4)] == [code] * 4  # Redis: heard on the subscriber's thread
     time.sleep(0.2)  # anything more would have come by now
     assert news.empty()
+
+
+def test_behind_the_proxy_the_address_is_the_one_haproxy_appended():
+    """HAProxy appends the address it saw to X-Forwarded-For; what came before it, the browser wrote itself."""
+    forged = {"X-Forwarded-For": "10.0.0.99, 192.168.1.23"}
+    assert client_address("127.0.0.1", forged, behind_proxy=True) == "192.168.1.23"
+    assert client_address("127.0.0.1", {}, behind_proxy=True) == "127.0.0.1"  # no header: the connection's
+    assert client_address("192.168.1.23", forged, behind_proxy=False) == "192.168.1.23"  # reached directly: ignored
+    assert client_address(None, {}, behind_proxy=False) == "local"

@@ -20,7 +20,7 @@ import re
 import secrets
 import time
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from transformer.errors import AtlasError
@@ -36,7 +36,8 @@ WOKEN_POLL_S = 4.0  # a student's page, woken at once by each change of the clas
 PRESENT_S = 10.0  # a student counts as following (or exploring) for this long after their page's last poll
 BEAT_S = 2.0  # a student's page says it is here at most this often (its runs may come faster: moves, clicks)
 FAILED_JOINS = (10, 60.0)  # at most 10 wrong codes a minute per client…
-FAILED_JOINS_PER_ADDRESS = (100, 60.0)  # …and per network address (a whole classroom may share one)
+FAILED_JOINS_PER_ADDRESS = (100, 60.0)  # …and per network address (a whole classroom may share one: client_address)
+BEHIND_PROXY_ENV = "ATLAS_BEHIND_PROXY"  # "1": the app is reached through this project's HAProxy only
 ANSWERS = (3, 1.0)  # at most 3 answers a second per student; more are ignored
 MAX_ANSWER = 200  # characters
 KINDS = {
@@ -97,6 +98,15 @@ def new_code() -> str:
 def normal_code(text: str) -> str:
     """A typed code as stored: upper case, without spaces or dashes, O read as 0 and I, L as 1."""
     return re.sub(r"[\s-]", "", text).upper().translate(READS_AS)[: CODE_LEN * 2]
+
+
+def client_address(direct: str | None, headers: Mapping[str, str], behind_proxy: bool) -> str:
+    """A student's network address, for the limit on wrong codes per address: the connection's own, or behind this
+    project's HAProxy (ATLAS_BEHIND_PROXY, set by scripts/serve.py and deploy/compose.yaml) the last address of
+    X-Forwarded-For, the one HAProxy appended (`option forwardfor`; any before it came from the browser, which may
+    write anything there)."""
+    forwarded = [a.strip() for a in headers.get("X-Forwarded-For", "").split(",") if a.strip()]
+    return forwarded[-1] if behind_proxy and forwarded else direct or "local"
 
 
 def shown_code(code: str) -> str:

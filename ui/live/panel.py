@@ -12,6 +12,7 @@ teacher's view changed and the student follows, opens it.
 from __future__ import annotations
 
 import io
+import os
 import secrets
 import time
 import urllib.parse
@@ -30,7 +31,17 @@ from .. import navigation, presenter, state
 from ..caches.heads import head_scores
 from ..models import get_model, get_trace
 from . import questions, room, wake
-from .classroom import BEAT_S, KINDS, POLL_S, LiveError, Question, StoreDown, shown_code
+from .classroom import (
+    BEAT_S,
+    BEHIND_PROXY_ENV,
+    KINDS,
+    POLL_S,
+    LiveError,
+    Question,
+    StoreDown,
+    client_address,
+    shown_code,
+)
 
 ROLE_KEY = "live_role"
 READ_KEY = "live_read"  # (the class as arrive() read it, when): the student's bar reads it no second time
@@ -401,7 +412,8 @@ def _student_live() -> None:
 def _join(text: str) -> None:
     client = st.session_state.setdefault(CLIENT_KEY, secrets.token_hex(8))
     try:
-        st.session_state[ROLE_KEY] = Student(room().join(text, (client, st.context.ip_address or "local")))
+        address = client_address(st.context.ip_address, st.context.headers, os.environ.get(BEHIND_PROXY_ENV) == "1")
+        st.session_state[ROLE_KEY] = Student(room().join(text, (client, address)))
     except LiveError as err:
         _leave(str(err))
 
