@@ -52,7 +52,8 @@ def vectors_heatmap(
     The hover names the row's position (the axis names its token): per-cell hover text for T×n cells
     would cost more bytes and time than the whole figure. cap_outliers: when a few dimensions are far larger than the
     rest (SmolLM2's and MiniLM's residual streams), the colours stop at the 99th percentile of |value|
-    (said in the title) so that the other dimensions do not all look white; the hover still gives every value.
+    (said in the title, with the largest |value|) so that the other dimensions do not all look white; the hover still
+    gives every value.
     """
     z = np.asarray(z, dtype=np.float32)
     shown = z if blank is None else np.where(np.asarray(blank, dtype=bool)[:, None], np.nan, z).astype(np.float32)
@@ -66,7 +67,7 @@ def vectors_heatmap(
         top, cap = float(np.abs(z).max()), float(np.percentile(np.abs(z), 99))
         if cap > 0 and top > OUTLIER_RATIO * cap:
             hm.update(zmid=None, zmin=-cap, zmax=cap)
-            title = f"{title} · colours capped at ±{cap:.2g}: a few dimensions reach {top:.2g}"
+            title = f"{title} · colours capped at ±{cap:.2g} (max {top:.2g})"  # short: it fits a phone's chart
     axes = {
         "xaxis": {"title": title_dict(dim_title)},
         "yaxis": {**token_axis(labels, "token"), "autorange": "reversed"},

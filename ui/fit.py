@@ -10,11 +10,12 @@ from __future__ import annotations
 
 FLOOR = 0.6  # the smallest scale: a 16 px formula becomes 9.6 px, a 14 px chart title 8.4 px
 SLACK_PX = 2  # KaTeX's rounding: a formula this much wider than its box does not scroll visibly
-EDGE_PX = 4  # the room a chart title keeps from its chart's right edge
+EDGE_PX = 4  # the room a chart title keeps from its chart's right edge…
+MODEBAR_PX = 26  # …beyond the chart's toolbar, a column of 24 px buttons 2 px from that edge (figures/common.py)
 
 # Each pass puts back the sizes it changed, reads every element's room and need, then writes the new sizes: reads
 # and writes batched, so one layout per pass, not one per element. A formula's room is its .katex-display box and
-# its need the box's scrollWidth; a title's room runs from where it starts to the chart's right edge (less EDGE_PX).
+# its need the box's scrollWidth; a title's room runs from where it starts to the chart's toolbar (less EDGE_PX).
 JS = f"""
   const fitted = (e, px, room, need) => {{
     e.dataset.atlasPx = e.style.fontSize;
@@ -32,7 +33,7 @@ JS = f"""
       .filter((t) => t.ownerSVGElement && t.ownerSVGElement.getBoundingClientRect().width > 0)
       .map((t) => {{
         const b = t.getBBox();
-        return [t, t.ownerSVGElement.getBoundingClientRect().width - b.x - {EDGE_PX}, b.width];
+        return [t, t.ownerSVGElement.getBoundingClientRect().width - b.x - {MODEBAR_PX + EDGE_PX}, b.width];
       }});
     const sized = [...formulas, ...titles]
       .map(([e, room, need]) => [e, room, need, parseFloat(getComputedStyle(e).fontSize)]);

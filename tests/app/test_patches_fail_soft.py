@@ -246,7 +246,7 @@ def test_the_javascript_sets_a_wide_formula_or_title_smaller_down_to_the_floor()
     assert size[0] == size[1] == 16 and size[4] == 16  # left as drawn
     assert size[2] == pytest.approx(16 * 358 / (421 - fit.SLACK_PX))
     assert size[3] == pytest.approx(16 * fit.FLOOR)  # 16 × 358/724 would be 7.9 px: it scrolls instead
-    room = 358 - 4 - fit.EDGE_PX
+    room = 358 - 4 - fit.MODEBAR_PX - fit.EDGE_PX
     assert size[5] == 14 and size[6] == pytest.approx(14 * room / 414) and size[7] == pytest.approx(14 * fit.FLOOR)
 
 
