@@ -100,6 +100,7 @@ def tiny_dir(tmp_path_factory, tiny_model, tokenizer) -> Path:
     return save_model(tmp_path_factory.mktemp("tiny-gpt"), tiny_model, tokenizer, card="# tiny-gpt\nrandom weights\n")
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which names each test's group from its marks
 def pytest_collection_modifyitems(items):
     """`make test` runs with pytest-xdist's --dist loadgroup: every test file is one group, sent whole to a worker
     (its module fixtures are made once), except the tests that mark a group of their own (the browser tests, a page

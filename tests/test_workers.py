@@ -1,0 +1,15 @@
+"""`make test` runs on two workers with pytest-xdist's --dist loadgroup (tests/conftest.py): a test file, or a page's
+browser cases, go whole to one worker, whose module fixtures then load each page once. pytest 9.2 with pytest-xdist
+3.8 drops the groups without a word (pytest-dev/pytest-xdist#1386: the cases spread over the workers and each page was
+loaded again and again; the layout test took 7 min instead of 2): requirements-dev.txt pins pytest 9.1.1."""
+
+from __future__ import annotations
+
+
+def test_this_test_runs_in_its_group(request):
+    """Under --dist loadgroup xdist names each test's group after its id ("…@tests/test_workers.py"); without it
+    (a plain `pytest` run) there are no groups to check."""
+    [mark] = list(request.node.iter_markers("xdist_group"))
+    assert mark.args == ("tests/test_workers.py",)
+    if getattr(request.config.option, "loadgroup", False):  # set on the workers by --dist loadgroup
+        assert request.node.nodeid.endswith("@tests/test_workers.py"), request.node.nodeid
