@@ -5,8 +5,7 @@ The view a student follows is exactly what the teacher's address holds: the page
 (sentence, model, layer, head, τ, the open tab, the page's own controls) but presenter view and the class code.
 The teacher's secret lives in the teacher's session only, never in an address (the projector would show it): a
 teacher whose browser reconnects to the same process keeps the class; a reload starts without it. A student's page
-reads the class when the class changes (wake.py reruns it) and every few seconds besides (a fragment), and when the
-teacher's view changed and the student follows, opens it.
+polls the class once a second (a fragment) and, when the teacher's view changed and the student follows, opens it.
 """
 
 from __future__ import annotations
@@ -14,7 +13,6 @@ from __future__ import annotations
 import io
 import os
 import secrets
-import time
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,12 +25,11 @@ from figures.common import grouped_bars
 from lessons.words import md, quote
 from transformer.errors import AtlasError
 
-from .. import navigation, presenter, state
+from .. import navigation, state
 from ..caches.heads import head_scores
 from ..models import get_model, get_trace
-from . import questions, room, wake
+from . import questions, room
 from .classroom import (
-    BEAT_S,
     BEHIND_PROXY_ENV,
     KINDS,
     POLL_S,
@@ -44,10 +41,9 @@ from .classroom import (
 )
 
 ROLE_KEY = "live_role"
-READ_KEY = "live_read"  # (the class as arrive() read it, when): the student's bar reads it no second time
-READ_FRESH_S = 1.0  # a read older than this (a run stopped between the two) is not used
 CLIENT_KEY = "live_client"  # this browser session, for the limit on wrong codes
 NOTE_KEY = "live_note"  # a message for the next run ("This class has ended.")
+VIEW_KEY = "live_view"  # the teacher's view a student's next run opens
 CLASS_PARAM = "class"
 PRIVATE = {"present", CLASS_PARAM}  # address parameters each person keeps for themselves
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}  # a join link with these works only on the teacher's computer
@@ -67,11 +63,6 @@ class Student:
     id: str = field(default_factory=lambda: secrets.token_hex(8))  # anonymous: this browser session, nothing else
     following: bool = True
     version: int = -1  # the class version whose view this page opened (-1: none yet)
-    opened: dict | None = None  # that view
-    opened_at: float = 0.0  # when it was last opened (time.monotonic())
-    tries: int = 0  # how many times it was opened
-    present_at: float = -BEAT_S  # when the page last said it was here (time.monotonic())…
-    present_as: bool | None = None  # …and whether following then
     qid: int = 0
     question: Question | None = None
     answer: str = ""  # this student's answer to the current question
@@ -90,7 +81,6 @@ def current_view() -> dict:
 def _leave(note: str) -> None:
     """Leave the class (it ended, or cannot be reached): the note shows on the next run."""
     st.session_state.pop(ROLE_KEY, None)
-    wake.follow(None)
     st.session_state[NOTE_KEY] = note
     if CLASS_PARAM in st.query_params:
         del st.query_params[CLASS_PARAM]
@@ -207,14 +197,13 @@ def _results(q: Question, answers: list[str], revealed: bool) -> None:
     st.plotly_chart(fig, key="live_histogram", config={"displaylogo": False})
 
 
-def _from_class(read: Callable, warn: bool = True):
-    """read() from the class's store, as a polling fragment does: None (and a warning, if `warn`) while the store is
-    down; a class that has ended (or a refused action) takes the page out of it."""
+def _from_class(read: Callable):
+    """read() from the class's store, as a polling fragment does: None (and a warning) while the store is down; a
+    class that has ended (or a refused action) takes the page out of it."""
     try:
         return read()
     except StoreDown as err:
-        if warn:
-            st.warning(str(err))
+        st.warning(str(err))
         return None
     except LiveError as err:
         _leave(str(err))
@@ -331,68 +320,29 @@ def _answer_form(s: Student) -> None:
         st.caption(f"Your answer: {quote(s.answer)}. You can change it until the teacher reveals the model's answer.")
 
 
-def _read_class(s: Student, warn: bool = True):
-    """The class as the student's page sees it (None while the store is down, said if `warn`; an ended class takes the
-    page out of it); this page's presence counted, its question brought up to date."""
+@st.fragment(run_every=POLL_S)
+def _student_live() -> None:
+    """Every second: follow the teacher's moves, show the question."""
+    s = role()
+    if not isinstance(s, Student):
+        return
     r = room()
 
     def read():
         cs = r.state(s.code, seen_qid=s.qid)
         if cs is None:
             raise LiveError("The class has ended.")
-        if time.monotonic() - s.present_at > BEAT_S or s.present_as != s.following:
-            r.present(s.code, s.id, s.following)
-            s.present_at, s.present_as = time.monotonic(), s.following
+        r.present(s.code, s.id, s.following)
         return cs
 
-    cs = _from_class(read, warn)
-    if cs is not None and cs.qid != s.qid:
+    if (cs := _from_class(read)) is None:
+        return
+    if cs.qid != s.qid:
         s.qid, s.question, s.answer = cs.qid, cs.question, ""
-    return cs
-
-
-OPEN_TRIES = 3  # times one view of the teacher's is opened before the page leaves it be (until the next move)
-
-
-def _catch_up(s: Student, cs) -> dict | None:
-    """In a whole page's run of a following student: the teacher's view this run must open, else None. A new view
-    (the class's version changed); or the view opened last, when this run does not show it and comes within
-    presenter.STALE_S of opening it: a request the browser sent before, overtaking the run that opened it (later, an
-    address of its own is the student's move)."""
-    if cs is None or not s.following:
-        return None
-    if cs.version != s.version:
-        s.version, s.tries = cs.version, 0
-    elif s.opened is None or time.monotonic() - s.opened_at > presenter.STALE_S or _shows(s.opened):
-        return None
-    s.tries += 1
-    if s.tries > OPEN_TRIES:
-        return None
-    s.opened, s.opened_at = cs.view, time.monotonic()
-    return cs.view
-
-
-def _shows(view: dict) -> bool:
-    """Whether this run shows `view`: its page, and every parameter of its address."""
-    shown = current_view()
-    return shown["page"] == view["page"] and all(
-        shown["params"].get(k) == v for k, v in view["params"].items() if k not in PRIVATE
-    )
-
-
-@st.fragment(run_every=wake.poll_s())
-def _student_live() -> None:
-    """When the class changes (the page is woken) and every few seconds: follow the teacher's moves, show the
-    question."""
-    s = role()
-    if not isinstance(s, Student):
-        return
-    wake.follow(s.code if s.following else None)
-    cs, at = st.session_state.pop(READ_KEY, (None, 0.0))  # read by this whole run's arrive(), else read now
-    if (cs := cs if time.monotonic() - at < READ_FRESH_S else _read_class(s)) is None:
-        return
-    if s.following and cs.version != s.version:  # the whole page's run opens the view (a fragment's page switch
-        st.rerun(scope="app")  # leaves the sidebar's sliders at their start values)
+    if s.following and cs.version != s.version:
+        s.version = cs.version
+        st.session_state[VIEW_KEY] = cs.view  # opened by the whole page's run (a fragment's page switch leaves the
+        st.rerun(scope="app")  # sidebar's sliders at their start values)
     with st.container(horizontal=True, vertical_alignment="center"):
         if s.following:
             st.markdown(f"**Live class {shown_code(s.code)}**: you follow the teacher.")
@@ -406,7 +356,7 @@ def _student_live() -> None:
         st.markdown(f"**Question {s.qid}.** {md(s.question.prompt)}")
         if s.answer:
             st.caption(f"Your answer: {quote(s.answer)}.")
-        _results(s.question, room().results(s.code, s.qid), revealed=True)
+        _results(s.question, r.results(s.code, s.qid), revealed=True)
 
 
 def _join(text: str) -> None:
@@ -432,27 +382,18 @@ def _sidebar(current: Teacher | Student | None) -> None:
             st.button("Leave the class", key="live_leave", on_click=_leave, args=("You left the class.",))
 
 
-def arrive() -> None:
-    """At the start of a whole page's run, before anything is drawn: a first visit of an address with ?class=CODE
-    joins that class; the page of a following student opens the teacher's view when it has not (a move woke it)."""
-    if role() is None and CLASS_PARAM in st.query_params:
-        _join(st.query_params[CLASS_PARAM])
-    s = role()
-    if isinstance(s, Student) and s.following:
-        wake.follow(s.code)
-        cs = _read_class(s, warn=False)  # the student's bar warns when the class cannot be read
-        st.session_state[READ_KEY] = (cs, time.monotonic())
-        if (view := _catch_up(s, cs)) is not None:
-            _apply(view, s.code)
-
-
 def bar() -> None:
     """The live class's controls, before the page: in the sidebar, start or join; above the page, the teacher's bar
-    or the student's."""
+    or the student's. A first visit of an address with ?class=CODE joins that class."""
+    if role() is None and CLASS_PARAM in st.query_params:
+        _join(st.query_params[CLASS_PARAM])
     note = st.session_state.pop(NOTE_KEY, None)
     if note:
         st.info(note)
     current = role()
+    view = st.session_state.pop(VIEW_KEY, None)
+    if isinstance(current, Student) and view is not None:
+        _apply(view, current.code)
     _sidebar(current)
     if isinstance(current, Teacher):
         _teacher_bar(current)
