@@ -100,12 +100,30 @@ def tiny_dir(tmp_path_factory, tiny_model, tokenizer) -> Path:
     return save_model(tmp_path_factory.mktemp("tiny-gpt"), tiny_model, tokenizer, card="# tiny-gpt\nrandom weights\n")
 
 
+# The longest files outside the browser tests, longest first (their test-seconds: bench/history/make-targets.md).
+SLOW_FILES = (
+    "tests/app/test_fuzz.py",  # 51
+    "tests/app/test_classroom.py",  # 30
+    "tests/app/test_page_heads_forming.py",  # 28
+    "tests/engine/test_real_models.py",  # 22
+    "tests/engine/test_train_induction.py",  # 20
+    "tests/app/test_deploy.py",  # 17
+)
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which names each test's group from its marks
 def pytest_collection_modifyitems(items):
     """`make test` runs with pytest-xdist's --dist loadgroup: every test file is one group, sent whole to a worker
     (its module fixtures are made once), except the tests that mark a group of their own (the browser tests, a page
-    each, so that their pages spread over the workers). Groups run longest first: the browser groups lead."""
+    each, so that their pages spread over the workers). Groups run longest first, so that no long one is left for the
+    end while the other worker waits: the browser groups, then SLOW_FILES, then the rest."""
     for item in items:
         if not item.get_closest_marker("xdist_group"):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
-    items.sort(key=lambda item: not item.get_closest_marker("browser"))  # stable: collection order within each part
+    slow = {path: rank for rank, path in enumerate(SLOW_FILES)}
+
+    def order(item) -> tuple:
+        path = item.nodeid.split("::")[0]
+        return (not item.get_closest_marker("browser"), slow.get(path, len(slow)))
+
+    items.sort(key=order)  # stable: collection order within each part
