@@ -126,6 +126,21 @@ def test_a_chart_drawn_again_from_the_shared_cache_is_not_described_again(monkey
     assert calls == []
 
 
+@pytest.mark.parametrize("page_file", ["2_Positional_encoding", "3_One_head"])
+def test_a_description_kept_from_the_figure_says_what_the_chart_as_sent_shows(page_file):
+    """A description is computed from the figure as built and kept (ui/a11y.description); presenter view draws it with
+    other fonts, heights and cell text sizes. Read afresh from each chart as sent in presenter view, the description is
+    the same, word for word."""
+    from figures.describe import describe
+    from ui import presenter
+
+    at = u.run_page(u.page_path(page_file), present="true")
+    u.assert_ok(at)
+    specs = u.charts(at)
+    assert specs and all(spec["layout"]["font"]["size"] == presenter.TICK_PX for spec in specs)  # drawn for presenting
+    assert descriptions(at) == [describe(spec) for spec in specs]
+
+
 def test_a_figures_description_goes_with_the_figure():
     """The description kept for a figure is dropped when the figure is: a figure built afresh on every run leaves
     nothing behind, and a new figure at the same address is described anew."""
