@@ -88,18 +88,41 @@ SCROLLABLE_JS = """
       else if (!scrolls && box.hasAttribute('tabindex')) box.removeAttribute('tabindex');
     }
   };"""
-_scrollable = watcher("atlas_scrollable", SCROLLABLE_JS, "a formula or code wider than its column takes no focus")
+# While a rerun redraws a tab's part, Streamlit disables that tab (it is then no longer focusable: no tabindex), and the
+# browser drops a focus it held to the page's body: a keyboard user who moved along the tab row with the arrow keys
+# would start again from the top of the page. A tab that lost the focus that way takes it back once it is focusable
+# again, unless the focus went elsewhere meanwhile.
+TAB_FOCUS_JS = """
+  let lost = null;
+  const back = new MutationObserver(() => {  // the lost tab's attributes changed: focusable again?
+    if (!lost.isConnected || document.activeElement !== document.body) forget();
+    else if (lost.hasAttribute('tabindex')) { lost.focus({ preventScroll: true }); forget(); }
+  });
+  const forget = () => { back.disconnect(); lost = null; };
+  const left = (e) => {
+    if (e.relatedTarget !== null || !e.target.matches?.('[role="tab"]:not([tabindex])')) return;
+    forget();
+    lost = e.target;
+    back.observe(lost, { attributes: true });
+  };
+  document.addEventListener('focusout', left, true);
+  onStop(() => { document.removeEventListener('focusout', left, true); forget(); });"""
+_keyboard = watcher(
+    "atlas_keyboard", SCROLLABLE_JS + TAB_FOCUS_JS,
+    "a formula or code wider than its column takes no focus, and a tab being redrawn drops the focus",
+)
 
 
 def skip_link() -> None:
     """At the top of the page: a link that moves the focus to the page's first chart (the keyboard skips the
-    sidebar and the controls), the page's accessibility CSS, and the script that lets wide formulas take the focus."""
+    sidebar and the controls), the page's accessibility CSS, and the script that lets wide formulas take the focus and
+    gives a tab back the focus a redraw took from it."""
     st.session_state[FIRST_KEY] = True
     st.html(CSS)
     with st.container(key=SKIP_KEY):  # out of the page's flow: it takes no room until focused
         st.markdown(SKIP_LINK, unsafe_allow_html=True)  # a fixed string
-        if _scrollable is not None:
-            _scrollable(key="atlas_scrollable", height=0)
+        if _keyboard is not None:
+            _keyboard(key="atlas_keyboard", height=0)
 
 
 _DESCRIBED: dict[int, str] = {}  # id(figure) → its description as markdown, for as long as the figure lives

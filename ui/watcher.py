@@ -1,5 +1,6 @@
 """Small pieces of JavaScript that watch the page: Streamlit's components v2 (plain JavaScript in the page, no
-iframe). Each defines `scan()`; it runs once per animation frame after the page changed or the window was resized."""
+iframe). Each defines `scan()`; it runs once per animation frame after the page changed or the window was resized.
+A piece that listens to more of the page registers the listener's removal with `onStop(f)`."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ log = logging.getLogger("atlas.watcher")
 
 FRAME = """
 export default function ({ setStateValue }) {
+  const stops = [];
+  const onStop = (f) => stops.push(f);
 %s
   let queued = 0;
   const queue = () => { if (!queued) queued = requestAnimationFrame(() => { queued = 0; scan(); }); };
@@ -22,6 +25,7 @@ export default function ({ setStateValue }) {
     watch.disconnect();
     window.removeEventListener('resize', queue);
     if (queued) cancelAnimationFrame(queued);
+    stops.forEach((f) => f());
   };
 }
 """
@@ -34,7 +38,8 @@ def script(scan: str) -> str:
 
 def watcher(name: str, scan: str, without: str):
     """The component `name` running the JavaScript `scan` (code that defines a function scan(), which may call
-    setStateValue), or None, after one warning that says `without`, when Streamlit has no st.components.v2."""
+    setStateValue and onStop), or None, after one warning that says `without`, when Streamlit has no
+    st.components.v2."""
     make = getattr(getattr(getattr(st, "components", None), "v2", None), "component", None)
     if not callable(make):
         log.warning("st.components.v2.component not found: %s", without)

@@ -134,3 +134,36 @@ def test_a_keyboard_walk_through_the_page(browser, base_url, address):
             tab.screenshot(path=str(SHOTS / "keyboard_text.png"))
     finally:
         tab.close()
+
+
+# What Streamlit does to a tab while a rerun redraws its part: the tab loses its tabindex (it is disabled), so the
+# browser drops the focus to the body; then it gets its tabindex back.
+DISABLE = """() => { const t = document.querySelector('[data-testid="stMain"] [role="tab"][aria-selected="true"]');
+  window.__atlasTab = [t, t.getAttribute('tabindex')]; t.removeAttribute('tabindex'); }"""
+ENABLE = "() => window.__atlasTab[0].setAttribute('tabindex', window.__atlasTab[1])"
+
+
+@pytest.mark.parametrize("address", by_group(["One_head"], ["One_head"], ["keyboard-One_head"]))
+def test_a_tab_that_a_redraw_disables_gets_the_focus_back(browser, base_url, address):
+    tab = new_tab(browser, viewport={"width": 1280, "height": 900})
+    try:
+        tab.goto(f"{base_url}/{address}")
+        wait_rendered(tab)
+        selected = '[data-testid="stMain"] [role="tab"][aria-selected="true"]'
+        tab.focus(selected)
+        tab.evaluate(DISABLE)
+        tab.wait_for_timeout(200)
+        assert focused(tab)["tag"] == "BODY"  # the browser dropped the focus
+        tab.evaluate(ENABLE)
+        tab.wait_for_timeout(200)
+        now = focused(tab)
+        assert now["role"] == "tab" and now["selected"] == "true" and now["outline"], now
+
+        tab.evaluate(DISABLE)  # and while it was disabled the focus went to the sentence: it stays there
+        tab.wait_for_timeout(200)
+        tab.focus('[data-testid="stTextArea"] textarea')
+        tab.evaluate(ENABLE)
+        tab.wait_for_timeout(200)
+        assert focused(tab)["tag"] == "TEXTAREA"
+    finally:
+        tab.close()
