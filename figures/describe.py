@@ -15,7 +15,7 @@ from collections.abc import Mapping
 import numpy as np
 import plotly.graph_objects as go
 
-from .export import axis_labels, values
+from .export import axis_labels, length, values
 
 MAX_ROWS = 12  # heatmap rows described one by one; the data table has the rest
 TOP_BARS = 3
@@ -48,13 +48,14 @@ def describe_trace(trace: Mapping, layout: Mapping) -> str:
 
 
 def heatmap_text(trace: Mapping, layout: Mapping, x_title: str, y_title: str) -> str:
-    """Each row's largest and second-largest cells (blank cells, NaN, left out), for the first MAX_ROWS rows."""
-    z = numbers(trace.get("z"))
+    """Each row's largest and second-largest cells (blank cells, NaN, left out), for the first MAX_ROWS rows (the
+    only rows read)."""
+    z = numbers(trace.get("z"), rows=MAX_ROWS)
     if z is None or z.ndim != 2 or z.size == 0:
         return "an empty heatmap"
-    xs, ys = positions(trace.get("x"), z.shape[1]), positions(trace.get("y"), z.shape[0])
-    x_name = names(layout, trace.get("xaxis", "x"), xs, x_title or "column")
-    y_name = names(layout, trace.get("yaxis", "y"), ys, y_title or "row")
+    xs, ys = positions(trace.get("x"), z.shape[1]), positions(trace.get("y"), length(trace.get("z")))
+    x_name = namer(layout, trace.get("xaxis", "x"), x_title or "column")
+    y_name = namer(layout, trace.get("yaxis", "y"), y_title or "row")
     looks = x_title.lower().startswith("key")  # an attention map: rows look at columns
     out = [f"Heatmap, {len(ys)} rows ({y_title or 'rows'}) × {len(xs)} columns ({x_title or 'columns'})"]
     for r in range(min(len(ys), MAX_ROWS)):
@@ -62,10 +63,10 @@ def heatmap_text(trace: Mapping, layout: Mapping, x_title: str, y_title: str) ->
         order = top(row, 2)
         if not len(order):
             continue
-        first = f"{x_name[order[0]]} ({num(row[order[0]])})"
-        then = f", then {x_name[order[1]]} ({num(row[order[1]])})" if len(order) > 1 else ""
+        first = f"{x_name(xs[order[0]])} ({num(row[order[0]])})"
+        then = f", then {x_name(xs[order[1]])} ({num(row[order[1]])})" if len(order) > 1 else ""
         verb = "looks most at" if looks else "is largest at"
-        out.append(f"{y_name[r]} {verb} {first}{then}")
+        out.append(f"{y_name(ys[r])} {verb} {first}{then}")
     if len(ys) > MAX_ROWS:
         out.append(f"{len(ys) - MAX_ROWS} more rows in the data table")
     return ". ".join(out)
@@ -120,9 +121,9 @@ def top(values: np.ndarray, k: int) -> np.ndarray:
     return ok[np.argsort(-values[ok], kind="stable")[:k]]
 
 
-def numbers(v) -> np.ndarray | None:
-    """A data array as numbers (None where the trace has none, or it is not numeric)."""
-    a = values(v)
+def numbers(v, rows: int | None = None) -> np.ndarray | None:
+    """A data array (its first `rows` rows) as numbers (None where the trace has none, or it is not numeric)."""
+    a = values(v, rows)
     if a is None or a.dtype.kind == "f":
         return a
     try:
@@ -154,10 +155,16 @@ def positions(v, n: int) -> list:
 
 
 def names(layout: Mapping, ref: str, at: list, unnamed: str = "") -> list[str]:
-    """What the axis shows at each value: its tick label in quotes where it names one ("'␣cat'"), else the value
-    after `unnamed` (the axis title: "dimension 21")."""
+    """What the axis shows at each value (namer)."""
+    name = namer(layout, ref, unnamed)
+    return [name(v) for v in at]
+
+
+def namer(layout: Mapping, ref: str, unnamed: str = ""):
+    """A function: what the axis shows at a value, its tick label in quotes where it names one ("'␣cat'"), else the
+    value after `unnamed` (the axis title: "dimension 21")."""
     ticks = axis_labels(layout, ref)
-    return [f"'{plain(ticks[v])}'" if v in ticks else f"{unnamed} {plain(v)}".strip() for v in at]
+    return lambda v: f"'{plain(ticks[v])}'" if v in ticks else f"{unnamed} {plain(v)}".strip()
 
 
 def shown(layout: Mapping, ref: str, at: list) -> list[str]:

@@ -12,6 +12,7 @@ import base64
 import csv
 import html
 import io
+import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -20,15 +21,28 @@ COLUMNS = ["chart", "trace", "x", "y", "z", "text"]
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
-def values(v) -> np.ndarray | None:
-    """A trace's data array: a list, a numpy array, or plotly's typed array ({"dtype", "bdata", "shape"})."""
+def values(v, rows: int | None = None) -> np.ndarray | None:
+    """A trace's data array: a list, a numpy array, or plotly's typed array ({"dtype", "bdata", "shape"}). rows: only
+    the first `rows` rows (of a typed array, only their bytes are decoded)."""
     if v is None:
         return None
     if isinstance(v, Mapping) and "bdata" in v:
-        flat = np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"])
-        shape = v.get("shape")
-        return flat.reshape([int(n) for n in str(shape).split(",")]) if shape else flat
-    return np.asarray(v, dtype=object)
+        shape = [int(n) for n in str(v.get("shape") or "").split(",") if n.strip()]
+        data = v["bdata"]
+        if rows is not None and shape and rows < shape[0]:
+            shape[0] = rows
+            data = data[: -(-np.dtype(v["dtype"]).itemsize * math.prod(shape) // 3) * 4]  # base64: 4 chars per 3 bytes
+        flat = np.frombuffer(base64.b64decode(data), dtype=v["dtype"], count=math.prod(shape) if shape else -1)
+        return flat.reshape(shape) if shape else flat[:rows]
+    return np.asarray(v[:rows], dtype=object)
+
+
+def length(v) -> int:
+    """A trace's data array's number of rows, read from a typed array's shape without decoding it."""
+    if isinstance(v, Mapping) and v.get("shape"):
+        return int(str(v["shape"]).split(",")[0])
+    a = values(v)
+    return 0 if a is None else len(a)
 
 
 def axis_labels(layout: dict, ref: str) -> dict:

@@ -128,8 +128,9 @@ def skip_link() -> None:
 _DESCRIBED: dict[int, str] = {}  # id(figure) → its description as markdown, for as long as the figure lives
 
 
-def description(fig: go.Figure) -> str:
-    """The figure's description (figures/describe.py) as markdown, computed on the figure's first drawing only.
+def description(fig: go.Figure, spec: dict | None = None) -> str:
+    """The figure's description (figures/describe.py) as markdown, computed on the figure's first drawing only, from
+    `spec` (the figure as drawn: plotly JSON) when given.
 
     Figures are never changed once built (figures/common.Spec; shared cached objects are read-only), and what the
     view adds when drawing (width, presenter fonts, a colour bar moved under a narrow chart) changes no word of it.
@@ -138,18 +139,18 @@ def description(fig: go.Figure) -> str:
     key = id(fig)
     text = _DESCRIBED.get(key)
     if text is None:
-        text = _DESCRIBED[key] = md(describe(fig))
+        text = _DESCRIBED[key] = md(describe(fig if spec is None else spec))
         weakref.finalize(fig, _DESCRIBED.pop, key, None)
     return text
 
 
-def before_chart(key: str, fig: go.Figure) -> None:
+def before_chart(key: str, fig: go.Figure, spec: dict) -> None:
     """Before a chart, visually hidden: the skip link's target (first chart of the run only) and the chart's
-    description, for screen readers."""
+    description (of the figure `fig`, drawn as `spec`), for screen readers."""
     with st.container(key=ALT_PREFIX + key):
         if st.session_state.pop(FIRST_KEY, False):
             st.markdown(ANCHOR, unsafe_allow_html=True)  # a fixed string
-        st.markdown(md("Chart: ") + description(fig))
+        st.markdown(md("Chart: ") + description(fig, spec))
 
 
 def after_chart(key: str, fig: go.Figure, spec: dict) -> None:
@@ -157,7 +158,7 @@ def after_chart(key: str, fig: go.Figure, spec: dict) -> None:
     box = st.expander("Read as text, data as table", key=key + TABLE_SUFFIX, on_change="rerun")
     if box.open:
         with box:
-            st.markdown(description(fig))
+            st.markdown(description(fig, spec))
             for name, table in tables(spec):
                 if name:
                     st.caption(md(name))

@@ -117,7 +117,7 @@ def test_a_chart_drawn_again_from_the_shared_cache_is_not_described_again(monkey
     at = u.run_page(u.page_path("2_Positional_encoding"), positions_length="37")  # a length no other test draws
     u.assert_ok(at)
     first = descriptions(at)
-    waves = [fig for fig in calls if fig.to_dict()["layout"]["title"]["text"].startswith("A few dimensions as waves")]
+    waves = [spec for spec in calls if spec["layout"]["title"]["text"].startswith("A few dimensions as waves")]
     assert len(waves) == 1  # a new figure: described on its first drawing
     calls.clear()
     at.run()

@@ -7,9 +7,10 @@ import csv
 import io
 
 import numpy as np
+import pytest
 
 from figures.common import bars, heatmap
-from figures.export import to_csv
+from figures.export import length, to_csv, values
 from figures.prediction import lens_heatmap
 
 
@@ -68,3 +69,22 @@ def test_plotly_typed_arrays_are_decoded():
         [float(r[4]) for r in rows[1:]] == list(range(6))
         and [r[2:4] for r in rows[1:4]] == [["0", "0"], ["1", "0"], ["2", "0"]]
     )
+
+
+@pytest.mark.parametrize("dtype", ["f8", "f4", "i1", "i2"])
+@pytest.mark.parametrize("shape", [(256, 256), (13, 7), (5, 3), (1, 1)])
+def test_the_first_rows_of_a_typed_array_are_decoded_alone(monkeypatch, dtype, shape):
+    """A description reads a heatmap's first rows only: each row count gives the same rows as the whole array sliced,
+    and the base64 text decoded is only as long as they need."""
+    z = np.arange(np.prod(shape)).reshape(shape).astype(dtype)
+    typed = {"dtype": dtype, "bdata": base64.b64encode(z.tobytes()).decode(), "shape": ", ".join(map(str, shape))}
+    decoded = []  # the length of each base64 text decoded
+    monkeypatch.setattr(base64, "b64decode", lambda b, f=base64.b64decode: decoded.append(len(b)) or f(b))
+    for rows in (None, 0, 1, 2, 12, shape[0], shape[0] + 5):
+        got = values(typed, rows)
+        assert got.dtype == z.dtype and np.array_equal(got, z[:rows]), rows
+        need = z[:rows].nbytes if rows is not None else z.nbytes
+        assert need <= decoded[-1] * 3 / 4 < need + 3, (rows, decoded[-1])  # whole 4-character groups
+    assert length(typed) == shape[0]
+    assert length({"dtype": "f8", "bdata": base64.b64encode(np.zeros(4).tobytes()).decode()}) == 4  # no shape
+    assert list(values([1, 2, 3], 2)) == [1, 2] and length([1, 2, 3]) == 3 and length(None) == 0
