@@ -45,11 +45,13 @@ test: $(VENV)/.dev
 	$(PY) -m ruff check .
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
-# The accessibility checks alone: axe-core on every page and tab, the keyboard walk (docs/accessibility.md).
+# The accessibility checks alone: axe-core on every page and tab (presenter view: in the projector test), the keyboard
+# walk (docs/accessibility.md).
 a11y: $(VENV)/.dev
 	bash scripts/ensure_debian.sh $(TEST_DEBS)
 	$(AXE_INSTALL)
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup tests/browser/test_accessibility.py tests/browser/test_keyboard.py
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup tests/browser/test_accessibility.py \
+		tests/browser/test_projector.py tests/browser/test_keyboard.py
 
 test-fast: $(VENV)/.dev
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not browser"

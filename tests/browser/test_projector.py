@@ -1,6 +1,7 @@
 """Presenter view on a projector, in headless Chromium: at 1024 × 768 and 1280 × 720 every page and every tab shows
-its main chart (the first one of the page or tab) wholly on the first screen, and One head's maps keep numbers of at
-least 14 px in their cells for a sentence of 13–16 tokens.
+its main chart (the first one of the page or tab) wholly on the first screen and has no serious or critical axe-core
+violation (tests/browser/axe.py), and One head's maps keep numbers of at least 14 px in their cells for a sentence of
+13–16 tokens.
 
 Each page is loaded once, in presenter view at 1024 × 768; each tab is opened in turn and the window resized to the
 other size and back, as a laptop meets a projector (the page redraws its charts for the new room: ui/widths.py).
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from scripts.browser import ROOT, new_tab, open_tab, settled, wait_rendered
+from tests.browser.axe import add_axe, serious
 from tests.browser.groups import by_group
 from ui import navigation
 
@@ -61,6 +63,7 @@ def presenting(browser, base_url: str, address: str):
     tab.goto(f"{base_url}/{address}" + ("&" if "?" in address else "?") + "present=true")
     wait_rendered(tab)
     assert tab.locator('[data-testid="stException"]').count() == 0
+    add_axe(tab)
     return tab
 
 
@@ -68,7 +71,7 @@ def presenting(browser, base_url: str, address: str):
 def test_the_main_chart_is_whole_on_the_first_screen(base_url, browser, page):
     """(Every page tried in presenter view at 1024 × 768: the first chart started 430–703 px down and ended below the
     screen.) For every tab and both sizes, the main chart's top is on the screen and its bottom above the screen's
-    bottom edge, with the page scrolled to its top."""
+    bottom edge, with the page scrolled to its top; and axe finds nothing serious."""
     tab = presenting(browser, base_url, page.url_path)
     labels = tab.locator('[data-testid="stMain"] [role="tab"]').all_inner_texts() or [""]
     if os.environ.get("PROJECTOR_SHOTS"):
@@ -96,15 +99,17 @@ def test_the_main_chart_is_whole_on_the_first_screen(base_url, browser, page):
                            f"{main['bottom']:.0f} px")
             if touching := tab.evaluate(BAR_VALUES_TOUCH):
                 bad.append(f"{label or name_of(page)} at {width}×{height}: bar values run together {touching}")
+            bad += serious(tab, f"{label or name_of(page)} at {width}×{height}")
     tab.close()
     assert len(checked) == 2 * len(labels)
     assert bad == [], "\n".join(bad)
 
 
 def test_the_guided_tour_has_no_chart(base_url, browser):
-    """The page left out of the projector test above has indeed no chart to show."""
+    """The page left out of the projector test above has indeed no chart to show (and nothing serious for axe)."""
     tab = presenting(browser, base_url, navigation.TOUR.url_path)
     assert tab.evaluate(MAIN_CHART) is None
+    assert serious(tab, "Guided tour at 1024×768") == []
     tab.close()
 
 
