@@ -43,18 +43,18 @@ test: $(VENV)/.dev
 	bash scripts/ensure_debian.sh $(TEST_DEBS)
 	$(AXE_INSTALL)
 	$(PY) -m ruff check .
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 # The accessibility checks alone: axe-core on every page and tab (presenter view: in the projector test), the keyboard
 # walk (docs/accessibility.md).
 a11y: $(VENV)/.dev
 	bash scripts/ensure_debian.sh $(TEST_DEBS)
 	$(AXE_INSTALL)
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup tests/browser/test_accessibility.py \
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder tests/browser/test_accessibility.py \
 		tests/browser/test_projector.py tests/browser/test_keyboard.py
 
 test-fast: $(VENV)/.dev
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not browser"
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder -m "not browser"
 
 # Random fuzzing of every page: 54 tests × FUZZ_EXAMPLES (50 → 2,700 examples, ~5 min on 2 cores).
 fuzz: $(VENV)/.dev

@@ -116,7 +116,8 @@ def pytest_collection_modifyitems(items):
     """`make test` runs with pytest-xdist's --dist loadgroup: every test file is one group, sent whole to a worker
     (its module fixtures are made once), except the tests that mark a group of their own (the browser tests, a page
     each, so that their pages spread over the workers). Groups run longest first, so that no long one is left for the
-    end while the other worker waits: the browser groups, then SLOW_FILES, then the rest."""
+    end while the other worker waits: the browser groups, then SLOW_FILES, then the rest (sent in this order with
+    --no-loadscope-reorder: tests/test_workers.py)."""
     for item in items:
         if not item.get_closest_marker("xdist_group"):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))

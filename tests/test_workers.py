@@ -13,3 +13,10 @@ def test_this_test_runs_in_its_group(request):
     assert mark.args == ("tests/test_workers.py",)
     if getattr(request.config.option, "loadgroup", False):  # set on the workers by --dist loadgroup
         assert request.node.nodeid.endswith("@tests/test_workers.py"), request.node.nodeid
+
+
+def test_the_groups_go_out_in_the_order_the_conftest_gives(request):
+    """tests/conftest.py sorts the groups longest first (the browser pages, then the slow files); xdist would send them
+    by their number of tests instead (the one-test browser groups, 15–30 s each, last) unless told not to."""
+    if getattr(request.config.option, "loadgroup", False):
+        assert request.config.option.loadscopereorder is False, "run with --no-loadscope-reorder (Makefile)"
