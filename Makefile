@@ -45,12 +45,13 @@ test: $(VENV)/.dev
 	$(PY) -m ruff check .
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
-# The accessibility checks alone: axe-core on every page and tab (presenter view: in the projector test), the keyboard
-# walk (docs/accessibility.md).
+# The accessibility checks alone: axe-core on every page and tab (the browser test's walk of each page; presenter view:
+# in the projector test), the keyboard walk (docs/accessibility.md).
 a11y: $(VENV)/.dev
 	bash scripts/ensure_debian.sh $(TEST_DEBS)
 	$(AXE_INSTALL)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder tests/browser/test_accessibility.py \
+		tests/browser/test_browser.py::test_every_tab_at_a_desktop_and_a_phone \
 		tests/browser/test_projector.py tests/browser/test_keyboard.py
 
 test-fast: $(VENV)/.dev

@@ -1,10 +1,11 @@
-"""One served app and one headless Chromium per test worker, and a tab that records errors."""
+"""One served app and one headless Chromium profile per test worker (and a Chromium for tests that need people with
+browsers of their own), and a tab that records errors."""
 
 from __future__ import annotations
 
 import pytest
 
-from scripts.browser import launch, new_tab, serve_app
+from scripts.browser import launch, launch_profile, new_tab, serve_app
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 
@@ -16,11 +17,26 @@ def base_url():
 
 
 @pytest.fixture(scope="session")
-def browser():
+def playwright():
     with playwright_api.sync_playwright() as p:
-        b = launch(p)
-        yield b
-        b.close()
+        yield p
+
+
+@pytest.fixture(scope="session")
+def profile(playwright, tmp_path_factory):
+    """The worker's Chromium profile: new_tab(profile, viewport) opens a tab in it; its tabs share the compiled
+    scripts (scripts.browser.launch_profile). Each tab is still a session of its own on the server."""
+    context = launch_profile(playwright, tmp_path_factory.mktemp("chromium-profile"))
+    yield context
+    context.close()
+
+
+@pytest.fixture(scope="session")
+def browser(playwright):
+    """A Chromium without a profile: browser.new_context() is another person's browser (cookies of its own)."""
+    b = launch(playwright)
+    yield b
+    b.close()
 
 
 def streamlit_probe(msg) -> bool:
@@ -30,9 +46,9 @@ def streamlit_probe(msg) -> bool:
 
 
 @pytest.fixture
-def tab(browser):
+def tab(profile):
     """A desktop-sized tab that records console errors (Streamlit's own 404 probes aside), page errors and dialogs."""
-    page = new_tab(browser, viewport={"width": 1300, "height": 900})
+    page = new_tab(profile, viewport={"width": 1300, "height": 900})
     page.errors = []
     page.on(
         "console",

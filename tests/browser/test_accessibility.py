@@ -1,6 +1,7 @@
-"""axe-core (WCAG 2.0 and 2.1, levels A and AA, tests/browser/axe.py) on every page and every tab in normal view,
-at a desktop's width (1280 px) and, on the same loaded page, a phone's (390 px): no serious or critical violation.
-Presenter view is checked the same way at a projector's sizes, in the loads of tests/browser/test_projector.py.
+"""Accessibility in the browser beyond axe-core: reduced motion, 200 % zoom. axe-core (WCAG 2.0 and 2.1, levels A and
+AA, tests/browser/axe.py) runs in the loads other tests make: every page and tab in normal view at a desktop's and a
+phone's width in tests/browser/test_browser.py, in presenter view at a projector's sizes in
+tests/browser/test_projector.py.
 
 axe does not look inside the charts: their text alternatives are tested in tests/figures/test_describe.py and
 tests/app/test_text_alternatives.py.
@@ -10,53 +11,19 @@ from __future__ import annotations
 
 import pytest
 
-from scripts.browser import CUT, new_tab, open_tab, page_url, wait_rendered
-from tests.apptest_utils import PAGES as PAGE_FILES
-from tests.browser.axe import AXE, add_axe, serious
+from scripts.browser import CUT, new_tab, wait_rendered
+from tests.browser.axe import AXE
 from tests.browser.groups import by_group
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.browser
 
-WIDE, PHONE = 1280, 390
-TAB_LABELS = """() => [...document.querySelectorAll('[data-testid="stMain"] [role="tab"]')].map((t) => t.innerText)"""
-
-PAGES = [None, *PAGE_FILES]  # None: the home page
-NAMES = ["home" if p is None else p.stem for p in PAGES]
+WIDE = 1280
 
 
 def test_axe_core_is_installed():
     """make test installs it (npm ci): a missing file would skip nothing, it fails here."""
     assert AXE.is_file(), "run `npm ci --no-audit --no-fund` (make test and make a11y do)"
-
-
-@pytest.mark.parametrize("page_file", by_group(PAGES, NAMES, [f"a11y-{n}" for n in NAMES]))
-def test_no_serious_or_critical_axe_violation(browser, base_url, page_file):
-    """One load per page: each tab at 1280 px, then the same page resized to 390 px and each tab again (in reverse
-    order, so the open tab is checked first)."""
-    tab = new_tab(browser, viewport={"width": WIDE, "height": 900})
-    try:
-        tab.goto(page_url(base_url, page_file))
-        wait_rendered(tab)
-        add_axe(tab)
-        labels = tab.evaluate(TAB_LABELS) or [None]
-        found, checked = [], 0
-        for width, order in ((WIDE, labels), (PHONE, labels[::-1])):
-            if width != WIDE:
-                tab.set_viewport_size({"width": width, "height": 844})
-                wait_rendered(tab)
-            for i, label in enumerate(order):
-                if label is not None and i > 0:
-                    shown = tab.evaluate(TAB_LABELS)
-                    assert label in shown, (width, label, shown, tab.url)
-                    open_tab(tab, label)
-                assert tab.locator('[data-testid="stException"]').count() == 0, (width, label)
-                found += serious(tab, f"{width} px{f', tab {label}' if label else ''}")
-                checked += 1
-        assert checked == 2 * len(labels)
-        assert found == [], "\n".join(found)
-    finally:
-        tab.close()
 
 
 @pytest.mark.parametrize("reduce", by_group([True, False], ["reduce", "no-preference"], ["a11y-15_Heads_forming"] * 2))

@@ -1,5 +1,5 @@
-"""The app in headless Chromium: every page loads and every tab draws without console errors, links restore
-state, charts keep their labels."""
+"""The app in headless Chromium: every page loads and every tab draws, at a desktop's and a phone's width, without
+console errors, cut text or a serious accessibility violation; links restore state, charts keep their labels."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 from scripts.browser import CUT, ROOT, open_tab, page_url, wait_rendered
 from tests.apptest_utils import PAGES as PAGE_FILES
 from tests.apptest_utils import XSS_PAYLOADS
+from tests.browser.axe import add_axe, serious
 from tests.browser.groups import by_group
 from ui import fit
 
@@ -46,28 +47,60 @@ def resize(tab, width: int) -> None:
     wait_rendered(tab)
 
 
+TABBED = [p for p in PAGES if p and "ui.lazy_tabs(" in p.read_text(encoding="utf-8")]
+
+
+def test_the_pages_with_lazy_tabs_are_found():
+    assert [p.stem for p in TABBED] == [
+        "13_RoPE_and_shared_heads", "14_Encoder_vs_decoder", "3_One_head", "4_Masking", "7_Multi_head", "9_Next_token",
+    ]
+
+
+FIRST_PRESS = {"2 · Generate text": "Generate one token"}  # tabs that draw a chart once a button is pressed
+TAB_LABELS = """() => [...document.querySelectorAll('[data-testid="stMain"] [role="tab"]')].map((t) => t.innerText)"""
+
+
 @pytest.mark.parametrize("page_file", by_group(PAGES, NAMES, [f"load-{n}" for n in NAMES]))
-def test_page_loads_without_errors_or_cut_text_and_its_formulas_and_titles_fit_a_phone(base_url, tab, page_file):
-    """The page loads with no error, opened by a link whose sentence holds HTML and script (every payload in one
-    sentence: any one that ran would set window.__xss or open a dialog); no text is cut at a desktop's and a phone's
-    width (Encoder-decoder: "A phrase i…", "mean of the h…"; Next token: "Reset to the…"; the layout test checks the
-    widths between, on its pages); and on the phone no formula scrolls sideways and no chart title runs past its chart
-    (ui/fit.py sets a wide one smaller; the few formulas too wide even at its floor are written on two lines)."""
+def test_every_tab_at_a_desktop_and_a_phone(base_url, tab, page_file):
+    """One load per page, opened by a link whose sentence holds HTML and script (every payload in one sentence: any
+    one that ran would set window.__xss or open a dialog): each tab at 1300 px, then the page resized to 390 px and
+    each tab again (in reverse order, so the open tab comes first). In every tab: no exception, a chart drawn, no text
+    cut (Encoder-decoder: "A phrase i…", "mean of the h…"; Next token: "Reset to the…"; the layout test checks the
+    widths between, on its pages) and no serious or critical axe-core violation (WCAG 2.0/2.1 A and AA,
+    tests/browser/axe.py; presenter view: tests/browser/test_projector.py). At the end, on the phone: no formula
+    scrolls sideways and no chart title runs past its chart (ui/fit.py sets a wide one smaller; the few formulas too
+    wide even at its floor are written on two lines); and no console error all along."""
     tab.goto(page_url(base_url, page_file) + "?sentence=" + urllib.parse.quote(" ".join(XSS_PAYLOADS)))
     wait_rendered(tab)
-    assert tab.locator('[data-testid="stException"]').count() == 0
-    assert tab.evaluate("window.__xss") is None and tab.dialogs == []
-    assert tab.errors == []
-    for width in (1300, 390):  # the tab opens at 1300 px; tests/browser/test_layout.py checks the widths between
+    add_axe(tab)
+    labels = tab.evaluate(TAB_LABELS) or [None]
+    assert len(labels) >= 2 or page_file not in TABBED
+    found, checked = [], 0
+    for width, order in ((1300, labels), (390, labels[::-1])):
         if width != 1300:
             resize(tab, width)
-        assert (width, tab.evaluate(CUT)) == (width, [])
+        for i, label in enumerate(order):
+            if label is not None and i > 0:
+                open_tab(tab, label)
+                if label in FIRST_PRESS and width == 1300:
+                    tab.get_by_role("button", name=FIRST_PRESS[label]).click()
+                    wait_rendered(tab)
+            where = (width, label)
+            assert tab.locator('[data-testid="stException"]').count() == 0, where
+            assert label is None or tab.locator('[role="tabpanel"]:visible .stPlotlyChart .main-svg').count() > 0, where
+            assert (where, tab.evaluate(CUT)) == (where, [])
+            found += serious(tab, f"{width} px{f', tab {label}' if label else ''}")
+            checked += 1
+    assert checked == 2 * len(labels)
+    assert found == [], "\n".join(found)
+    assert tab.evaluate("window.__xss") is None and tab.dialogs == []
     shown = tab.evaluate(FORMULAS)
     assert shown or page_file is None or page_file.stem in NO_FORMULA
     assert [f for f in shown if f["need"] > f["room"] + fit.SLACK_PX] == []
     titles = tab.evaluate(TITLES)
     assert titles or tab.locator('[data-testid="stMain"] .js-plotly-plot').count() == 0  # every chart has a title
     assert [t for t in titles if t["right"] > t["free"]] == []  # neither cut nor under the toolbar's buttons
+    assert tab.errors == []
 
 
 def test_query_string_restores_state(base_url, tab):
@@ -110,34 +143,6 @@ def test_token_choice_survives_a_new_sentence(base_url, tab, page_file):
     tab.locator('[data-testid="stSidebar"] input[aria-label^="Attention temperature"]').press("ArrowRight")
     wait_rendered(tab)
     assert tab.locator('[data-testid="stException"]').count() == 0
-    assert tab.errors == []
-
-
-TABBED = [p for p in PAGES if p and "ui.lazy_tabs(" in p.read_text(encoding="utf-8")]
-
-
-def test_the_pages_with_lazy_tabs_are_found():
-    assert [p.stem for p in TABBED] == [
-        "13_RoPE_and_shared_heads", "14_Encoder_vs_decoder", "3_One_head", "4_Masking", "7_Multi_head", "9_Next_token",
-    ]
-
-
-FIRST_PRESS = {"2 · Generate text": "Generate one token"}  # tabs that draw a chart once a button is pressed
-
-
-@pytest.mark.parametrize("page_file", by_group(TABBED, [p.stem for p in TABBED], [f"tabs-{p.stem}" for p in TABBED]))
-def test_every_tab_draws_without_console_errors(base_url, tab, page_file):
-    tab.goto(page_url(base_url, page_file))
-    wait_rendered(tab)
-    labels = tab.locator('[data-testid="stMain"] [role="tab"]').all_inner_texts()
-    assert len(labels) >= 2
-    for label in labels:
-        open_tab(tab, label)
-        if label in FIRST_PRESS:
-            tab.get_by_role("button", name=FIRST_PRESS[label]).click()
-            wait_rendered(tab)
-        assert tab.locator('[data-testid="stException"]').count() == 0
-        assert tab.locator('[role="tabpanel"]:visible .stPlotlyChart .main-svg').count() > 0, label
     assert tab.errors == []
 
 

@@ -21,8 +21,8 @@ SECTIONS = ["Start", "Inputs", "One head", "The whole model", "Beyond"]
 
 
 @pytest.fixture
-def tab(browser):
-    page = new_tab(browser, viewport=PROJECTOR, accept_downloads=True)
+def tab(profile):
+    page = new_tab(profile, viewport=PROJECTOR)
     yield page
     page.close()
 
@@ -31,9 +31,9 @@ def menu(page) -> str:
     return page.locator(".st-key-atlas_menu").inner_text()  # ui/navigation.draw_menu
 
 
-def test_a_first_visit_to_a_page_address_gets_the_grouped_menu(browser):
+def test_a_first_visit_to_a_page_address_gets_the_grouped_menu(profile):
     with serve_app() as base:  # a fresh server: nothing has opened the home page yet
-        page = new_tab(browser, viewport=PROJECTOR)
+        page = new_tab(profile, viewport=PROJECTOR)
         page.goto(base + "/One_head")
         wait_rendered(page)
         text = menu(page)
@@ -76,7 +76,7 @@ def test_arrow_keys_and_clicker_keys_step_through_tabs_then_pages(base_url, tab)
     playwright_api.expect(tab).to_have_url(re.compile(r"/Masking\?"), timeout=60_000)
 
 
-def test_a_shared_link_opens_the_same_view(base_url, browser, tab):
+def test_a_shared_link_opens_the_same_view(base_url, profile, tab):
     tab.goto(base_url + "/Softmax_and_temperature")
     wait_rendered(tab)
     box = tab.get_by_role("textbox", name="Scores s")
@@ -85,7 +85,7 @@ def test_a_shared_link_opens_the_same_view(base_url, browser, tab):
     wait_rendered(tab)
     link = tab.url
     assert "softmax_scores=1%2C+3%2C+9" in link
-    other = new_tab(browser, viewport=PROJECTOR)  # another student's browser: a new session
+    other = new_tab(profile, viewport=PROJECTOR)  # another student: a new tab is a new session
     other.goto(link)
     wait_rendered(other)
     assert other.get_by_role("textbox", name="Scores s").input_value() == "1, 3, 9"
@@ -94,7 +94,7 @@ def test_a_shared_link_opens_the_same_view(base_url, browser, tab):
     other.get_by_role("tab", name="3 · Scores and scaling").click()
     wait_rendered(other)
     assert "onehead_step=3 · Scores and scaling" in urllib.parse.unquote_plus(other.url)
-    third = new_tab(browser, viewport=PROJECTOR)
+    third = new_tab(profile, viewport=PROJECTOR)
     third.goto(other.url)
     wait_rendered(third)
     assert third.get_by_role("tab", name="3 · Scores and scaling").get_attribute("aria-selected") == "true"
@@ -102,7 +102,7 @@ def test_a_shared_link_opens_the_same_view(base_url, browser, tab):
     third.close()
 
 
-def test_a_link_brings_back_a_control_moved_to_its_first_value(base_url, browser, tab):
+def test_a_link_brings_back_a_control_moved_to_its_first_value(base_url, profile, tab):
     """Masking's position starts at 3: moved to 0, the link must say so (the browser leaves a control out of the
     address only while it shows its start value)."""
     tab.goto(base_url + "/Masking")
@@ -113,7 +113,7 @@ def test_a_link_brings_back_a_control_moved_to_its_first_value(base_url, browser
     position.press("Home")
     wait_rendered(tab)
     assert "masking_pos=0" in tab.url
-    other = new_tab(browser, viewport=PROJECTOR)
+    other = new_tab(profile, viewport=PROJECTOR)
     other.goto(tab.url)
     wait_rendered(other)
     assert other.locator('[data-testid="stMain"] input[aria-label="Position i"]').input_value() == "0"
@@ -186,8 +186,8 @@ def test_charts_save_as_large_png_or_svg_and_pages_save_numbers_and_trace(base_u
 
 
 @pytest.mark.parametrize("width,height", [(390, 844), (768, 1024)])
-def test_on_a_phone_or_tablet_the_sentence_box_is_on_the_page(base_url, browser, width, height):
-    page = new_tab(browser, viewport={"width": width, "height": height})
+def test_on_a_phone_or_tablet_the_sentence_box_is_on_the_page(base_url, profile, width, height):
+    page = new_tab(profile, viewport={"width": width, "height": height})
     page.goto(base_url + "/One_head")
     wait_rendered(page)
     box = page.locator('[data-testid="stMain"]').get_by_role("textbox", name="Sentence")

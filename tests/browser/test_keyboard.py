@@ -84,8 +84,8 @@ def arrow(tab, key: str) -> dict:
 
 
 @pytest.mark.parametrize("address", by_group(list(PAGES), list(PAGES), [f"keyboard-{p}" for p in PAGES]))
-def test_a_keyboard_walk_through_the_page(browser, base_url, address):
-    tab = new_tab(browser, viewport={"width": 1280, "height": 900})
+def test_a_keyboard_walk_through_the_page(profile, base_url, address):
+    tab = new_tab(profile, viewport={"width": 1280, "height": 900})
     shots = address == "One_head" and bool(os.environ.get("KEYBOARD_SHOTS"))
     try:
         tab.goto(f"{base_url}/{address}")
@@ -144,8 +144,8 @@ ENABLE = "() => window.__atlasTab[0].setAttribute('tabindex', window.__atlasTab[
 
 
 @pytest.mark.parametrize("address", by_group(["One_head"], ["One_head"], ["keyboard-One_head"]))
-def test_a_tab_that_a_redraw_disables_gets_the_focus_back(browser, base_url, address):
-    tab = new_tab(browser, viewport={"width": 1280, "height": 900})
+def test_a_tab_that_a_redraw_disables_gets_the_focus_back(profile, base_url, address):
+    tab = new_tab(profile, viewport={"width": 1280, "height": 900})
     try:
         tab.goto(f"{base_url}/{address}")
         wait_rendered(tab)

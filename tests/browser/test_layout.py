@@ -153,10 +153,11 @@ MEASURE = """() => {
 
 
 @pytest.fixture(scope="module")
-def measured(base_url, browser):
-    """(page name, width) → MEASURE's result (the module's server and browser: conftest). Each page is loaded once, at
-    the first width asked for, and then resized to the next ones, as a tablet turned or a window dragged wider: the
-    browser reports the new chart widths and the page redraws for them (ui/widths.py). The cases come page by page."""
+def measured(base_url, profile):
+    """(page name, width) → MEASURE's result (the worker's server and browser profile: conftest). Each page is loaded
+    once, at the first width asked for, and then resized to the next ones, as a tablet turned or a window dragged
+    wider: the browser reports the new chart widths and the page redraws for them (ui/widths.py). The cases come page
+    by page."""
     cache, shown = {}, {}  # shown: the page now open, {name: tab}
 
     def get(name: str, width: int) -> dict:
@@ -169,7 +170,7 @@ def measured(base_url, browser):
                 for other in shown.values():
                     other.close()
                 shown.clear()
-                page = shown[name] = new_tab(browser, viewport={"width": width, "height": 900})
+                page = shown[name] = new_tab(profile, viewport={"width": width, "height": 900})
                 address, tab, button = PAGES[name]
                 page.goto(f"{base_url}/{address}")
                 wait_rendered(page)

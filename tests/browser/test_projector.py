@@ -57,9 +57,9 @@ PAGES = [p for p in navigation.ORDER if name_of(p) not in NO_CHART]
 NAMES = [name_of(p) for p in PAGES]
 
 
-def presenting(browser, base_url: str, address: str):
+def presenting(profile, base_url: str, address: str):
     """A tab at the first size, opened at `address` in presenter view."""
-    tab = new_tab(browser, viewport={"width": SIZES[0][0], "height": SIZES[0][1]})
+    tab = new_tab(profile, viewport={"width": SIZES[0][0], "height": SIZES[0][1]})
     tab.goto(f"{base_url}/{address}" + ("&" if "?" in address else "?") + "present=true")
     wait_rendered(tab)
     assert tab.locator('[data-testid="stException"]').count() == 0
@@ -68,11 +68,11 @@ def presenting(browser, base_url: str, address: str):
 
 
 @pytest.mark.parametrize("page", by_group(PAGES, NAMES, [f"projector-{n}" for n in NAMES]))
-def test_the_main_chart_is_whole_on_the_first_screen(base_url, browser, page):
+def test_the_main_chart_is_whole_on_the_first_screen(base_url, profile, page):
     """(Every page tried in presenter view at 1024 × 768: the first chart started 430–703 px down and ended below the
     screen.) For every tab and both sizes, the main chart's top is on the screen and its bottom above the screen's
     bottom edge, with the page scrolled to its top; and axe finds nothing serious."""
-    tab = presenting(browser, base_url, page.url_path)
+    tab = presenting(profile, base_url, page.url_path)
     labels = tab.locator('[data-testid="stMain"] [role="tab"]').all_inner_texts() or [""]
     if os.environ.get("PROJECTOR_SHOTS"):
         tab.screenshot(path=str(SHOTS / f"projector_{name_of(page)}.png"))
@@ -105,9 +105,9 @@ def test_the_main_chart_is_whole_on_the_first_screen(base_url, browser, page):
     assert bad == [], "\n".join(bad)
 
 
-def test_the_guided_tour_has_no_chart(base_url, browser):
+def test_the_guided_tour_has_no_chart(base_url, profile):
     """The page left out of the projector test above has indeed no chart to show (and nothing serious for axe)."""
-    tab = presenting(browser, base_url, navigation.TOUR.url_path)
+    tab = presenting(profile, base_url, navigation.TOUR.url_path)
     assert tab.evaluate(MAIN_CHART) is None
     assert serious(tab, "Guided tour at 1024×768") == []
     tab.close()
@@ -128,10 +128,10 @@ CELL_TEXT = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-p
 @pytest.mark.parametrize(
     ("width", "height"), by_group(list(SIZES), [f"{w}x{h}" for w, h in SIZES], ["projector-3_One_head"] * 2)
 )
-def test_one_head_cells_keep_numbers_of_14_px(base_url, browser, width, height):
+def test_one_head_cells_keep_numbers_of_14_px(base_url, profile, width, height):
     """(One head with a 13-token sentence: its cells lost their numbers.) The masked scores and the weights of a 13–16
     token sentence write a number in each visible cell, at 14 px or more, drawn at that size (not shrunk)."""
-    tab = presenting(browser, base_url, "One_head?sentence=" + urllib.parse.quote(LONG))
+    tab = presenting(profile, base_url, "One_head?sentence=" + urllib.parse.quote(LONG))
     open_tab(tab, "4 · Mask, then softmax")
     tab.set_viewport_size({"width": width, "height": height})
     wait_rendered(tab)
