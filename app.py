@@ -9,6 +9,6 @@ st.set_page_config(
     page_title="Attention Atlas", page_icon="🧭", layout="wide", initial_sidebar_state=presenter.sidebar_state()
 )
 try:
-    navigation.run(before=panel.bar)  # the live class: the teacher's or the student's bar above the page
+    navigation.run(first=panel.follow, before=panel.bar)  # the live class: a student follows; the class's bar
 finally:
     panel.publish()  # a teacher's view, as the page left the address, goes to the class

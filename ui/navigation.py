@@ -156,9 +156,10 @@ def take_over() -> None:
         st.rerun()
 
 
-def run(before: Callable[[], None] = lambda: None) -> None:
-    """The sidebar menu, grouped by section, with every page visible; then run the page the address names, after a
-    link that skips to its first chart (ui/a11y.py) and `before` (app.py: the live class's bar)."""
+def run(first: Callable[[], None] = lambda: None, before: Callable[[], None] = lambda: None) -> None:
+    """`first` (app.py: a student's page opening the teacher's view), then the sidebar menu, grouped by section, with
+    every page visible; then run the page the address names, after a link that skips to its first chart (ui/a11y.py)
+    and `before` (app.py: the live class's bar)."""
     menu = {
         section: [
             st.Page(str(ROOT / p.path), title=p.title, icon=p.icon, url_path=p.url_path or None, default=p is HOME)
@@ -168,6 +169,7 @@ def run(before: Callable[[], None] = lambda: None) -> None:
     }
     page = st.navigation(menu, position="hidden")
     st.session_state[CURRENT_KEY] = next(p.path for p in ORDER if p.url_path == page.url_path)
+    first()
     with st.sidebar:
         draw_menu(menu)
     a11y.skip_link()

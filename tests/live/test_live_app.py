@@ -14,6 +14,7 @@ from lessons.words import md
 from tests.apptest_utils import ROOT, TIMEOUT, array, charts_by_key, lazy_tabs
 from transformer.head_scores import probe_scores
 from transformer.trace import run_trace
+from ui import navigation
 from ui.live import panel
 from ui.live.store import MemoryStore
 
@@ -100,6 +101,23 @@ def test_students_follow_the_teachers_page_tab_and_controls():
         opened = [t for t in s.tabs if t.label == labels[4]]
         assert opened and len(opened[0].children) > 0  # the student's page drew the teacher's tab
         assert s.query_params["class"] == teacher.session_state[panel.ROLE_KEY].code
+
+
+def test_opening_the_teachers_view_draws_nothing_before_the_page_switch(monkeypatch):
+    """A move reaches a student as three runs: the run that polls (the page as it was), the run that opens the new
+    view (panel.follow: a page switch before the menu), the new view. The middle one draws no menu (17 page links:
+    a tenth of a student's time per move)."""
+    teacher, (student, _) = class_of_two()
+    menus = []
+    draw_menu = navigation.draw_menu
+    monkeypatch.setattr(navigation, "draw_menu", lambda menu: menus.append(1) or draw_menu(menu))
+    teacher.sidebar.slider(key="w_layer").set_value(2)
+    teacher.run()
+    menus.clear()
+    student.run()
+    ok(teacher, student)
+    assert shared_state(student) == shared_state(teacher) and student.session_state["atlas_layer"] == 2
+    assert len(menus) == 2
 
 
 def test_a_student_explores_then_follows_again():

@@ -341,8 +341,8 @@ def _student_live() -> None:
         s.qid, s.question, s.answer = cs.qid, cs.question, ""
     if s.following and cs.version != s.version:
         s.version = cs.version
-        st.session_state[VIEW_KEY] = cs.view  # opened by the whole page's run (a fragment's page switch leaves the
-        st.rerun(scope="app")  # sidebar's sliders at their start values)
+        st.session_state[VIEW_KEY] = cs.view  # opened by the whole page's run (follow(): a fragment's page switch
+        st.rerun(scope="app")  # leaves the sidebar's sliders at their start values)
     with st.container(horizontal=True, vertical_alignment="center"):
         if s.following:
             st.markdown(f"**Live class {shown_code(s.code)}**: you follow the teacher.")
@@ -382,6 +382,14 @@ def _sidebar(current: Teacher | Student | None) -> None:
             st.button("Leave the class", key="live_leave", on_click=_leave, args=("You left the class.",))
 
 
+def follow() -> None:
+    """A following student's run that its poll started for the teacher's new view opens that view, first thing: the
+    run ends here (a page switch), before it draws anything."""
+    current, view = role(), st.session_state.pop(VIEW_KEY, None)
+    if isinstance(current, Student) and view is not None:
+        _apply(view, current.code)
+
+
 def bar() -> None:
     """The live class's controls, before the page: in the sidebar, start or join; above the page, the teacher's bar
     or the student's. A first visit of an address with ?class=CODE joins that class."""
@@ -391,9 +399,6 @@ def bar() -> None:
     if note:
         st.info(note)
     current = role()
-    view = st.session_state.pop(VIEW_KEY, None)
-    if isinstance(current, Student) and view is not None:
-        _apply(view, current.code)
     _sidebar(current)
     if isinstance(current, Teacher):
         _teacher_bar(current)
