@@ -25,7 +25,7 @@ from lessons.words import md
 from .watcher import watcher
 
 MENU_KEY = "atlas_menu"  # the sidebar menu's container (ui/navigation.py)
-ALT_PREFIX = "atlas_alt_"  # the container keys of the descriptions a screen reader reads
+ANCHOR_KEY = "atlas_anchor"  # the visually hidden container of the skip link's target
 ANCHOR_ID = "atlas-chart"  # where the skip link moves the focus: just before the page's first chart
 TABLE_SUFFIX = "_as_text"  # a chart's key + this: its "Read as text, data as table" expander, open or not
 FIRST_KEY = "atlas_first_chart"  # set at the start of a run (skip_link); the first chart of the run takes it
@@ -57,7 +57,7 @@ CSS = f"""<style>
 [data-testid="stCaptionContainer"] {{ opacity: 1 !important; }}
 [data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] * {{ color: {CAPTION} !important; }}
 {CODE_CSS}
-[class*="st-key-{ALT_PREFIX}"] {{ {SR_ONLY} }}
+.st-key-{ANCHOR_KEY} {{ {SR_ONLY} }}
 .st-key-{SKIP_KEY} {{ position: absolute; z-index: 1000; width: auto; pointer-events: none; }}
 .atlas-skip {{ pointer-events: auto; }}
 .atlas-skip:not(:focus) {{ {SR_ONLY} }}
@@ -125,11 +125,11 @@ def skip_link() -> None:
             _keyboard(key="atlas_keyboard", height=0)
 
 
-_DESCRIBED: dict[int, str] = {}  # id(figure) → its description as markdown, for as long as the figure lives
+_DESCRIBED: dict[int, str] = {}  # id(figure) → its description, for as long as the figure lives
 
 
 def description(fig: go.Figure, spec: dict | None = None) -> str:
-    """The figure's description (figures/describe.py) as markdown, computed on the figure's first drawing only, from
+    """The figure's description (figures/describe.py, plain text), computed on the figure's first drawing only, from
     `spec` (the figure as drawn: plotly JSON) when given.
 
     Figures are never changed once built (figures/common.Spec; shared cached objects are read-only), and what the
@@ -139,18 +139,18 @@ def description(fig: go.Figure, spec: dict | None = None) -> str:
     key = id(fig)
     text = _DESCRIBED.get(key)
     if text is None:
-        text = _DESCRIBED[key] = md(describe(fig if spec is None else spec))
+        text = _DESCRIBED[key] = describe(fig if spec is None else spec)
         weakref.finalize(fig, _DESCRIBED.pop, key, None)
     return text
 
 
-def before_chart(key: str, fig: go.Figure, spec: dict) -> None:
-    """Before a chart, visually hidden: the skip link's target (first chart of the run only) and the chart's
-    description (of the figure `fig`, drawn as `spec`), for screen readers."""
-    with st.container(key=ALT_PREFIX + key):
-        if st.session_state.pop(FIRST_KEY, False):
+def before_chart() -> None:
+    """Before the run's first chart, visually hidden: the skip link's target. (Each chart's description is its
+    accessible name: ui.page.show_figure gives it to the chart as `alt`, which Streamlit sets as the aria-label of the
+    chart's figure, role="figure", read by a screen reader as the chart is reached.)"""
+    if st.session_state.pop(FIRST_KEY, False):
+        with st.container(key=ANCHOR_KEY):
             st.markdown(ANCHOR, unsafe_allow_html=True)  # a fixed string
-        st.markdown(md("Chart: ") + description(fig, spec))
 
 
 def after_chart(key: str, fig: go.Figure, spec: dict) -> None:
@@ -158,7 +158,7 @@ def after_chart(key: str, fig: go.Figure, spec: dict) -> None:
     box = st.expander("Read as text, data as table", key=key + TABLE_SUFFIX, on_change="rerun")
     if box.open:
         with box:
-            st.markdown(description(fig, spec))
+            st.markdown(md(description(fig, spec)))
             for name, table in tables(spec):
                 if name:
                     st.caption(md(name))

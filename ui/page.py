@@ -141,8 +141,9 @@ def show_figure(fig: go.Figure, key: str, on_click: Callable[[], None] | None = 
     spec = {**spec, "layout": layout}
     export.add_figure(key, spec)
     clicks = {"on_select": on_click, "selection_mode": "points"} if on_click else {}
-    a11y.before_chart(key, fig, spec)  # its description, for screen readers
-    st.plotly_chart(Spec(spec), config=export.plotly_config(key), key=key, **clicks)
+    a11y.before_chart()  # the skip link's target, before the run's first chart
+    alt = a11y.description(fig, spec)  # its accessible name: what a screen reader says of the chart
+    st.plotly_chart(Spec(spec), config=export.plotly_config(key), key=key, alt=alt, **clicks)
     a11y.after_chart(key, fig, spec)  # the description and the numbers, shown on request
 
 

@@ -1,6 +1,6 @@
-"""Every chart's text alternative on the pages (ui/a11y.py): a description a screen reader reads before the chart, and
-on request the description and the chart's numbers as a table. Expected values come from a fresh trace of the bundled
-model, read with NumPy."""
+"""Every chart's text alternative on the pages (ui/a11y.py): a description a screen reader reads as the chart's name
+(its `alt`), and on request the description and the chart's numbers as a table. Expected values come from a fresh
+trace of the bundled model, read with NumPy."""
 
 from __future__ import annotations
 
@@ -37,18 +37,21 @@ def page():
 
 
 def descriptions(at) -> list[str]:
-    """The chart descriptions on the page (markdown starting "Chart: "), markdown escapes undone."""
-    found = [ESCAPED.sub(r"\1", m.value) for m in at.markdown]
-    return [t.removeprefix("Chart: ") for t in found if t.startswith("Chart: ")]
+    """The charts' descriptions as sent: each chart's `alt` (Streamlit makes it the chart's aria-label)."""
+    return [c.proto.alt for c in at.get("plotly_chart")]
 
 
 def test_every_chart_has_a_description_for_screen_readers():
-    """One description per chart, on every tab, each starting with its chart's title."""
+    """A description for every chart, on every tab, each starting with its chart's title."""
+    from figures.describe import text_of
+
     at = page()
     opened = 0
     for _ in u.each_tab(at):
-        titles = [c["layout"].get("title", {}).get("text", "") for c in u.charts(at)]
-        assert titles and len(descriptions(at)) == len(titles)
+        titles = [text_of(c["layout"].get("title")) for c in u.charts(at)]
+        said = descriptions(at)
+        assert titles and len(said) == len(titles)
+        assert all(d.startswith(t + ".") for d, t in zip(said, titles, strict=True)), said
         opened += 1
     assert opened == 6
 

@@ -25,7 +25,7 @@ from figures.common import grouped_bars
 from lessons.words import md, quote
 from transformer.errors import AtlasError
 
-from .. import navigation, state
+from .. import a11y, navigation, state
 from ..caches.heads import head_scores
 from ..models import get_model, get_trace
 from . import questions, room
@@ -194,7 +194,7 @@ def _results(q: Question, answers: list[str], revealed: bool) -> None:
         shares = counts / max(len(answers), 1)
         series = {"share of the class": shares, f"the model: {q.truth_title}": [truth.get(a, 0.0) for a in labels]}
         fig = grouped_bars(series, labels, title=f"{answered}, and the model's", y_range=(0, 1))
-    st.plotly_chart(fig, key="live_histogram", config={"displaylogo": False})
+    st.plotly_chart(fig, key="live_histogram", config={"displaylogo": False}, alt=a11y.description(fig))
 
 
 def _from_class(read: Callable):
