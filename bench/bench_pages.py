@@ -16,6 +16,7 @@ ScriptCache, as a server does; the "compile" column shows what AppTest alone wou
 
     .venv/bin/python bench/bench_pages.py [Masking Next …]   (only pages whose file name contains one of these)
     .venv/bin/python bench/bench_pages.py --model smollm2-135m --tokens 64   (page names, if any, before --tokens)
+    .venv/bin/python bench/bench_pages.py --tokens 16 --repeats 120   (a steadier repeated-τ column, to compare commits)
 """
 
 from __future__ import annotations
@@ -105,10 +106,15 @@ def app_test(page: Path | str, model: str, sentence: str | None = None, layer: i
 
 
 def measure(
-    page: Path | str, model: str, sentence: str, tab: tuple[str, str] | None = None, layer: int | None = None
+    page: Path | str,
+    model: str,
+    sentence: str,
+    tab: tuple[str, str] | None = None,
+    layer: int | None = None,
+    repeats: int = REPEATS,
 ) -> tuple[float, float, int]:
-    """(median ms with new values, median ms with repeated values, bytes of the page); page: a file, or a script's
-    code; tab: (key, label) of a lazy tab to open first."""
+    """(median ms with new values, median ms with `repeats` repeated values, bytes of the page); page: a file, or a
+    script's code; tab: (key, label) of a lazy tab to open first."""
     st.cache_resource.clear()
     st.cache_data.clear()
     ui.models.TRACES = ui.models.TraceCache(ui.models.TRACES.budget)  # get_trace reads the module's TRACES at each call
@@ -126,7 +132,7 @@ def measure(
         return time.perf_counter() - t0
 
     fresh = [rerun(round(0.5 + 0.05 * i, 2)) for i in range(REPEATS)]
-    repeat = [rerun(0.95 if i % 2 else 1.0) for i in range(REPEATS + 2)][2:]
+    repeat = [rerun(0.95 if i % 2 else 1.0) for i in range(repeats + 2)][2:]
     return statistics.median(fresh) * 1000, statistics.median(repeat) * 1000, page_bytes(at)
 
 
@@ -135,6 +141,7 @@ def main() -> None:
     ap.add_argument("pages", nargs="*", help="only pages whose file name contains one of these")
     ap.add_argument("--model", default="shakespeare-gpt", help="the model the pages open (query string model=…)")
     ap.add_argument("--tokens", type=int, nargs="+", default=[16, 256], help="sentence lengths in tokens")
+    ap.add_argument("--repeats", type=int, default=REPEATS, help="reruns of the repeated-τ column (more: steadier)")
     ap.add_argument("--layer", type=int, help="the sidebar's layer (query string layer=…; default: the page's own, 0)")
     a = ap.parse_args()
     pages = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py"), key=lambda p: int(p.stem.split("_")[0]))]
@@ -169,10 +176,8 @@ def main() -> None:
             else [(f"{name} · {label}", (key, label)) for key, labels in tabs.items() for label in labels]
         ):
             try:
-                cells = "".join(
-                    f" {new:8.1f} {rep:8.1f} {kib / 1024:8.1f}"
-                    for new, rep, kib in (measure(page, a.model, sentences[n], tab, a.layer) for n in a.tokens)
-                )
+                measured = (measure(page, a.model, sentences[n], tab, a.layer, a.repeats) for n in a.tokens)
+                cells = "".join(f" {new:8.1f} {rep:8.1f} {kib / 1024:8.1f}" for new, rep, kib in measured)
             except PageError as err:
                 print(f"{row[:44]:44} the page shows an exception, not measured: {err}", flush=True)
                 continue
