@@ -92,7 +92,7 @@ def replay_view() -> None:
         f"{cfg.probe_run - 1} columns left of the main diagonal: each symbol of the second copy looks at the "
         "symbol that followed its earlier copy. A previous-token head draws the line just below the main diagonal."
     )
-    st.dataframe(hf.score_table(rp, i), hide_index=True)
+    st.dataframe(training.replay_table(i), hide_index=True)
 
 
 replay_view()
@@ -153,7 +153,7 @@ st.caption("Solid: each model's training loss, as it was trained; dotted: the re
 ui.show_figure(training.mask_figure(), key="mask_loss")
 st.markdown(hf.mask_sentence(mrp))
 st.markdown(hf.prompt_sentence(mrp))
-st.dataframe(hf.generation_table(mrp), hide_index=True)
+st.dataframe(training.mask_table(), hide_index=True)
 
 c1, c2 = st.columns([2, 1], vertical_alignment="center")
 training.train_button(c1, "mask", me)

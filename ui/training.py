@@ -19,6 +19,7 @@ import threading
 import uuid
 
 import plotly.graph_objects as go
+import pyarrow as pa
 import streamlit as st
 
 from figures import colours
@@ -127,6 +128,19 @@ def charts(rp: ti.Replay, index: int, score: str, per_row: int) -> dict[str, go.
 def replay_figures(index: int, score: str, per_row: int) -> dict[str, go.Figure]:
     """charts() of the bundled replay, cached per (snapshot, score, maps per row)."""
     return charts(replay(), index, score, per_row)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def replay_table(index: int) -> pa.Table:
+    """hf.score_table of the bundled replay at snapshot `index`, as the Arrow table st.dataframe sends: converted once,
+    not from a dict on every run (two tables were a fifth of the page's rerun)."""
+    return pa.table(hf.score_table(replay(), index))
+
+
+@st.cache_resource(max_entries=1, show_spinner=False)
+def mask_table() -> pa.Table:
+    """hf.generation_table of the bundled mask replay, as an Arrow table (see replay_table)."""
+    return pa.table(hf.generation_table(mask_replay()))
 
 
 def mask_chart(mrp: tm.MaskReplay) -> go.Figure:
