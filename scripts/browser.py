@@ -85,7 +85,6 @@ QUIET_MS = 600
 FIRST_MS = 300  # an action's first message leaves within this time (a click, a key, a resize that changes a width)
 
 
-
 def new_tab(owner, viewport: dict | None = None, **kwargs):
     """A tab whose app messages are timed (MESSAGE_CLOCK), for wait_rendered: a Browser's new_page(viewport, **kwargs)
     (a context of its own), or a new page of a context (a profile's, or another person's browser) at `viewport`."""

@@ -383,8 +383,8 @@ def _sidebar(current: Teacher | Student | None) -> None:
 
 
 def follow() -> None:
-    """A following student's run that its poll started for the teacher's new view opens that view, first thing: the
-    run ends here (a page switch), before it draws anything."""
+    """When a following student's poll found a new view of the teacher's, the run it started opens that view first
+    thing: the run ends here (a page switch), before it draws anything."""
     current, view = role(), st.session_state.pop(VIEW_KEY, None)
     if isinstance(current, Student) and view is not None:
         _apply(view, current.code)
