@@ -164,6 +164,8 @@ def test_a_question_is_answered_counted_and_revealed_with_the_models_weights(lm)
         assert s.session_state[panel.ROLE_KEY].answer == pick
     spec = histogram(teacher.run())
     assert [array(t["y"]).tolist() for t in spec["data"]] == [[1] + [0] * (n - 2) + [1]]  # the histogram counts 2
+    [alt] = [c.proto.alt for c in teacher.get("plotly_chart") if c.proto.id.endswith("live_histogram")]
+    assert alt.startswith("2 answers.")  # its description, for screen readers: the chart's accessible name
     assert histogram(students[0]) is None  # the students see their own answer only
     spec = histogram(teacher.button(key="live_reveal").click().run())
     model = array(spec["data"][1]["y"])
