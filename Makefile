@@ -4,6 +4,10 @@ PY := $(VENV)/bin/python
 PORT ?= 8501
 # One BLAS thread per process: numpy's OpenBLAS otherwise spins on small matrices (a 256×128 product 30 ms → 0.3 ms).
 export OPENBLAS_NUM_THREADS := 1
+# Each module's bytecode is written at its first import (in .venv and __pycache__/) and read by every later process:
+# with PYTHONDONTWRITEBYTECODE set, each of the suite's Python processes (test workers, app servers, command-line
+# runs) compiled torch's, Streamlit's, plotly's and transformers' modules again (1.4 s more CPU to import transformers).
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: run serve run-one test test-fast a11y fuzz bench lint screenshots retrain retrain-translator clean
 FUZZ_EXAMPLES ?= 50
