@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
 import pytest
 import torch
+from streamlit.components.v2 import manifest_scanner
 
 from transformer import GPT, Model
 from transformer.config import ModelConfig
@@ -14,6 +16,9 @@ from transformer.families.bert import BERT
 from transformer.loading import LoadedModel, load_model, save_model
 from transformer.tokenizer import Tokenizer
 
+# Every AppTest run scans the metadata of every installed package for Streamlit components (~80 ms a run; the served
+# app scans once, at start). The installed packages do not change during the suite: each test process scans once.
+manifest_scanner.scan_component_manifests = functools.cache(manifest_scanner.scan_component_manifests)
 torch.set_num_threads(1)  # as the app runs (ui/models.py); on a busy 2-core machine two threads spin
 # Pages open on the bundled model in tests (its numbers are what they check); the real models have tests of their own.
 os.environ.setdefault("ATLAS_DEFAULT_MODEL", "shakespeare-gpt")
