@@ -50,9 +50,11 @@ WRAP_CSS = (
 # Presenter view: larger type, and a first screen that holds the controls bar, the title and the page's first chart
 # (ui/widths.py sizes that chart to end on the screen). The bar is drawn at 80 % without its "τ in every layer" switch
 # (it stays in the sidebar) and starts in the header's band (the header keeps its buttons, clear of the bar); title,
-# headings, gaps and formulas are tighter; a paragraph of text that sits above a chart in the same block is drawn at
-# the end of that block, below the chart, and so is what a page puts in ui.after_figures (an order in the block's flex
-# column: the page's order stays for screen readers).
+# headings, gaps and formulas are tighter (Streamlit pulls the element after a markdown block up by 1rem, the margin a
+# paragraph leaves: a formula's bottom margin and the gap make up that 1rem, or it runs under the next element); a
+# paragraph of text that sits above a chart in the same block is drawn at the end of that block, below the chart, and
+# so is what a page puts in ui.after_figures (an order in the block's flex column: the page's order stays for screen
+# readers).
 TEXT = '[data-testid="stElementContainer"]:has(> [data-testid="stMarkdown"]):not(:has(.katex-display, h1, h2, h3, h4))'
 CHART = '[data-testid="stElementContainer"] [data-testid="stPlotlyChart"]'  # (a :has() holds no other :has())
 SHORT_PX = 740  # a wide projector (1280 × 720): tighter still
@@ -68,7 +70,7 @@ html {{ font-size: 19px; }}
 [data-testid="stCaptionContainer"] {{ display: none; }}
 [data-testid="stMainBlockContainer"] {{ padding: 0.6rem 4rem 2rem; max-width: none; }}
 [data-testid="stMain"] [data-testid="stVerticalBlock"] {{ gap: 0.4rem; }}
-[data-testid="stMain"] .katex-display {{ margin: 0.2em 0; }}
+[data-testid="stMain"] .katex-display {{ margin: 0 0 0.6rem; }}
 h1 {{ font-size: 1.5rem !important; line-height: 1.3 !important; padding: 0 0 0.25rem !important; }}
 [data-testid="stMain"] h2 {{ font-size: 1.3rem; padding: 0.2rem 0; }}
 [data-testid="stMain"] h3 {{ font-size: 1.1rem; padding: 0.2rem 0; }}
@@ -78,6 +80,7 @@ h1 {{ font-size: 1.5rem !important; line-height: 1.3 !important; padding: 0 0 0.
 @media (max-height: {SHORT_PX}px) {{
   .st-key-{BAR_KEY} {{ zoom: 0.72; }}
   [data-testid="stMain"] [data-testid="stVerticalBlock"] {{ gap: 0.25rem; }}
+  [data-testid="stMain"] .katex-display {{ margin-bottom: 0.75rem; }}
   [data-testid="stMain"] .katex-display > .katex {{ font-size: 1em; }}
   h1 {{ font-size: 1.25rem !important; }}
 }}

@@ -49,6 +49,15 @@ BAR_VALUES_TOUCH = """() => [...document.querySelectorAll('[data-testid="stMain"
 })"""
 
 
+# Formulas that run under the element after them (Encoder vs decoder's formula under its expander), as (text, px).
+FORMULAS_UNDER = """() => [...document.querySelectorAll('[data-testid="stMain"] .katex-display')]
+  .filter((k) => k.getBoundingClientRect().width > 0).map((k) => {
+    const next = k.closest('[data-testid="stElementContainer"]').nextElementSibling;
+    const top = next ? next.getBoundingClientRect().top : Infinity;
+    return [k.textContent.slice(0, 40), Math.round(k.getBoundingClientRect().bottom - top)];
+  }).filter(([, under]) => under > 1)"""
+
+
 def name_of(page: navigation.PageInfo) -> str:
     return "home" if page is navigation.HOME else Path(page.path).stem
 
@@ -98,6 +107,8 @@ def test_the_main_chart_is_whole_on_the_first_screen(base_url, profile, page):
             if not (main["top"] >= 0 and main["bottom"] <= height):
                 bad.append(f"{label or name_of(page)} at {width}×{height}: {main['title']!r} {main['top']:.0f}–"
                            f"{main['bottom']:.0f} px")
+            if under := tab.evaluate(FORMULAS_UNDER):
+                bad.append(f"{label or name_of(page)} at {width}×{height}: formulas under the next element {under}")
             if touching := tab.evaluate(BAR_VALUES_TOUCH):
                 bad.append(f"{label or name_of(page)} at {width}×{height}: bar values run together {touching}")
             if (width, height) == SIZES[0]:  # the same elements at either size: axe once, on the smaller screen
