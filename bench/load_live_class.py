@@ -4,10 +4,10 @@ every few seconds, on `--workers` app processes behind HAProxy sharing one Redis
     python bench/load_live_class.py --students 100 --moves 12   # the issue's measurement: on a quiet machine
     python bench/load_live_class.py --students 5 --moves 3      # a smoke run
 
-Each student's page polls the class as a browser does (its fragment's timer, every POLL_S); the time of a move is
-from the teacher's rerun request to the student's first finished run that shows the new layer (the address's
-`layer=`); the teacher's own reruns are timed too. Then the teacher asks a question, every student answers it, and
-the answers are counted in Redis.
+Each student's page is woken by the class's news (ui/live/wake.py) and polls the class as a browser does (its
+fragment's timer, every `wake.poll_s()`); the time of a move is from the teacher's rerun request to the student's first
+finished run that shows the new layer (the address's `layer=`); the teacher's own reruns are timed too. Then the
+teacher asks a question, every student answers it, and the answers are counted in Redis.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.st_client import Session  # noqa: E402
 from scripts.serve import free_port, serving  # noqa: E402
 from ui.live import REDIS_ENV  # noqa: E402
-from ui.live.classroom import POLL_S  # noqa: E402
 from ui.live.redis_store import PREFIX, own_server  # noqa: E402
+from ui.live.wake import poll_s  # noqa: E402
 
 SEND = "FormSubmitter:live_answer-Send"  # the answer form's button (Streamlit's key for a form's submit button)
 
@@ -66,7 +66,7 @@ async def keep_polling(s: Student, stop: asyncio.Event) -> None:
     while not stop.is_set():
         start = time.perf_counter()
         await s.poll()
-        await asyncio.sleep(max(0.0, POLL_S - (time.perf_counter() - start)))
+        await asyncio.sleep(max(0.0, poll_s() - (time.perf_counter() - start)))
 
 
 async def answer(s: Student) -> bool:
@@ -102,7 +102,7 @@ async def lesson(base: str, r: redis.Redis, args) -> dict:
             else:
                 delays.append(shown - moved)
     await teacher.press("live_ask")
-    await asyncio.sleep(3 * POLL_S)  # every page shows the question
+    await asyncio.sleep(3)  # every page shows the question (its page is woken)
     stop.set()
     await asyncio.gather(*pollers)
     sent = await asyncio.gather(*(answer(s) for s in students))

@@ -27,6 +27,8 @@ NEVER_INSIDE = {
     "ui/models.py": {"ui.caches"},
     # the live class's store, rules and questions run without a page (the store tests, the load bench)
     **{f"ui/live/{m}.py": {"streamlit", "ui.live.panel"} for m in ("store", "redis_store", "classroom", "questions")},
+    # waking the pages reads Streamlit's sessions, never the class's pages or store
+    "ui/live/wake.py": {"ui.live.panel", "ui.live.store", "ui.live.redis_store"},
     # minimal pairs: the lesson compares the traces it is given (loads and runs no model); the shared section reads
     # its own cache module, never a page group's
     "lessons/pairs.py": {"torch", "transformer.loading", "transformer.run_trace", "transformer.trace"},

@@ -3,11 +3,14 @@ without persistence, stopped after the session)."""
 
 from __future__ import annotations
 
+import queue
+import time
+
 import pytest
 import redis
 
 from scripts.serve import free_port
-from ui.live.redis_store import RedisStore, own_server
+from ui.live.redis_store import CHANGED, RedisStore, own_server
 from ui.live.store import MemoryStore
 
 
@@ -26,3 +29,29 @@ def store(request):
     url = request.getfixturevalue("redis_url")
     redis.Redis.from_url(url).flushdb()
     return RedisStore(url)
+
+
+def subscribers(store: RedisStore) -> int:
+    """How many clients of the store's Redis listen for news of changed classes."""
+    return dict(store.r.pubsub_numsub(CHANGED)).get(CHANGED, 0)
+
+
+def wait_for(condition, what: str, seconds: float = 10) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def news(store) -> queue.Queue:
+    """The codes of the classes the store announces as changed, as a listener hears them: on Redis, a listener of
+    another client of the same server (as another app process would be), subscribed before the test goes on."""
+    heard: queue.Queue = queue.Queue()
+    if isinstance(store, MemoryStore):
+        store.listen(heard.put)
+        return heard
+    before = subscribers(store)
+    RedisStore(store.url).listen(heard.put)
+    wait_for(lambda: subscribers(store) > before, "the listener did not subscribe")
+    return heard

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import time
 
 import pytest
 
@@ -220,3 +221,20 @@ def test_behind_the_proxy_the_address_is_the_one_haproxy_appended():
     assert client_address("127.0.0.1", {}, behind_proxy=True) == "127.0.0.1"  # no header: the connection's
     assert client_address("192.168.1.23", forged, behind_proxy=False) == "192.168.1.23"  # reached directly: ignored
     assert client_address(None, {}, behind_proxy=False) == "local"
+
+
+def test_every_change_the_students_see_is_announced_and_nothing_else(room, news):
+    """A move, a question, a reveal and the end wake the students' pages (the store's news); a view published again
+    unchanged, a heartbeat and a student's answer do not."""
+    code, secret = room.start(VIEW)
+    room.publish(code, secret, {**VIEW, "params": {"layer": ["2"]}})
+    room.publish(code, secret, {**VIEW, "params": {"layer": ["2"]}})  # the same view again
+    room.heartbeat(code, secret)
+    room.ask(code, secret, LOOK)
+    room.present(code, "s1", True)
+    room.answer(code, "s1", 1, "cat")
+    room.reveal(code, secret)
+    room.end(code, secret)
+    assert [news.get(timeout=5) for _ in range(4)] == [code] * 4  # Redis: heard on the subscriber's thread
+    time.sleep(0.2)  # anything more would have come by now
+    assert news.empty()

@@ -4,6 +4,7 @@ the teacher's, explore and come back, answer a question; the teacher sees the an
 from __future__ import annotations
 
 import json
+import time
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ from transformer.head_scores import probe_scores
 from transformer.trace import run_trace
 from ui import navigation
 from ui.live import panel
+from ui.live.classroom import ClassState
 from ui.live.store import MemoryStore
 
 pytestmark = pytest.mark.slow
@@ -103,21 +105,28 @@ def test_students_follow_the_teachers_page_tab_and_controls():
         assert s.query_params["class"] == teacher.session_state[panel.ROLE_KEY].code
 
 
-def test_opening_the_teachers_view_draws_nothing_before_the_page_switch(monkeypatch):
-    """A move reaches a student as three runs: the run that polls (the page as it was), the run that opens the new
-    view (panel.follow: a page switch before the menu), the new view. The middle one draws no menu (17 page links:
-    a tenth of a student's time per move)."""
+def test_a_move_reaches_a_student_in_one_drawn_run(monkeypatch):
+    """A student's whole run opens the teacher's new view before it draws anything (panel.follow): on the same page
+    in that run, on another page through a page switch whose first run draws nothing. Either way the page is drawn
+    once per move (the menu: 17 page links, a tenth of a student's time per move), not once as it was and again."""
     teacher, (student, _) = class_of_two()
     menus = []
     draw_menu = navigation.draw_menu
     monkeypatch.setattr(navigation, "draw_menu", lambda menu: menus.append(1) or draw_menu(menu))
-    teacher.sidebar.slider(key="w_layer").set_value(2)
-    teacher.run()
-    menus.clear()
-    student.run()
-    ok(teacher, student)
-    assert shared_state(student) == shared_state(teacher) and student.session_state["atlas_layer"] == 2
-    assert len(menus) == 2
+    moves = [
+        lambda: teacher.sidebar.slider(key="w_layer").set_value(2),
+        lambda: teacher.switch_page(str(ROOT / ONE_HEAD)),
+        lambda: teacher.sidebar.slider(key="w_head").set_value(1),
+    ]
+    for move in moves:
+        move()
+        teacher.run()
+        menus.clear()
+        student.run()
+        ok(teacher, student)
+        assert shared_state(student) == shared_state(teacher)
+        assert len(menus) == 1
+    assert shared_state(student)[0] == ONE_HEAD and student.session_state["atlas_layer"] == 2
 
 
 def test_a_student_explores_then_follows_again():
@@ -238,3 +247,25 @@ def test_a_link_to_localhost_is_said_to_work_only_here():
     teacher, _ = class_of_two()  # AppTest's address is http://localhost:8501/
     assert any("localhost" in m.value and "Live class" in m.value for m in teacher.markdown)
     assert any("students' devices cannot open it" in c.value for c in teacher.caption)
+
+
+def test_a_page_that_does_not_show_the_view_it_opened_opens_it_again(monkeypatch):
+    """A request that left the browser before the view reached it carries the old address: a whole run within
+    FOLLOW_S opens the view again (at most OPENS times); a poll lets the first such address be (it is most likely
+    that), and asks for a whole run at the second in a row. After FOLLOW_S a following student's own move stands."""
+    view = {"page": ONE_HEAD, "params": {"layer": ["2"], "head": ["1"]}}
+    cs = ClassState("CODE1234", 3, view, 0, None, False)
+    s = panel.Student("CODE1234", version=3, opened_at=time.monotonic(), opened=1)
+    shown = {"page": ONE_HEAD, "params": {"layer": ["0"], "head": ["1"], "present": ["1"]}}
+    monkeypatch.setattr(panel, "current_view", lambda: shown)
+    assert panel._behind(s, cs)  # a whole run opens it again
+    assert not panel._lost(s, cs)  # the first poll without it: let be
+    assert panel._lost(s, cs)  # the second in a row: a whole run
+    shown["params"]["layer"] = ["2"]
+    assert not panel._behind(s, cs) and not panel._lost(s, cs) and s.unshown == 0  # shown: the count starts again
+    shown["params"]["layer"] = ["0"]
+    s.opened = panel.OPENS
+    assert not panel._behind(s, cs)  # opened often enough
+    s.opened, s.opened_at = 1, time.monotonic() - panel.FOLLOW_S - 1
+    assert not panel._behind(s, cs) and not panel._lost(s, cs) and not panel._lost(s, cs)  # the student's own move
+    assert panel._behind(s, ClassState("CODE1234", 4, view, 0, None, False))  # until the teacher's next

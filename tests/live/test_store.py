@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import queue
 import time
 
+from scripts.serve import free_port
+from tests.live.conftest import subscribers, wait_for
+from ui.live.redis_store import RedisStore, own_server
 from ui.live.store import MemoryStore
 
 
@@ -84,3 +88,24 @@ def test_the_memory_store_expires_on_its_clock():
     assert store.read("AAAA1111")
     now[0] += 2
     assert store.read("AAAA1111") == {}
+
+
+def test_news_of_a_changed_class_reaches_every_listener(store, news):
+    store.notify("AAAA1111")
+    store.notify("BBBB2222")
+    assert [news.get(timeout=5), news.get(timeout=5)] == ["AAAA1111", "BBBB2222"]
+
+
+def test_a_listener_hears_the_news_again_after_redis_restarts():
+    """The subscriber thread subscribes again once Redis is back (news sent while it was down is lost: the pages' own
+    polls catch up)."""
+    port = free_port()
+    heard: queue.Queue = queue.Queue()
+    with own_server(port) as url:
+        store = RedisStore(url)
+        store.listen(heard.put)
+        wait_for(lambda: subscribers(store) == 1, "the listener did not subscribe")
+    with own_server(port):  # a new server: nobody subscribed to it yet
+        wait_for(lambda: subscribers(store) == 1, "the listener did not subscribe again", seconds=15)
+        store.notify("CCCC3333")
+        assert heard.get(timeout=5) == "CCCC3333"

@@ -6,7 +6,8 @@ is refused without it (compared in constant time). Students are anonymous: a ran
 name. The record holds the teacher's view (page and address parameters, with a version that grows with each change),
 the current question's number and whether it was revealed; the tables hold the questions (with the model's own
 numbers for the reveal) and the answers ("question number:student id" → answer). The class expires TTL seconds after
-the teacher's last heartbeat; answers go with it.
+the teacher's last heartbeat; answers go with it. Every change the students must see (a move, a question, a reveal, the
+end) is announced through the store (`notify`), which wakes their pages.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"  # Crockford's base 32: no I, L, O
 CODE_LEN = 8
 READS_AS = str.maketrans("OIL", "011")  # what a student may type for the letters the alphabet leaves out
 TTL = 3 * 3600.0  # a class ends this long after the teacher's last heartbeat
-POLL_S = 1.0  # a student's page reads the class this often
+POLL_S = 1.0  # the teacher's page reads the class this often (and a student's, when it cannot be woken: wake.py)
+WOKEN_POLL_S = 4.0  # a following student's page, woken at once by each change of the class, reads it this often too
 PRESENT_S = 10.0  # a student counts as following (or exploring) for this long after their page's last poll
 FAILED_JOINS = (10, 60.0)  # at most 10 wrong codes a minute per client…
 FAILED_JOINS_PER_ADDRESS = (100, 60.0)  # …and per network address (a whole classroom may share one: client_address)
@@ -158,7 +160,9 @@ class Classroom:
         record = self._check(code, secret)
         if json.loads(record["view"]) == view:
             return int(record["version"])
-        return self.store.write(code, {"view": json.dumps(view)})
+        version = self.store.write(code, {"view": json.dumps(view)})
+        self.store.notify(code)
+        return version
 
     def ask(self, code: str, secret: str, question: Question) -> int:
         """Pose `question` (the previous one closes); its number."""
@@ -166,17 +170,20 @@ class Classroom:
         qid = int(self._check(code, secret)["qid"]) + 1
         self.store.put(code, "questions", str(qid), question.to_json())
         self.store.write(code, {"qid": str(qid), "revealed": "0"})
+        self.store.notify(code)
         return qid
 
     def reveal(self, code: str, secret: str) -> None:
         """Show the class the answers' histogram and the model's numbers; answering stops."""
         self._check(code, secret)
         self.store.write(code, {"revealed": "1"})
+        self.store.notify(code)
 
     def end(self, code: str, secret: str) -> None:
         """End the class now: its view, questions and answers are deleted."""
         self._check(code, secret)
         self.store.delete(code)
+        self.store.notify(code)
 
     def answers(self, code: str, secret: str, qid: int) -> list[str]:
         """The answers to question `qid`, one per student (in no particular order)."""

@@ -4,8 +4,9 @@ explore, answer). app.py has navigation.run draw `bar()` before the page, and ca
 The view a student follows is exactly what the teacher's address holds: the page, and every parameter of the address
 (sentence, model, layer, head, τ, the open tab, the page's own controls) but presenter view and the class code.
 The teacher's secret lives in the teacher's session only, never in an address (the projector would show it): a
-teacher whose browser reconnects to the same process keeps the class; a reload starts without it. A student's page
-polls the class once a second (a fragment) and, when the teacher's view changed and the student follows, opens it.
+teacher whose browser reconnects to the same process keeps the class; a reload starts without it. A following
+student's page is rerun as soon as the class changes (wake.py) and polls it every few seconds besides (a fragment);
+a whole run that finds the teacher's view changed opens it before drawing anything (`follow`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import io
 import os
 import secrets
+import time
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,7 +30,7 @@ from transformer.errors import AtlasError
 from .. import a11y, navigation, state
 from ..caches.heads import head_scores
 from ..models import get_model, get_trace
-from . import questions, room
+from . import questions, room, wake
 from .classroom import (
     BEHIND_PROXY_ENV,
     KINDS,
@@ -43,10 +45,11 @@ from .classroom import (
 ROLE_KEY = "live_role"
 CLIENT_KEY = "live_client"  # this browser session, for the limit on wrong codes
 NOTE_KEY = "live_note"  # a message for the next run ("This class has ended.")
-VIEW_KEY = "live_view"  # the teacher's view a student's next run opens
 CLASS_PARAM = "class"
 PRIVATE = {"present", CLASS_PARAM}  # address parameters each person keeps for themselves
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}  # a join link with these works only on the teacher's computer
+FOLLOW_S = 10.0  # within this long of opening a view, a following page that does not show it opens it again…
+OPENS = 3  # …at most this many times in all
 QR_SCALE = 5  # pixels per module of the QR code: ~200 px for a join link
 
 
@@ -62,7 +65,10 @@ class Student:
     code: str
     id: str = field(default_factory=lambda: secrets.token_hex(8))  # anonymous: this browser session, nothing else
     following: bool = True
-    version: int = -1  # the class version whose view this page opened (-1: none yet)
+    version: int = -1  # the class version whose view this page opened (-1: none yet)…
+    opened_at: float = 0.0  # …when (time.monotonic())…
+    opened: int = 0  # …and how many times
+    unshown: int = 0  # polls in a row whose page did not show it
     qid: int = 0
     question: Question | None = None
     answer: str = ""  # this student's answer to the current question
@@ -81,6 +87,7 @@ def current_view() -> dict:
 def _leave(note: str) -> None:
     """Leave the class (it ended, or cannot be reached): the note shows on the next run."""
     st.session_state.pop(ROLE_KEY, None)
+    wake.follow(None)
     st.session_state[NOTE_KEY] = note
     if CLASS_PARAM in st.query_params:
         del st.query_params[CLASS_PARAM]
@@ -263,25 +270,28 @@ def _teacher_bar(t: Teacher) -> None:
 
 
 def _apply(view: dict, code: str) -> None:
-    """Open the teacher's view: its page, with its address; the controls the address binds take its values."""
+    """Open the teacher's view: its page, with its address; the controls the address binds take its values. On the
+    page this run shows, in this run (it has drawn nothing yet); on another, through a page switch."""
     if view.get("page") not in {p.path for p in navigation.ORDER}:
         return
     params = {k: v for k, v in view["params"].items() if k not in PRIVATE}
-    for key in (set(st.query_params) | set(params)) - PRIVATE:
+    shown = set(st.query_params) - PRIVATE
+    for key in shown | set(params):
         if key in st.session_state:  # a control the address binds: it takes the address's value again
             del st.session_state[key]
     for key in state.KEYS:  # the sidebar's shared state is read from the address again
         st.session_state.pop("atlas_" + key, None)
-    own = {k: st.query_params.get_all(k) for k in PRIVATE if k in st.query_params}
-    _release(params)
-    st.switch_page(str(navigation.ROOT / view["page"]), query_params={**params, **own, CLASS_PARAM: code})
+    address = {**params, **{k: st.query_params.get_all(k) for k in PRIVATE if k in st.query_params}, CLASS_PARAM: code}
+    _release(shown | set(params))
+    if view["page"] != navigation.current() or not _open_here(address):
+        st.switch_page(str(navigation.ROOT / view["page"]), query_params=address)
 
 
 def _release(keys) -> None:
     """Let the address take new values for `keys` where a control of this page binds them. Streamlit refuses to set a
     bound parameter (the control would disagree with the address); here each such control was reset (_apply deletes
-    its value) and takes the address's value on the next run, as on a first visit. Streamlit has no public call for
-    this: its binding is dropped through the session's QueryParams; a Streamlit without it leaves them bound."""
+    its value) and takes the address's value when it is next drawn, as on a first visit. Streamlit has no public call
+    for this: its binding is dropped through the session's QueryParams; a Streamlit without it leaves them bound."""
     ctx = get_script_run_ctx()
     with ctx.session_state.query_params() as qp:
         if not hasattr(qp, "get_binding_for_param"):
@@ -290,6 +300,18 @@ def _release(keys) -> None:
             binding = qp.get_binding_for_param(key)
             if binding is not None:
                 qp.unbind_widget(binding.widget_id)
+
+
+def _open_here(address: dict) -> bool:
+    """Make `address` this run's address, as if the run had started with it: the controls it binds, not drawn yet,
+    take their values from it. Streamlit seeds them from the address a run started with; resetting that is not
+    public (the session's QueryParams again): False on a Streamlit without it, and the caller switches pages."""
+    st.query_params.from_dict(address)
+    with get_script_run_ctx().session_state.query_params() as qp:
+        if not hasattr(qp, "set_initial_query_params_from_current"):
+            return False
+        qp.set_initial_query_params_from_current()
+    return True
 
 
 def _follow(following: bool) -> None:
@@ -320,12 +342,14 @@ def _answer_form(s: Student) -> None:
         st.caption(f"Your answer: {quote(s.answer)}. You can change it until the teacher reveals the model's answer.")
 
 
-@st.fragment(run_every=POLL_S)
+@st.fragment(run_every=wake.poll_s())
 def _student_live() -> None:
-    """Every second: follow the teacher's moves, show the question."""
+    """With each whole run (a following page is woken by each change of the class: wake.py) and every few seconds:
+    follow the teacher's moves, show the question."""
     s = role()
     if not isinstance(s, Student):
         return
+    wake.follow(s.code if s.following else None)
     r = room()
 
     def read():
@@ -339,10 +363,8 @@ def _student_live() -> None:
         return
     if cs.qid != s.qid:
         s.qid, s.question, s.answer = cs.qid, cs.question, ""
-    if s.following and cs.version != s.version:
-        s.version = cs.version
-        st.session_state[VIEW_KEY] = cs.view  # opened by the whole page's run (follow(): a fragment's page switch
-        st.rerun(scope="app")  # leaves the sidebar's sliders at their start values)
+    if s.following and (cs.version != s.version or _lost(s, cs)):
+        st.rerun(scope="app")  # the whole page's run opens the view (follow(): a fragment cannot move the sidebar)
     with st.container(horizontal=True, vertical_alignment="center"):
         if s.following:
             st.markdown(f"**Live class {shown_code(s.code)}**: you follow the teacher.")
@@ -383,11 +405,45 @@ def _sidebar(current: Teacher | Student | None) -> None:
 
 
 def follow() -> None:
-    """When a following student's poll found a new view of the teacher's, the run it started opens that view first
-    thing: the run ends here (a page switch), before it draws anything."""
-    current, view = role(), st.session_state.pop(VIEW_KEY, None)
-    if isinstance(current, Student) and view is not None:
-        _apply(view, current.code)
+    """A following student's page, first thing in each whole run (before anything is drawn): open the teacher's view
+    when the page is behind it (`_behind`). A class that cannot be read is left to the bar to say."""
+    s = role()
+    if not isinstance(s, Student) or not s.following:
+        return
+    try:
+        cs = room().state(s.code, seen_qid=s.qid)
+    except LiveError:
+        return
+    if cs is None or not _behind(s, cs):
+        return
+    if cs.version != s.version:
+        s.version, s.opened_at, s.opened = cs.version, time.monotonic(), 0
+    s.opened += 1
+    _apply(cs.view, s.code)
+
+
+def _lost(s: Student, cs) -> bool:
+    """In a poll: whether the page lost the view it opened. A poll whose address is not the view's may have left the
+    browser before the view reached it; two in a row (WOKEN_POLL_S apart), within FOLLOW_S of opening it, mean the
+    page never showed it (the run that opened it can be lost when a request of the browser's comes in as it ends)."""
+    if time.monotonic() - s.opened_at > FOLLOW_S or not _behind(s, cs):
+        s.unshown = 0
+        return False
+    s.unshown += 1
+    return s.unshown >= 2
+
+
+def _behind(s: Student, cs) -> bool:
+    """Whether a following student's page must open the teacher's view: it changed since the page opened one; or,
+    within FOLLOW_S of that, this run does not show it (a request the browser sent before the view reached it, a
+    poll or a chart's width report, carries the old address and controls, and may come after the run that opened it),
+    at most OPENS times a view. Later, a following student's own move stands until the teacher's next."""
+    if cs.version != s.version:
+        return True
+    if time.monotonic() - s.opened_at > FOLLOW_S or s.opened >= OPENS:
+        return False
+    shown = current_view()
+    return shown["page"] != cs.view["page"] or any(shown["params"].get(k) != v for k, v in cs.view["params"].items())
 
 
 def bar() -> None:
@@ -405,3 +461,4 @@ def bar() -> None:
     elif isinstance(current, Student):
         with st.container(key="live_bar", border=True):
             _student_live()
+

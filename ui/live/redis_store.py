@@ -3,16 +3,21 @@
 Keys of class CODE: `live:CODE` (hash: the record, with its version), `live:CODE:t:NAME` (hash: a table),
 `live:CODE:b:GROUP` (sorted set: member → time of its last heartbeat). Every key of a class gets the record's
 expiry, so the class goes whole. Rate counters: `live:n:KEY` (a string with its own expiry). The steps that must see
-the record and change something at once are Lua scripts, which Redis runs atomically.
+the record and change something at once are Lua scripts, which Redis runs atomically. A changed class is published on
+the channel `live:changed` (its code); each process that listens keeps one subscriber thread, which subscribes again
+after Redis comes back (news sent meanwhile is lost: the pages' own polls catch up).
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import shutil
 import subprocess
+import threading
 import time
+from collections.abc import Callable
 
 import redis
 
@@ -20,6 +25,9 @@ from .classroom import StoreDown
 from .store import GROUPS, TABLES, ClassStore
 
 PREFIX = "live:"
+CHANGED = PREFIX + "changed"  # the channel of changed classes' codes
+RESUBSCRIBE_S = 1.0  # the subscriber waits this long before it tries a Redis that went away again
+_LOG = logging.getLogger(__name__)
 # KEYS[1] the record; ARGV[1] its expiry in ms, then field, value, …: make it, with version 0, if it does not exist
 CREATE = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
@@ -69,10 +77,13 @@ class RedisStore:
     """Classes in Redis (a client is thread-safe: one per process serves every session)."""
 
     def __init__(self, url: str):
+        self.url = url
         self.r = redis.Redis.from_url(url, decode_responses=True, socket_timeout=5, health_check_interval=30)
         self._create, self._write, self._put, self._beat = (
             self.r.register_script(s) for s in (CREATE, WRITE, PUT, BEAT)
         )
+        self._listeners: list[Callable[[str], None]] = []
+        self._subscriber: threading.Thread | None = None
 
     @staticmethod
     def _key(code: str, *parts: str) -> str:
@@ -128,6 +139,31 @@ class RedisStore:
             p.pexpire(key, int(window * 1000), nx=True)  # the window starts with its first hit
             total, _ = p.execute()
         return int(total)
+
+    def notify(self, code: str) -> None:
+        self.r.publish(CHANGED, code)
+
+    def listen(self, callback: Callable[[str], None]) -> None:
+        self._listeners.append(callback)
+        if self._subscriber is None:
+            self._subscriber = threading.Thread(target=self._subscribe, name="live-class-news", daemon=True)
+            self._subscriber.start()
+
+    def _subscribe(self) -> None:
+        """The subscriber thread: every code published on CHANGED to every listener, for as long as the process
+        lives. Its own connection waits without a timeout (the class may stay quiet for minutes)."""
+        client = redis.Redis.from_url(self.url, decode_responses=True, socket_keepalive=True)
+        while True:
+            try:
+                with client.pubsub(ignore_subscribe_messages=True) as news:
+                    news.subscribe(CHANGED)
+                    for message in news.listen():
+                        for callback in list(self._listeners):
+                            callback(message["data"])
+            except (redis.ConnectionError, redis.TimeoutError):
+                time.sleep(RESUBSCRIBE_S)
+            except Exception:  # a listener's bug must not end the news for the whole process
+                _LOG.exception("live class: a listener failed")
 
 
 for _name in [n for n in vars(ClassStore) if not n.startswith("_")]:

@@ -3,7 +3,9 @@
 A store knows nothing of teachers, secrets or questions (ui/live/classroom.py holds those rules); it keeps, per class
 code, one record of string fields with a version number, named tables of string fields (the questions, the answers),
 heartbeat groups (who follows, who explores) and rate counters. Every key of a class expires together, `ttl` seconds
-after the last touch. ui/live/redis_store.py is the same store for several processes or machines.
+after the last touch. A store also carries the news that a class changed (`notify`) to every process that `listen`s,
+so that the students' pages can open the teacher's move at once. ui/live/redis_store.py is the same store for several
+processes or machines.
 """
 
 from __future__ import annotations
@@ -49,6 +51,12 @@ class ClassStore(Protocol):
         """Add n to the counter `key` (n = 0: read it); the counter's total since its first hit, which starts a
         window of `window` seconds, after which it starts again from 0."""
 
+    def notify(self, code: str) -> None:
+        """Tell every listener, in every process of this store, that the class `code` changed."""
+
+    def listen(self, callback: Callable[[str], None]) -> None:
+        """From now on call callback(code) (on any thread) whenever a class changes; it must return quickly."""
+
 
 GROUPS = ("follow", "explore")  # the heartbeat groups
 TABLES = ("questions", "answers")  # the tables a class has
@@ -71,6 +79,7 @@ class MemoryStore:
         self.clock = clock
         self._classes: dict[str, _Class] = {}
         self._counters: dict[str, tuple[int, float]] = {}  # key → (count, window's end)
+        self._listeners: list[Callable[[str], None]] = []
         self._lock = threading.Lock()
 
     def _live(self, code: str) -> _Class | None:
@@ -149,3 +158,10 @@ class MemoryStore:
             if n:
                 self._counters[key] = (count + n, end)
             return count + n
+
+    def notify(self, code: str) -> None:
+        for callback in list(self._listeners):
+            callback(code)
+
+    def listen(self, callback: Callable[[str], None]) -> None:
+        self._listeners.append(callback)

@@ -1,0 +1,83 @@
+"""Waking the pages that follow a class (ui/live/wake.py): which sessions are woken, and how. Streamlit's runtime is
+replaced by a stand-in that records the reruns asked for; the browser tests (tests/browser/test_live_class.py) show
+the real thing: students follow within 2 s while their pages poll only every WOKEN_POLL_S."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+
+import pytest
+
+from ui.live import wake
+from ui.live.classroom import POLL_S, WOKEN_POLL_S
+
+
+class FakeSession:
+    """What wake reads of an AppSession: its event loop, its last client state, request_rerun."""
+
+    def __init__(self, loop):
+        self._event_loop, self._client_state, self.reruns = loop, object(), []
+
+    def request_rerun(self, client_state) -> None:
+        self.reruns.append(client_state)
+
+
+@pytest.fixture
+def sessions(monkeypatch):
+    """Three live sessions of this process (ids a, b, c) on one event loop, and a way to run what was scheduled."""
+    loop = asyncio.new_event_loop()
+    live = {sid: FakeSession(loop) for sid in "abc"}
+
+    def active(sid: str):
+        return SimpleNamespace(session=live[sid]) if sid in live else None
+
+    manager = SimpleNamespace(get_active_session_info=active)
+    monkeypatch.setattr(wake.runtime, "exists", lambda: True)
+    monkeypatch.setattr(wake.runtime, "get_instance", lambda: SimpleNamespace(_session_mgr=manager))
+    monkeypatch.setattr(wake, "_FOLLOWERS", {})
+
+    def follow(sid: str, code: str | None) -> None:
+        monkeypatch.setattr(wake, "get_script_run_ctx", lambda: SimpleNamespace(session_id=sid))
+        wake.follow(code)
+
+    def settle() -> None:
+        loop.run_until_complete(asyncio.sleep(0))
+
+    yield live, follow, settle
+    loop.close()
+
+
+def test_the_pinned_streamlit_lets_a_page_be_woken():
+    """Without it the students' pages would poll every POLL_S again; a Streamlit upgrade that removes it fails here."""
+    assert wake.available()
+    assert wake.poll_s() == WOKEN_POLL_S > POLL_S
+
+
+def test_only_the_pages_following_the_class_are_rerun_at_their_own_address(sessions):
+    live, follow, settle = sessions
+    follow("a", "CLASS111")
+    follow("b", "CLASS111")
+    follow("c", "OTHER222")
+    assert wake.wake("CLASS111") == 2
+    settle()
+    assert live["a"].reruns == [live["a"]._client_state] and live["b"].reruns == [live["b"]._client_state]
+    assert live["c"].reruns == []
+
+
+def test_a_page_that_explores_or_leaves_is_not_woken(sessions):
+    live, follow, settle = sessions
+    follow("a", "CLASS111")
+    follow("b", "CLASS111")
+    follow("a", None)  # explores
+    assert wake.wake("CLASS111") == 1
+    settle()
+    assert live["a"].reruns == [] and len(live["b"].reruns) == 1
+
+
+def test_a_page_whose_browser_has_gone_is_forgotten(sessions):
+    live, follow, _ = sessions
+    follow("a", "CLASS111")
+    follow("gone", "CLASS111")
+    assert wake.wake("CLASS111") == 1
+    assert "gone" not in wake._FOLLOWERS and "a" in wake._FOLLOWERS
