@@ -4,7 +4,6 @@ the real thing: students follow within 2 s while their pages poll only every WOK
 
 from __future__ import annotations
 
-import asyncio
 from types import SimpleNamespace
 
 import pytest
@@ -13,10 +12,25 @@ from ui.live import wake
 from ui.live.classroom import POLL_S, WOKEN_POLL_S
 
 
+class FakeLoop:
+    """A session's event loop as wake uses it: callbacks scheduled from another thread, run when the loop turns."""
+
+    def __init__(self):
+        self.scheduled = []
+
+    def call_soon_threadsafe(self, callback, *args) -> None:
+        self.scheduled.append((callback, args))
+
+    def turn(self) -> None:
+        scheduled, self.scheduled = self.scheduled, []
+        for callback, args in scheduled:
+            callback(*args)
+
+
 class FakeSession:
     """What wake reads of an AppSession: its event loop, its last client state, request_rerun."""
 
-    def __init__(self, loop):
+    def __init__(self, loop: FakeLoop):
         self._event_loop, self._client_state, self.reruns = loop, object(), []
 
     def request_rerun(self, client_state) -> None:
@@ -26,7 +40,7 @@ class FakeSession:
 @pytest.fixture
 def sessions(monkeypatch):
     """Three live sessions of this process (ids a, b, c) on one event loop, and a way to run what was scheduled."""
-    loop = asyncio.new_event_loop()
+    loop = FakeLoop()
     live = {sid: FakeSession(loop) for sid in "abc"}
 
     def active(sid: str):
@@ -41,11 +55,7 @@ def sessions(monkeypatch):
         monkeypatch.setattr(wake, "get_script_run_ctx", lambda: SimpleNamespace(session_id=sid))
         wake.follow(code)
 
-    def settle() -> None:
-        loop.run_until_complete(asyncio.sleep(0))
-
-    yield live, follow, settle
-    loop.close()
+    return live, follow, loop.turn
 
 
 def test_the_pinned_streamlit_lets_a_page_be_woken():
