@@ -3,8 +3,8 @@
 import streamlit as st
 
 import ui
-from figures.attention import pattern_heatmap
 from ui import navigation, presenter
+from ui.caches.masking import pattern_figure
 
 state = ui.sidebar()
 lm = ui.get_model(state.model)
@@ -53,7 +53,7 @@ def live() -> None:
         f"each row is a token (the query) and shows how much it looks at {looks}"
     )
     st.latex(r"\alpha = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}\,\tau}+M\right)")
-    ui.show_figure(pattern_heatmap(tr, state.layer, state.head), key="home_pattern")
+    ui.show_figure(pattern_figure(state.key, state.layer, state.head), key="home_pattern")
 
 
 first, second = st.container(), st.container()  # on a projector the first screen shows the map
