@@ -32,6 +32,7 @@ class FakeSession:
 
     def __init__(self, loop: FakeLoop):
         self._event_loop, self._client_state, self.reruns = loop, object(), []
+        self._scriptrunner = None  # the ScriptRunner that has the session (its requests: `_requests`)
 
     def request_rerun(self, client_state) -> None:
         self.reruns.append(client_state)
@@ -54,6 +55,14 @@ def sessions(monkeypatch):
     def follow(sid: str, code: str | None) -> None:
         monkeypatch.setattr(wake, "get_script_run_ctx", lambda: SimpleNamespace(session_id=sid))
         wake.follow(code)
+
+    def run_ends(sid: str, requests: object) -> None:
+        """A run of session `sid` (its ScriptRunner's requests: `requests`) ends: it asks to see its messages out."""
+        ctx = SimpleNamespace(session_id=sid, script_requests=requests)
+        monkeypatch.setattr(wake, "get_script_run_ctx", lambda: ctx)
+        wake.see_delivered()
+
+    follow.run_ends = run_ends
 
     return live, follow, loop.turn
 
@@ -91,3 +100,17 @@ def test_a_page_whose_browser_has_gone_is_forgotten(sessions):
     follow("gone", "CLASS111")
     assert wake.wake("CLASS111") == 1
     assert "gone" not in wake._FOLLOWERS and "a" in wake._FOLLOWERS
+
+
+def test_a_run_whose_messages_were_dropped_is_run_again(sessions):
+    """A run's check comes after its messages on the session's loop: if its ScriptRunner still has the session they went
+    out; if another took it meanwhile (a request of the browser's as the run ended), Streamlit dropped the rest: the
+    page runs again."""
+    live, follow, settle = sessions
+    a, b = live["a"], live["b"]
+    a._scriptrunner, b._scriptrunner = SimpleNamespace(_requests="a's run"), SimpleNamespace(_requests="b's run")
+    follow.run_ends("a", "a's run")
+    follow.run_ends("b", "b's run")
+    b._scriptrunner = SimpleNamespace(_requests="a poll's run")  # taken before b's messages were sent
+    settle()
+    assert a.reruns == [] and b.reruns == [b._client_state]

@@ -115,8 +115,11 @@ def _end() -> None:
 
 
 def publish() -> None:
-    """The teacher's view, as this run leaves the address, becomes the class's (app.py calls this after the page)."""
+    """The teacher's view, as this run leaves the address, becomes the class's (app.py calls this after the page); a
+    student's run makes sure its messages reach the browser (wake.see_delivered)."""
     t = role()
+    if isinstance(t, Student):
+        wake.see_delivered()
     if not isinstance(t, Teacher) or navigation.current() is None:
         return
     view = current_view()
@@ -425,7 +428,9 @@ def follow() -> None:
 def _lost(s: Student, cs) -> bool:
     """In a poll: whether the page lost the view it opened. A poll whose address is not the view's may have left the
     browser before the view reached it; two in a row (WOKEN_POLL_S apart), within FOLLOW_S of opening it, mean the
-    page never showed it (the run that opened it can be lost when a request of the browser's comes in as it ends)."""
+    page never showed it. The run that opened it can be lost: a request of the browser's handled after that run's script
+    ended, but before the server sent all its messages, starts a new run, and Streamlit drops what the old run had
+    not sent yet (it ignores the events of a ScriptRunner that is no longer the session's)."""
     if time.monotonic() - s.opened_at > FOLLOW_S or not _behind(s, cs):
         s.unshown = 0
         return False

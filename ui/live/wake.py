@@ -22,14 +22,15 @@ from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_r
 
 from .classroom import POLL_S, WOKEN_POLL_S
 
-SESSION_ATTRIBUTES = {"_client_state", "_event_loop"}  # the page and address of the last run; its event loop
+# what is read of an AppSession: the page and address of its last run, its event loop, its current ScriptRunner
+SESSION_ATTRIBUTES = {"_client_state", "_event_loop", "_scriptrunner"}
 _FOLLOWERS: dict[str, str] = {}  # session id → the code of the class its page follows
 _LOCK = threading.Lock()
 
 
 def available() -> bool:
     """Whether this Streamlit lets a page be rerun from outside it (see the module's docstring): its AppSession has
-    request_rerun, and sets the two attributes read here in its __init__."""
+    request_rerun, and sets the attributes read here in its __init__."""
     return callable(getattr(AppSession, "request_rerun", None)) and SESSION_ATTRIBUTES <= set(
         AppSession.__init__.__code__.co_names
     )
@@ -55,26 +56,49 @@ def follow(code: str | None) -> None:
 def wake(code: str) -> int:
     """Rerun every page of this process that follows the class `code` (from any thread); how many were woken. A page
     whose browser has gone is forgotten (it registers again with its next run, when it comes back)."""
-    if not (available() and runtime.exists()):
-        return 0
-    manager = getattr(runtime.get_instance(), "_session_mgr", None)
-    if manager is None:
-        return 0
     with _LOCK:
         followers = [sid for sid, c in _FOLLOWERS.items() if c == code]
     woken = 0
     for sid in followers:
-        info = manager.get_active_session_info(sid)
-        if info is None:
+        session = _session(sid)
+        if session is None:
             with _LOCK:
                 _FOLLOWERS.pop(sid, None)
             continue
-        session = info.session
         session._event_loop.call_soon_threadsafe(_rerun, session)
         woken += 1
     return woken
 
 
+def see_delivered() -> None:
+    """At the end of a student's page run: make sure its messages reach the browser, else run the page again. A
+    request of the browser's (a poll, a width report) handled after the run's script ended but before the event loop
+    sent all its messages starts a new ScriptRunner, and Streamlit ignores the rest of the old one's (the events of a
+    ScriptRunner that is no longer the session's). Under load the script runs ahead of the event loop, so a woken run
+    could be lost whole. The loop handles callbacks in order: one posted now runs after this run's messages."""
+    ctx = get_script_run_ctx()
+    session = _session(ctx.session_id) if ctx is not None else None
+    if session is not None and ctx.script_requests is not None:
+        session._event_loop.call_soon_threadsafe(_delivered, session, ctx.script_requests)
+
+
+def _session(session_id: str) -> AppSession | None:
+    """The live session of this process with this id (None: gone, or no runtime, or a Streamlit without the calls)."""
+    if not (available() and runtime.exists()):
+        return None
+    manager = getattr(runtime.get_instance(), "_session_mgr", None)
+    info = manager.get_active_session_info(session_id) if manager is not None else None
+    return info.session if info is not None else None
+
+
 def _rerun(session: AppSession) -> None:
     """On the session's event loop: run its page again, at the page and address of its last run."""
     session.request_rerun(session._client_state)
+
+
+def _delivered(session: AppSession, requests) -> None:
+    """On the session's event loop, after a run's messages: if another ScriptRunner took the session meanwhile (its
+    ScriptRequests are not the run's), what came after was dropped: run the page again."""
+    runner = session._scriptrunner
+    if runner is None or getattr(runner, "_requests", None) is not requests:
+        _rerun(session)
