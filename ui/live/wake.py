@@ -8,8 +8,9 @@ class's store was away.
 
 Streamlit has no public call that reruns another session's page. This takes the one Streamlit itself uses when a
 page's source file is saved (AppSession.request_rerun with the session's last client state: its page and address),
-reached through the runtime's session manager, and calls it on the session's own event loop. `available()` says
-whether this Streamlit has them; without them the pages poll every POLL_S as before.
+reached through the runtime's session manager, and calls it on the session's own event loop. A student's run also
+makes sure its messages reached the browser (`see_delivered`), which under load Streamlit does not. `available()`
+says whether this Streamlit has what is read here; without it the pages poll every POLL_S as before.
 """
 
 from __future__ import annotations
