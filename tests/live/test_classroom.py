@@ -5,16 +5,20 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 import time
 
 import pytest
+import redis
 
 from scripts.serve import free_port
+from tests.live.conftest import subscribers, wait_for
 from ui.live.classroom import (
     ALPHABET,
     CODE_LEN,
     MAX_ANSWER,
+    SEEN_S,
     TTL,
     Classroom,
     LiveError,
@@ -238,3 +242,69 @@ def test_every_change_the_students_see_is_announced_and_nothing_else(room, news)
     assert [news.get(timeout=5) for _ in range(4)] == [code] * 4  # Redis: heard on the subscriber's thread
     time.sleep(0.2)  # anything more would have come by now
     assert news.empty()
+
+
+class CountingStore(MemoryStore):
+    """An in-memory store that counts the reads of a class's record, and can announce a change in the middle of one
+    (news that reaches the process while the read is on its way)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.reads, self.during_read = 0, None
+
+    def read(self, code: str) -> dict[str, str]:
+        self.reads += 1
+        record = super().read(code)
+        if self.during_read is not None:
+            self.during_read(code)
+            self.during_read = None
+        return record
+
+
+def test_the_pages_of_a_process_share_one_read_of_the_class_and_see_a_change_at_once():
+    now = [0.0]
+    store = CountingStore(clock=lambda: now[0])
+    room = Classroom(store, clock=lambda: now[0])
+    code, secret = room.start(VIEW)
+    store.reads = 0
+    assert all(room.state(code).view == VIEW for _ in range(50))
+    assert store.reads == 1  # fifty pages of this process, one read
+    moved = {**VIEW, "params": {"layer": ["3"]}}
+    room.publish(code, secret, moved)
+    assert room.state(code).view == moved  # a change made here: seen at once
+    elsewhere = Classroom(store, clock=lambda: now[0])  # another process of the same class server
+    again = {**VIEW, "params": {"layer": ["4"]}}
+    elsewhere.publish(code, secret, again)
+    assert room.state(code).view == again  # a change made there: its news drops this process's copy
+    store.write(code, {"view": json.dumps(VIEW)})  # a change whose news was lost (the store was away)
+    assert room.state(code).view == again
+    now[0] += SEEN_S
+    assert room.state(code).view == VIEW  # seen SEEN_S later at the latest
+    elsewhere.end(code, secret)
+    assert room.state(code) is None
+
+
+def test_a_read_that_news_of_a_change_overtook_is_not_kept():
+    store = CountingStore()
+    room = Classroom(store, clock=lambda: 0.0)  # the clock stands still: only news makes the page read again
+    code, _ = room.start(VIEW)
+    store.during_read = room._heard  # the class changes while this read is on its way: the read may be the older
+    room.state(code)
+    reads = store.reads
+    room.state(code)
+    assert store.reads == reads + 1  # read again
+    room.state(code)
+    assert store.reads == reads + 1  # and kept
+
+
+def test_news_from_another_process_reaches_this_ones_copy_through_redis(redis_url):
+    redis.Redis.from_url(redis_url).flushdb()
+    before = subscribers(RedisStore(redis_url))
+    here = Classroom(RedisStore(redis_url), clock=lambda: 0.0)  # the clock stands still: only news refreshes
+    there = Classroom(RedisStore(redis_url))
+    wait_for(lambda: subscribers(here.store) >= before + 2, "the processes did not subscribe")
+    code, secret = there.start(VIEW)
+    assert here.state(code).view == VIEW
+    moved = {**VIEW, "params": {"layer": ["5"]}}
+    there.publish(code, secret, moved)
+    wait_for(lambda: here.state(code).view == moved, "the other process's move")

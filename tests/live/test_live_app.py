@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ from transformer.head_scores import probe_scores
 from transformer.trace import run_trace
 from ui import navigation
 from ui.live import panel
-from ui.live.classroom import ClassState
+from ui.live.classroom import BEAT_S, PRESENT_S, WOKEN_POLL_S, ClassState
 from ui.live.store import MemoryStore
 
 pytestmark = pytest.mark.slow
@@ -269,3 +270,22 @@ def test_a_page_that_does_not_show_the_view_it_opened_opens_it_again(monkeypatch
     s.opened, s.opened_at = 1, time.monotonic() - panel.FOLLOW_S - 1
     assert not panel._behind(s, cs) and not panel._lost(s, cs) and not panel._lost(s, cs)  # the student's own move
     assert panel._behind(s, ClassState("CODE1234", 4, view, 0, None, False))  # until the teacher's next
+
+
+def test_a_page_says_it_is_open_at_most_every_beat_s(monkeypatch):
+    """A move wakes every following page at once: each tells the class it is open (the teacher's counts) only when
+    its last word is BEAT_S old, or it started or stopped following. Its polls, WOKEN_POLL_S apart, keep it counted."""
+    assert BEAT_S < WOKEN_POLL_S < PRESENT_S
+    told, now = [], [100.0]
+    monkeypatch.setattr(panel.time, "monotonic", lambda: now[0])
+    r = SimpleNamespace(present=lambda code, student, following: told.append(following))
+    s = panel.Student("CODE1234")
+    for _ in range(3):  # woken, then polled at once
+        panel._present(r, s)
+    assert told == [True]
+    s.following = False
+    panel._present(r, s)
+    assert told == [True, False]  # exploring now: said at once
+    now[0] += WOKEN_POLL_S  # the next poll
+    panel._present(r, s)
+    assert told == [True, False, False]

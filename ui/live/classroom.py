@@ -7,7 +7,8 @@ name. The record holds the teacher's view (page and address parameters, with a v
 the current question's number and whether it was revealed; the tables hold the questions (with the model's own
 numbers for the reveal) and the answers ("question number:student id" → answer). The class expires TTL seconds after
 the teacher's last heartbeat; answers go with it. Every change the students must see (a move, a question, a reveal, the
-end) is announced through the store (`notify`), which wakes their pages.
+end) is announced through the store (`notify`), which wakes their pages; the pages of a process share one read of the
+record a second (`_record`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import io
 import json
 import re
 import secrets
+import threading
 import time
 import unicodedata
 from collections.abc import Callable, Mapping
@@ -34,6 +36,8 @@ TTL = 3 * 3600.0  # a class ends this long after the teacher's last heartbeat
 POLL_S = 1.0  # the teacher's page reads the class this often (and a student's, when it cannot be woken: wake.py)
 WOKEN_POLL_S = 4.0  # a following student's page, woken at once by each change of the class, reads it this often too
 PRESENT_S = 10.0  # a student counts as following (or exploring) for this long after their page's last poll
+BEAT_S = 3.0  # a student's page tells the class it is open at most this often (every poll: WOKEN_POLL_S apart)
+SEEN_S = 1.0  # a class's record, read for a student's page, serves this process's pages this long (news drops it)
 FAILED_JOINS = (10, 60.0)  # at most 10 wrong codes a minute per client…
 FAILED_JOINS_PER_ADDRESS = (100, 60.0)  # …and per network address (a whole classroom may share one: client_address)
 BEHIND_PROXY_ENV = "ATLAS_BEHIND_PROXY"  # "1": the app is reached through this project's HAProxy only
@@ -129,6 +133,36 @@ class Classroom:
 
     def __init__(self, store: ClassStore, clock: Callable[[], float] = time.time, ttl: float = TTL):
         self.store, self.clock, self.ttl = store, clock, ttl
+        self._seen: dict[str, tuple[float, dict[str, str]]] = {}  # code → (when read, the record), for `_record`
+        self._news = 0  # changes heard of so far: a read that overlapped one is not kept
+        self._lock = threading.Lock()
+        store.listen(self._heard)
+
+    def _heard(self, code: str) -> None:
+        """The class `code` changed (here, or in another process: the store's news): read it again next time."""
+        with self._lock:
+            self._news += 1
+            self._seen.pop(code, None)
+
+    def _changed(self, code: str) -> None:
+        """Announce a change of the class `code`: to this process at once, to every process through the store."""
+        self._heard(code)
+        self.store.notify(code)
+
+    def _record(self, code: str) -> dict[str, str]:
+        """The class's record as students' pages read it: read from the store at most once per SEEN_S by all of this
+        process's pages (after a move, every following page of the process runs at once), and again as soon as the
+        class changes. A read that overlapped news of a change may be older than it and is not kept."""
+        now = self.clock()
+        with self._lock:
+            seen, news = self._seen.get(code), self._news
+        if seen is not None and now - seen[0] < SEEN_S:
+            return seen[1]
+        record = self.store.read(code)
+        with self._lock:
+            if self._news == news:
+                self._seen[code] = (now, record)
+        return record
 
     # -- the teacher
 
@@ -161,7 +195,7 @@ class Classroom:
         if json.loads(record["view"]) == view:
             return int(record["version"])
         version = self.store.write(code, {"view": json.dumps(view)})
-        self.store.notify(code)
+        self._changed(code)
         return version
 
     def ask(self, code: str, secret: str, question: Question) -> int:
@@ -170,20 +204,20 @@ class Classroom:
         qid = int(self._check(code, secret)["qid"]) + 1
         self.store.put(code, "questions", str(qid), question.to_json())
         self.store.write(code, {"qid": str(qid), "revealed": "0"})
-        self.store.notify(code)
+        self._changed(code)
         return qid
 
     def reveal(self, code: str, secret: str) -> None:
         """Show the class the answers' histogram and the model's numbers; answering stops."""
         self._check(code, secret)
         self.store.write(code, {"revealed": "1"})
-        self.store.notify(code)
+        self._changed(code)
 
     def end(self, code: str, secret: str) -> None:
         """End the class now: its view, questions and answers are deleted."""
         self._check(code, secret)
         self.store.delete(code)
-        self.store.notify(code)
+        self._changed(code)
 
     def answers(self, code: str, secret: str, qid: int) -> list[str]:
         """The answers to question `qid`, one per student (in no particular order)."""
@@ -235,7 +269,7 @@ class Classroom:
     def state(self, code: str, seen_qid: int | None = None) -> ClassState | None:
         """The class as a student's page sees it (None: it ended); the question is read only when it is not the one
         `seen_qid` names, which the caller already has (the record changes far more often than the question)."""
-        record = self.store.read(code)
+        record = self._record(code)
         if not record:
             return None
         qid = int(record["qid"])
@@ -247,7 +281,7 @@ class Classroom:
 
     def results(self, code: str, qid: int) -> list[str]:
         """A student's view of the answers to question `qid`: only once the teacher revealed it."""
-        record = self.store.read(code)
+        record = self._record(code)
         if not record or int(record["qid"]) != qid or record["revealed"] != "1":
             raise LiveError("The answers show when the teacher reveals them.")
         return self._answers_to(code, qid)

@@ -32,6 +32,7 @@ from ..caches.heads import head_scores
 from ..models import get_model, get_trace
 from . import questions, room, wake
 from .classroom import (
+    BEAT_S,
     BEHIND_PROXY_ENV,
     KINDS,
     POLL_S,
@@ -69,6 +70,7 @@ class Student:
     opened_at: float = 0.0  # …when (time.monotonic())…
     opened: int = 0  # …and how many times
     unshown: int = 0  # polls in a row whose page did not show it
+    beat: tuple[float, bool] | None = None  # when this page last told the class it is open, and whether following
     qid: int = 0
     question: Question | None = None
     answer: str = ""  # this student's answer to the current question
@@ -345,6 +347,15 @@ def _answer_form(s: Student) -> None:
         st.caption(f"Your answer: {quote(s.answer)}. You can change it until the teacher reveals the model's answer.")
 
 
+def _present(r, s: Student) -> None:
+    """Tell the class that this page is open (the teacher's counts), at most every BEAT_S unless it started or stopped
+    following: a move wakes every following page at once, and their polls come WOKEN_POLL_S apart anyway."""
+    now = time.monotonic()
+    if s.beat is None or s.beat[1] != s.following or now - s.beat[0] > BEAT_S:
+        r.present(s.code, s.id, s.following)
+        s.beat = (now, s.following)
+
+
 @st.fragment(run_every=wake.poll_s())
 def _student_live() -> None:
     """With each whole run (a following page is woken by each change of the class: wake.py) and every few seconds:
@@ -359,7 +370,7 @@ def _student_live() -> None:
         cs = r.state(s.code, seen_qid=s.qid)
         if cs is None:
             raise LiveError("The class has ended.")
-        r.present(s.code, s.id, s.following)
+        _present(r, s)
         return cs
 
     if (cs := _from_class(read)) is None:
