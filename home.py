@@ -18,8 +18,8 @@ ui.explain(
     "so you can share a link that opens exactly this view."
 )
 
-st.page_link(
-    navigation.TOUR.path,
+navigation.page_link(
+    navigation.TOUR,
     label="**New here? Take the guided tour**: ten stops from text to the next token.",
     icon=navigation.TOUR.icon,
 )
@@ -33,7 +33,7 @@ def pipeline() -> None:
         st.markdown(f"**{section}**")
         for row in range(0, len(pages), 3):
             for col, page in zip(st.columns(3), pages[row : row + 3], strict=False):
-                col.page_link(page.path, label=f"**{page.title}**", icon=page.icon)
+                navigation.page_link(page, col, label=f"**{page.title}**", icon=page.icon)
                 col.caption(page.blurb)
 
 

@@ -16,6 +16,7 @@ log = logging.getLogger("atlas.navigation")
 
 ROOT = Path(__file__).resolve().parent.parent
 CURRENT_KEY = "atlas_page"
+MENU_KEY = "atlas_menu"  # this session's st.Page of each page, by section (menu())
 
 
 @dataclass(frozen=True)
@@ -156,22 +157,36 @@ def take_over() -> None:
         st.rerun()
 
 
+def menu() -> dict[str, list]:
+    """The st.Page of each page, by section, made at the session's first run and kept for its later ones. Each session
+    has its own: st.navigation marks the page it returns as the one to run."""
+    if MENU_KEY not in st.session_state:
+        st.session_state[MENU_KEY] = {
+            section: [
+                st.Page(str(ROOT / p.path), title=p.title, icon=p.icon, url_path=p.url_path or None, default=p is HOME)
+                for p in pages
+            ]
+            for section, pages in SECTIONS.items()
+        }
+    return st.session_state[MENU_KEY]
+
+
+def page_link(info: PageInfo, where=st, **kwargs) -> None:
+    """A link to the page `info` in `where` (st.page_link's arguments): to its st.Page, which the link needs not look
+    up by file path."""
+    pages = [p for section in menu().values() for p in section]
+    where.page_link(pages[ORDER.index(info)], **kwargs)
+
+
 def run(first: Callable[[], None] = lambda: None, before: Callable[[], None] = lambda: None) -> None:
     """`first` (app.py: a student's page opening the teacher's view), then the sidebar menu, grouped by section, with
     every page visible; then run the page the address names, after a link that skips to its first chart (ui/a11y.py)
     and `before` (app.py: the live class's bar)."""
-    menu = {
-        section: [
-            st.Page(str(ROOT / p.path), title=p.title, icon=p.icon, url_path=p.url_path or None, default=p is HOME)
-            for p in pages
-        ]
-        for section, pages in SECTIONS.items()
-    }
-    page = st.navigation(menu, position="hidden")
+    page = st.navigation(menu(), position="hidden")
     st.session_state[CURRENT_KEY] = next(p.path for p in ORDER if p.url_path == page.url_path)
     first()
     with st.sidebar:
-        draw_menu(menu)
+        draw_menu(menu())
     a11y.skip_link()
     before()
     page.run()

@@ -175,9 +175,11 @@ def _sentence_controls(prefix: str, where: tuple, cfg, compact: bool) -> None:
         (layer, "layer", cfg.n_layer - 1, "Layer", "Which transformer block to look at (0 = the first)."),
         (head, "head", cfg.n_head - 1, "Head", "Which attention head of that layer."),
     )
+    # A slider is given its bound value as default: without one, Streamlit reads the whole session state on each
+    # run to learn whether it is a range slider.
     for box, key, top, label, text in pickers:
         if top > 0:
-            box.slider(label, 0, top, help=text, **_widget(key, prefix))
+            box.slider(label, 0, top, value=st.session_state["atlas_" + key], help=text, **_widget(key, prefix))
         else:  # a slider needs two values
             box.caption(f"{label} 0 (the model has only one)")
     tau_help = (
@@ -186,7 +188,12 @@ def _sentence_controls(prefix: str, where: tuple, cfg, compact: bool) -> None:
         "forward pass), unless τ in every layer is on."
     )
     tau.slider(
-        "Attention temperature τ", *TEMPERATURE_RANGE, step=0.05, help=tau_help, **_widget("temperature", prefix)
+        "Attention temperature τ",
+        *TEMPERATURE_RANGE,
+        value=st.session_state["atlas_temperature"],
+        step=0.05,
+        help=tau_help,
+        **_widget("temperature", prefix),
     )
     every_help = (
         "On: the whole model runs again with τ in every head of every layer, so later layers, the vectors and the "
