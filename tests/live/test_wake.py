@@ -40,7 +40,8 @@ class FakeSession:
 
 @pytest.fixture
 def sessions(monkeypatch):
-    """Three live sessions of this process (ids a, b, c) on one event loop, and a way to run what was scheduled."""
+    """Three live sessions of this process (ids a, b, c) on one event loop; how a page follows a class; a way to run
+    what was scheduled; how a run ends."""
     loop = FakeLoop()
     live = {sid: FakeSession(loop) for sid in "abc"}
 
@@ -62,9 +63,7 @@ def sessions(monkeypatch):
         monkeypatch.setattr(wake, "get_script_run_ctx", lambda: ctx)
         wake.see_delivered()
 
-    follow.run_ends = run_ends
-
-    return live, follow, loop.turn
+    return live, follow, loop.turn, run_ends
 
 
 def test_the_pinned_streamlit_lets_a_page_be_woken():
@@ -74,7 +73,7 @@ def test_the_pinned_streamlit_lets_a_page_be_woken():
 
 
 def test_only_the_pages_following_the_class_are_rerun_at_their_own_address(sessions):
-    live, follow, settle = sessions
+    live, follow, settle, _ = sessions
     follow("a", "CLASS111")
     follow("b", "CLASS111")
     follow("c", "OTHER222")
@@ -85,7 +84,7 @@ def test_only_the_pages_following_the_class_are_rerun_at_their_own_address(sessi
 
 
 def test_a_page_that_explores_or_leaves_is_not_woken(sessions):
-    live, follow, settle = sessions
+    live, follow, settle, _ = sessions
     follow("a", "CLASS111")
     follow("b", "CLASS111")
     follow("a", None)  # explores
@@ -95,7 +94,7 @@ def test_a_page_that_explores_or_leaves_is_not_woken(sessions):
 
 
 def test_a_page_whose_browser_has_gone_is_forgotten(sessions):
-    live, follow, _ = sessions
+    live, follow, _, _ = sessions
     follow("a", "CLASS111")
     follow("gone", "CLASS111")
     assert wake.wake("CLASS111") == 1
@@ -106,11 +105,11 @@ def test_a_run_whose_messages_were_dropped_is_run_again(sessions):
     """A run's check comes after its messages on the session's loop: if its ScriptRunner still has the session they went
     out; if another took it meanwhile (a request of the browser's as the run ended), Streamlit dropped the rest: the
     page runs again."""
-    live, follow, settle = sessions
+    live, _, settle, run_ends = sessions
     a, b = live["a"], live["b"]
     a._scriptrunner, b._scriptrunner = SimpleNamespace(_requests="a's run"), SimpleNamespace(_requests="b's run")
-    follow.run_ends("a", "a's run")
-    follow.run_ends("b", "b's run")
+    run_ends("a", "a's run")
+    run_ends("b", "b's run")
     b._scriptrunner = SimpleNamespace(_requests="a poll's run")  # taken before b's messages were sent
     settle()
     assert a.reruns == [] and b.reruns == [b._client_state]
