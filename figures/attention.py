@@ -11,6 +11,7 @@ from transformer import Trace
 
 from .colours import BLACK, BLANK, DIVERGING, HIGHLIGHT
 from .common import Spec, bars, esc, figure, hatch, heatmap, layout_dict, title_dict, token_axis
+from .reuse import reused
 
 SHOW_VALUES_MAX = 16  # write numbers into T×T cells only for sentences this short (16 × 16 cells hold 14 px text)
 HIDDEN_NOTE = f"numbers hidden above {SHOW_VALUES_MAX} tokens: hover a cell"
@@ -36,6 +37,7 @@ def pattern_heatmap(tr: Trace, layer: int, head: int, title: str = "") -> go.Fig
 OUTLIER_RATIO = 3.0  # cap_outliers: cap the colours when the largest |value| is this many times the 99th percentile
 
 
+@reused
 def vectors_heatmap(
     z: np.ndarray,
     labels: Sequence[str],
@@ -77,6 +79,7 @@ def vectors_heatmap(
     return figure([hm], layout_dict(title, plot_bgcolor=BLANK, **axes))
 
 
+@reused
 def scores_heatmap(
     scores: np.ndarray, labels: Sequence[str], title: str, *, value_name: str = "score", values: bool = True
 ) -> go.Figure:
@@ -90,6 +93,7 @@ def scores_heatmap(
     return _hidden_note(fig, values and not short)
 
 
+@reused
 def weights_heatmap(
     weights: np.ndarray, labels: Sequence[str], masked: np.ndarray | None, title: str, *, values: bool = True
 ) -> go.Figure:
@@ -113,11 +117,13 @@ def _hidden_note(fig: go.Figure, hidden: bool) -> go.Figure:
     return Spec({**spec, "layout": {**layout, "title": title, "margin": margin, "height": layout["height"] + NOTE_PX}})
 
 
+@reused
 def weight_bars(row: np.ndarray, labels: Sequence[str], title: str) -> go.Figure:
     """One query's weights over the keys, as bars."""
     return bars(row, labels, title=title, x_title="key j", y_title="weight α_ij")
 
 
+@reused
 def weighted_sum_heatmap(
     terms: np.ndarray, total: np.ndarray, labels: Sequence[str], visible: np.ndarray, title: str
 ) -> go.Figure:
@@ -144,6 +150,7 @@ def weighted_sum_heatmap(
     )
 
 
+@reused
 def mask_heatmap(visible: np.ndarray, labels: Sequence[str], title: str, *, row: int | None = None) -> go.Figure:
     """A mask, (T, T): filled cells may be looked at, blank cells are −∞. `row` is outlined."""
     visible = np.asarray(visible, dtype=bool)
@@ -168,6 +175,7 @@ def mask_heatmap(visible: np.ndarray, labels: Sequence[str], title: str, *, row:
     )
 
 
+@reused
 def padding_heatmap(
     real: np.ndarray, token_labels: Sequence[Sequence[str]], row_names: Sequence[str], title: str
 ) -> go.Figure:

@@ -10,10 +10,12 @@ import plotly.graph_objects as go
 from .colours import BLANK, DIVERGING, GREY, PALETTE, SEQUENTIAL
 from .common import LEGEND_BELOW, esc, figure, grouped_bars, heatmap, layout_dict, title_dict, token_axis
 from .embeddings import rows_height
+from .reuse import reused
 
 SYMBOLS = ("circle", "circle-open", "x")  # distinct shapes, so equal values (e.g. w = 1, b = 0) stay visible
 
 
+@reused
 def residual_norm_heatmap(
     norms: np.ndarray, stage_labels: Sequence[str], token_labels: Sequence[str], zmax: float | None = None
 ) -> go.Figure:
@@ -38,6 +40,7 @@ def residual_norm_heatmap(
     )
 
 
+@reused
 def token_values(steps: dict[str, np.ndarray], title: str) -> go.Figure:
     """One token's d_model numbers at up to three steps, one marker per dimension."""
     points = [
@@ -57,6 +60,7 @@ def token_values(steps: dict[str, np.ndarray], title: str) -> go.Figure:
     )
 
 
+@reused
 def mlp_heatmap(
     post: np.ndarray,
     neurons: np.ndarray,
@@ -90,6 +94,7 @@ def mlp_heatmap(
     return figure([hm], layout_dict(title, rows_height(len(token_labels)), plot_bgcolor=BLANK, **axes))
 
 
+@reused
 def activation_figure(
     curve_x: np.ndarray,
     curve_y: np.ndarray,
@@ -123,6 +128,7 @@ def activation_figure(
     return figure([curve, points], layout_dict(title, 360, legend=LEGEND_BELOW, **axes))
 
 
+@reused
 def swiglu_bars(
     neurons: np.ndarray, silu_gate: np.ndarray, linear: np.ndarray, post: np.ndarray, title: str
 ) -> go.Figure:

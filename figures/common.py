@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 
 from . import margins
 from .colours import BLANK, BLUE, HATCH_LINE, PALETTE, SEQUENTIAL, named_scale
+from .reuse import reused
 
 MAX_TICK_CHARS = 14
 MAX_BAR_VALUES = 16  # write each bar's value on it up to this many bars in all
@@ -181,6 +182,7 @@ def layout_dict(text: str = "", height: int = 420, **kwargs) -> dict:
     }
 
 
+@reused
 def heatmap(
     z: np.ndarray,
     x_labels: Sequence[str] | None = None,
@@ -257,6 +259,7 @@ def heatmap(
     )
 
 
+@reused
 def bars(
     values: np.ndarray,
     labels: Sequence[str],
@@ -283,6 +286,7 @@ def bars(
     )
 
 
+@reused
 def grouped_bars(
     series: dict[str, np.ndarray],
     labels: Sequence[str],

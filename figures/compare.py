@@ -24,6 +24,7 @@ from .colours import (
 )
 from .common import esc, figure, heatmap, layout_dict, title_dict, token_axis
 from .embeddings import chip_figure
+from .reuse import reused
 
 WORD_COLOR, TARGET_COLOR, OTHER_COLOR, LATER_COLOR = HIGHLIGHT, GREEN, BLUE, ORANGE
 CHIP_WORD, CHIP_TARGET, CHIP_OTHER = LIGHT_RED, LIGHT_GREEN, LIGHT_GREY
@@ -32,6 +33,7 @@ MODEL_COLORS = (BLUE, VERMILLION)
 WORD_PATTERN, TARGET_PATTERN = "/", "x"
 
 
+@reused
 def token_strip(labels: Sequence[str], word: Sequence[int], target: Sequence[int], title: str) -> go.Figure:
     """One chip per token, numbered by position: the chosen word's tokens red, the target's green."""
     role = ["the word" if i in word else "the target" if i in target else "" for i in range(len(labels))]
@@ -42,6 +44,7 @@ def token_strip(labels: Sequence[str], word: Sequence[int], target: Sequence[int
     return chip_figure(labels, range(len(labels)), color, hover, title, row_units=70)
 
 
+@reused
 def row_bars(
     weights: np.ndarray, labels: Sequence[str], position: int, target: Sequence[int], causal: bool, title: str
 ) -> go.Figure:
@@ -94,6 +97,7 @@ def row_bars(
     return figure([bar], layout_dict(title, 320, shapes=shapes or None, annotations=notes or None, **axes))
 
 
+@reused
 def head_grid(grid: np.ndarray, best: tuple[int, int], title: str) -> go.Figure:
     """grid (n_layer, n_head): the weight from the word to the target in every head; the best head outlined."""
     L, H = grid.shape
@@ -121,6 +125,7 @@ def head_grid(grid: np.ndarray, best: tuple[int, int], title: str) -> go.Figure:
     )
 
 
+@reused
 def sink_lines(shares: dict[str, np.ndarray], evens: dict[str, float], title: str) -> go.Figure:
     """For each model, the share of attention on its sink tokens per layer (solid), and what evenly
     spread weights would give (dotted). The legend, beside the plot, names the models and the dotted lines once."""

@@ -9,10 +9,12 @@ import plotly.graph_objects as go
 
 from .colours import PALETTE
 from .common import LEGEND_BELOW, esc, figure, layout_dict, title_dict
+from .reuse import reused
 
 MAX_STAGE_TICKS = 16  # tick labels on the cosine chart's x axis: every stage up to this many, then every few
 
 
+@reused
 def cosine_lines(cos: np.ndarray, pair_names: Sequence[str], stage_labels: Sequence[str], title: str) -> go.Figure:
     """One line per sentence pair: cosine similarity of the word's vectors
     (rows of cos, (n_pairs, stages)) at every stage.
@@ -52,6 +54,7 @@ def cosine_lines(cos: np.ndarray, pair_names: Sequence[str], stage_labels: Seque
 LABELLED_POINTS = 13
 
 
+@reused
 def trajectories_figure(
     coords: np.ndarray, sentence_names: Sequence[str], point_labels: Sequence[str], explained: np.ndarray, title: str
 ) -> go.Figure:

@@ -10,11 +10,13 @@ import plotly.graph_objects as go
 
 from .colours import DIVERGING, GREEN, HIGHLIGHT, SEQUENTIAL
 from .common import bars, esc, figure, heatmap
+from .reuse import reused
 
 SHOW_VALUES_MAX = 16 * 16  # write the weights into the cells up to this many cells
 GOLD = HIGHLIGHT
 
 
+@reused
 def alignment_heatmap(
     weights: np.ndarray,
     written: Sequence[str],
@@ -63,6 +65,7 @@ def alignment_heatmap(
     return figure([*base["data"], squares], {**base["layout"], "showlegend": True, "legend": legend})
 
 
+@reused
 def scores_heatmap(scores: np.ndarray, written: Sequence[str], source: Sequence[str], title: str) -> go.Figure:
     """Cross-attention scores (T, S), before softmax: nothing is masked, every French
     position may look at every English word."""
@@ -80,6 +83,7 @@ def scores_heatmap(scores: np.ndarray, written: Sequence[str], source: Sequence[
     )
 
 
+@reused
 def agreement_heatmap(scores: np.ndarray, title: str) -> go.Figure:
     """Alignment agreement of every cross-attention head, (n_layer, nh), in [0, 1]."""
     L, H = scores.shape
@@ -97,6 +101,7 @@ def agreement_heatmap(scores: np.ndarray, title: str) -> go.Figure:
     )
 
 
+@reused
 def probability_bars(top: Sequence[tuple[str, float]], title: str) -> go.Figure:
     """The most likely next words at one decoding step, (word, probability) pairs."""
     probs = np.array([p for _, p in top], dtype=np.float32)  # (k,)
@@ -105,6 +110,7 @@ def probability_bars(top: Sequence[tuple[str, float]], title: str) -> go.Figure:
     )
 
 
+@reused
 def source_bars(row: np.ndarray, source: Sequence[str], title: str) -> go.Figure:
     """One decoder position's cross-attention weights over the source words."""
     return bars(row, source, title=title, x_title="English source word", y_title="cross-attention weight", height=280)

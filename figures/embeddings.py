@@ -12,6 +12,7 @@ from transformer.tokenizer import Encoding, visible
 
 from .colours import CHIPS, DIVERGING, FAINT, GREY, HIGHLIGHT, INK, TEXT_MUTED, WHITE
 from .common import bars, esc, figure, heatmap, layout_dict, tick_labels, title_dict
+from .reuse import reused
 
 ROW_UNITS = 90  # width of one row of chips, in characters
 
@@ -41,6 +42,7 @@ def chip_rows(
     return np.array(x0), np.array(width), np.array(row)
 
 
+@reused
 def chip_figure(
     labels: Sequence[str],
     numbers: Sequence[int],
@@ -104,6 +106,7 @@ def token_chips(enc: Encoding) -> go.Figure:
     return chip_figure(enc.labels, enc.ids, colors, hover, "Your text, token by token (hover a chip)")
 
 
+@reused
 def sentence_rows_heatmap(z: np.ndarray, labels: Sequence[str], title: str, value_name: str) -> go.Figure:
     """Rows of a (T, d) array, one per token (a repeated token keeps its own row), dimensions across."""
     return heatmap(
@@ -117,6 +120,7 @@ def rows_height(n_rows: int) -> int:
     return int(min(max(140 + 16 * n_rows, 300), 760))
 
 
+@reused
 def cosine_heatmap(sim: np.ndarray, labels: Sequence[str]) -> go.Figure:
     """cos(token i, token j) among the sentence's tokens, on a fixed −1…1 scale."""
     title = "Cosine similarity of the tokens' embeddings"
@@ -135,6 +139,7 @@ def cosine_heatmap(sim: np.ndarray, labels: Sequence[str]) -> go.Figure:
     )
 
 
+@reused
 def pca_map(
     bg: np.ndarray, bg_labels: Sequence[str], pts: np.ndarray, pt_labels: Sequence[str], explained: np.ndarray
 ) -> go.Figure:
@@ -190,6 +195,7 @@ def pca_map(
     return figure(traces, layout_dict("", 560, legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"}, **frame))
 
 
+@reused
 def neighbour_bars(cosines: np.ndarray, labels: Sequence[str], title: str) -> go.Figure:
     """The nearest tokens, best first, as bars of their cosine similarity."""
     return bars(cosines, labels, title=title, y_title="cosine similarity", height=340)

@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 from .colours import DARK, FAINT, GREY, HIGHLIGHT, LAYER_FAMILIES, rgba
 from .common import LEGEND_BELOW, Spec, esc, figure, layout_dict, title_dict
 from .multihead import PANELS_PER_ROW, weight_panels
+from .reuse import reused
 
 LAYER_COLORS = LAYER_FAMILIES  # blues, oranges
 BAND_COLOR = rgba(HIGHLIGHT, 0.12)
@@ -27,6 +28,7 @@ def head_colors(n_layer: int, n_head: int) -> list[str]:
     ]
 
 
+@reused
 def step_lines(
     steps: np.ndarray,
     series: dict[str, np.ndarray],
@@ -143,6 +145,7 @@ def step_lines(
     return figure(data, lay)
 
 
+@reused
 def head_patterns(
     patterns: np.ndarray,
     labels: Sequence[str],

@@ -8,10 +8,12 @@ import plotly.graph_objects as go
 
 from .colours import BLUE, GREY, TEXT_MUTED, VERMILLION
 from .common import LEGEND_BELOW, esc, figure, layout_dict, title_dict
+from .reuse import reused
 
 RUN_COLORS = (BLUE, VERMILLION)  # a colour per model (blue: with the mask); the real task's line is dotted
 
 
+@reused
 def mask_curves(
     steps: np.ndarray,
     train: dict[str, np.ndarray],

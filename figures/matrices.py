@@ -9,11 +9,13 @@ import plotly.graph_objects as go
 
 from .colours import DIVERGING, SEQUENTIAL
 from .common import heatmap
+from .reuse import reused
 
 WEIGHTS_EXTRA_HEIGHT = 160
 CELL_FORMAT = "%{z:.3~g}"  # d3-format: 2 → "2", 0.98522 → "0.985", 5.7735 → "5.77"
 
 
+@reused
 def matrix(
     m: np.ndarray,
     row_labels: Sequence[str],

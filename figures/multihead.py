@@ -21,6 +21,7 @@ from .common import (
     title_dict,
     token_axis,
 )
+from .reuse import reused
 
 SHOW_VALUES_MAX = 12  # write the weights into the cells only for sentences this short
 SINK_NAME = "first-token"  # what a decoder's sink column is called; an encoder's: "[CLS]/[SEP]"
@@ -31,6 +32,7 @@ def hidden_note(sink_name: str = SINK_NAME) -> str:
     return f" (hidden on this page: {sink_name} column; not renormalised)"
 
 
+@reused
 def weights_map(
     weights: np.ndarray,
     labels: Sequence[str],
@@ -59,6 +61,7 @@ def weights_map(
 PANELS_PER_ROW = 6  # more maps than this wrap into rows of equal length (SmolLM2 has 9 heads, MiniLM 12)
 
 
+@reused
 def weight_panels(
     maps: np.ndarray,
     labels: Sequence[str],
@@ -170,6 +173,7 @@ def mosaic_slices(
     return where, (n_layer * step - gap, n_head * step - gap)
 
 
+@reused
 def head_overview(
     thumbs: np.ndarray,
     selected: tuple[int, int],
@@ -283,6 +287,7 @@ def pair_markers(
 LINE_VIEW = "token-lines"  # layout.meta of a line view: the browser's hover script (ui/line_hover.py) looks for it
 
 
+@reused
 def token_lines(
     heads: Sequence[tuple[str, np.ndarray, np.ndarray, np.ndarray]], labels: Sequence[str], title: str
 ) -> go.Figure:
@@ -388,6 +393,7 @@ def _blocks(names: Sequence[str], n: int) -> tuple[dict, list[float]]:
     return ticks, ([k * size - 0.5 for k in range(1, len(names))] if size > 1 else [])
 
 
+@reused
 def vector_rows(
     z: np.ndarray,
     title: str,
@@ -420,6 +426,7 @@ def vector_rows(
     return figure([hm], layout_dict(title, height, **axes))
 
 
+@reused
 def ablation_bars(labels: Sequence[str], before: np.ndarray, after: np.ndarray, title: str) -> go.Figure:
     """Next-token probabilities with every head on, and with the chosen heads switched off, side by side."""
     return grouped_bars(
@@ -432,6 +439,7 @@ def ablation_bars(labels: Sequence[str], before: np.ndarray, after: np.ndarray, 
     )
 
 
+@reused
 def output_change_bars(cosine: np.ndarray, relative: np.ndarray, labels: Sequence[str], title: str) -> go.Figure:
     """An encoder's final vector of every token with heads switched off against with every
     head on: cos and relative change."""

@@ -9,10 +9,12 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .common import grouped_bars
+from .reuse import reused
 
 TOP_HEADS = 12  # heads in the ranking
 
 
+@reused
 def ranking(
     names: Sequence[str], tv: np.ndarray, delta: np.ndarray | None, title: str, top: int = TOP_HEADS
 ) -> go.Figure:
@@ -28,6 +30,7 @@ def ranking(
     )
 
 
+@reused
 def rows_side_by_side(row_a: np.ndarray, row_b: np.ndarray, slots: Sequence[str], title: str) -> go.Figure:
     """One token's weights in sentence 1 and in sentence 2, side by side on the slots of the alignment (a token both
     sentences share is one slot; a token only one has shows that sentence's bar alone)."""

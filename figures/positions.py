@@ -9,8 +9,10 @@ import plotly.graph_objects as go
 
 from .colours import BINARY, DIVERGING, PALETTE, SEQUENTIAL
 from .common import figure, heatmap, layout_dict, title_dict
+from .reuse import reused
 
 
+@reused
 def encoding_heatmap(pe: np.ndarray, title: str) -> go.Figure:
     """PE as a (position × dimension) heatmap on a fixed −1…1 scale."""
     return heatmap(
@@ -19,6 +21,7 @@ def encoding_heatmap(pe: np.ndarray, title: str) -> go.Figure:
     )
 
 
+@reused
 def waves(pe: np.ndarray, dims: Sequence[int]) -> go.Figure:
     """Chosen columns of PE drawn as curves over the positions."""
     pos = np.arange(len(pe))
@@ -43,6 +46,7 @@ def waves(pe: np.ndarray, dims: Sequence[int]) -> go.Figure:
     )
 
 
+@reused
 def bits_heatmap(bits: np.ndarray) -> go.Figure:
     """bits[pos, b] of a binary counter as a 0/1 heatmap, bit 0 (the fastest) on the left."""
     names = [str(b) for b in range(bits.shape[1])]  # "bit 0", "bit 1", … turn vertical in a narrow column and overprint
@@ -63,6 +67,7 @@ def bits_heatmap(bits: np.ndarray) -> go.Figure:
     )
 
 
+@reused
 def similarity_heatmap(sim: np.ndarray, title: str) -> go.Figure:
     """PE_i · PE_j for every pair of positions."""
     return heatmap(

@@ -9,17 +9,20 @@ import plotly.graph_objects as go
 
 from .colours import HIGHLIGHT, SEQUENTIAL
 from .common import esc, figure, grouped_bars, layout_dict, tick_labels, title_dict, token_axis
+from .reuse import reused
 
 # short, so that the legend keeps to one row (p and p′ are written out in the page's formulas)
 BEFORE = "p: all tokens"
 AFTER = "p′: kept tokens"
 
 
+@reused
 def probability_bars(before: np.ndarray, after: np.ndarray, labels: Sequence[str], title: str) -> go.Figure:
     """The top tokens' probabilities before filtering and after (0 for a dropped token), side by side."""
     return grouped_bars({BEFORE: before, AFTER: after}, labels, title=title, y_title="probability")
 
 
+@reused
 def lens_heatmap(
     top_probs: np.ndarray,
     top_labels: Sequence[Sequence[str]],

@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 from .colours import DARK, KEY, QUERY, WHITE, rgba
 from .common import LEGEND_BELOW, esc, figure, layout_dict, title_dict
 from .multihead import pair_markers
+from .reuse import reused
 
 TEXT_MAX = 40  # write the token next to each point only for sentences this short
 
@@ -21,6 +22,7 @@ def segments(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return xy[:, :3].reshape(-1).astype(np.float32), xy[:, 3:].reshape(-1).astype(np.float32)
 
 
+@reused
 def qk_scatter(
     q2: np.ndarray,
     k2: np.ndarray,

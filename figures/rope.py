@@ -12,6 +12,7 @@ from .attention import vectors_heatmap
 from .colours import BINARY, BLACK, CYCLIC, DIVERGING, FAINT, HIGHLIGHT, KEY, LIGHT_BLUE, LIGHT_ORANGE, QUERY, WHITE
 from .common import LEGEND_BELOW, bars, esc, figure, layout_dict, title_dict
 from .multihead import PANELS_PER_ROW, panel_grid
+from .reuse import reused
 
 TAU = 2 * np.pi
 Q_COLOR, K_COLOR = QUERY, KEY
@@ -19,6 +20,7 @@ Q_LIGHT, K_LIGHT = LIGHT_BLUE, LIGHT_ORANGE  # before the rotation
 ANGLE_TICKS = {"tickvals": [0, np.pi / 2, np.pi, 3 * np.pi / 2, TAU], "ticktext": ["0", "π/2", "π", "3π/2", "2π"]}
 
 
+@reused
 def angle_heatmap(angles: np.ndarray, title: str) -> go.Figure:
     """angles (n_pos, pairs) in radians, coloured by where the hand points (angle mod 2π, a colour wheel);
     the hover gives the full angle m·ω_i too."""
@@ -46,6 +48,7 @@ def angle_heatmap(angles: np.ndarray, title: str) -> go.Figure:
     return figure([hm], layout_dict(title, 460, **axes))
 
 
+@reused
 def wavelength_chart(wavelengths: np.ndarray, n_tokens: int, title: str) -> go.Figure:
     """Positions per full turn of each pair (log scale), and the sentence's length for comparison."""
     P = len(wavelengths)
@@ -74,6 +77,7 @@ def wavelength_chart(wavelengths: np.ndarray, n_tokens: int, title: str) -> go.F
     return figure([pairs, sentence], layout_dict(title, 360, legend=LEGEND_BELOW, **axes))
 
 
+@reused
 def before_after_heatmap(rows: np.ndarray, names: Sequence[str], title: str) -> go.Figure:
     """q and k before and after rotation, (4, d), one row each; a line splits the two
     halves (pair i = i and i + d/2)."""
@@ -115,6 +119,7 @@ def _hand(x: float, y: float, name: str, color: str, dash: str, xa: str, ya: str
     }
 
 
+@reused
 def clock_hands(
     q_pairs: np.ndarray,
     rot_q_pairs: np.ndarray,
@@ -179,6 +184,7 @@ def clock_hands(
     return figure(traces, layout_dict(title + f" (m = {m}, n = {n})", 380, plot_bgcolor=WHITE, **lay))
 
 
+@reused
 def pair_bars(pair_dots: np.ndarray, title: str) -> go.Figure:
     """Each pair's share of the score, rot_q pair · rot_k pair; the bars add up to the score."""
     return bars(
@@ -186,6 +192,7 @@ def pair_bars(pair_dots: np.ndarray, title: str) -> go.Figure:
     )
 
 
+@reused
 def shift_chart(
     shifts: np.ndarray, both: np.ndarray, query_only: np.ndarray, chosen: int, m: int, n: int, title: str
 ) -> go.Figure:
@@ -227,6 +234,7 @@ def shift_chart(
 # ---- shared key/value heads ---------------------------------------------------------------------------------
 
 
+@reused
 def sharing_heatmap(table: np.ndarray, title: str) -> go.Figure:
     """table (n_head, n_kv): 1 where query head h reads key/value head g."""
     nh, nkv = table.shape
@@ -263,6 +271,7 @@ def sharing_heatmap(table: np.ndarray, title: str) -> go.Figure:
     return figure([hm], layout_dict(title, 80 + 28 * nh, **axes))
 
 
+@reused
 def head_panels(
     arrays: np.ndarray,
     labels: Sequence[str],

@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 
 from .colours import BLACK, PALETTE
 from .common import LEGEND_BELOW, esc, figure, layout_dict, title_dict
+from .reuse import reused
 
 TAU_TICKS = [0.05, 0.1, 0.2, 0.5, 1, 2, 5]
 LEGEND = LEGEND_BELOW  # under the x-axis title: plotly.js reserves the rows it wraps to
@@ -33,6 +34,7 @@ def tick_text(t: float) -> str:
     return f"{t:g}" if t < 1e5 else f"{t:.0e}"
 
 
+@reused
 def temperature_curves(
     taus: np.ndarray,
     entropy: np.ndarray,
@@ -95,6 +97,7 @@ def temperature_curves(
     )
 
 
+@reused
 def dk_lines(
     d_ks: np.ndarray,
     series: dict[str, np.ndarray],

@@ -129,6 +129,29 @@ def test_a_chart_drawn_again_from_the_shared_cache_is_not_described_again(monkey
     assert calls == []
 
 
+@pytest.mark.parametrize("page_file", ["3_One_head", "5_Softmax_and_temperature"])
+def test_a_page_that_builds_its_figures_on_every_run_describes_none_again_for_the_same_view(page_file, monkeypatch):
+    """These pages build their figures on every run (figures/reuse.py returns the figure built before for equal
+    arguments): the sidebar's τ moved away and back gives the first run's charts, no description computed again."""
+    from figures import reuse
+
+    monkeypatch.setattr(reuse, "KEPT", reuse.Figures())  # no figure another test left
+    calls = []
+    real = a11y.describe
+    monkeypatch.setattr(a11y, "describe", lambda fig: calls.append(fig) or real(fig))
+    at = u.run_page(u.page_path(page_file), sentence="A sentence no other test draws, 7 tokens.")
+    u.assert_ok(at)
+    first, specs = descriptions(at), u.charts(at)
+    assert len(calls) == len(first) > 0
+    at.slider(key="w_temperature").set_value(0.95).run()
+    u.assert_ok(at)
+    calls.clear()
+    at.slider(key="w_temperature").set_value(1.0).run()
+    u.assert_ok(at)
+    assert descriptions(at) == first and u.charts(at) == specs
+    assert calls == []
+
+
 @pytest.mark.parametrize("page_file", ["2_Positional_encoding", "3_One_head"])
 def test_a_description_kept_from_the_figure_says_what_the_chart_as_sent_shows(page_file):
     """A description is computed from the figure as built and kept (ui/a11y.description); presenter view draws it with
