@@ -6,9 +6,10 @@ model=…; the sentence is a Shakespeare passage cut to exactly N tokens of that
 Each page is run once to warm up, then re-run while the sidebar's attention temperature changes:
 "new" gives every rerun a value not seen before (no cache can help: a fresh trace and fresh figures,
 what dragging a slider costs), "repeat" alternates between two values (what toggling back and forth
-costs once both are cached). Streamlit's caches and the trace cache (ui.models.TRACES) are emptied before each
-page, so no page meets traces or figures another page left (the models stay loaded: ui.models holds them). A page with
-lazy tabs gets one row per tab, measured with that tab open. Prints a table; asserts nothing.
+costs once both are cached). Streamlit's caches, the trace cache (ui.models.TRACES) and the figures kept for reuse
+(figures/reuse.py) are emptied before each page, so no page meets traces or figures another page left (the models
+stay loaded: ui.models holds them). A page with lazy tabs gets one row per tab, measured with that tab open. Prints a
+table; asserts nothing.
 
 AppTest makes a new ScriptCache for every run, so it parses and compiles the page again each time (with Streamlit's
 "magic" pass over the syntax tree). A server compiles a page once and keeps its bytecode. The reruns here share one
@@ -17,6 +18,8 @@ ScriptCache, as a server does; the "compile" column shows what AppTest alone wou
     .venv/bin/python bench/bench_pages.py [Masking Next …]   (only pages whose file name contains one of these)
     .venv/bin/python bench/bench_pages.py --model smollm2-135m --tokens 64   (page names, if any, before --tokens)
     .venv/bin/python bench/bench_pages.py --tokens 16 --repeats 120   (a steadier repeated-τ column, to compare commits)
+    .venv/bin/python bench/bench_pages.py --screen 1300   (as a browser whose window is 1300 px wide: its report, which
+                                                           a real browser sends after the first run, is set first)
 """
 
 from __future__ import annotations
@@ -40,8 +43,10 @@ from streamlit.testing.v1 import AppTest, local_script_runner  # noqa: E402
 from texts import cut_to_tokens, passage  # noqa: E402
 
 import ui.models  # noqa: E402
+from figures import reuse  # noqa: E402
 from tests.apptest_utils import lazy_tabs  # noqa: E402
 from transformer.loading import shared_model  # noqa: E402
+from ui import widths  # noqa: E402
 
 PASSAGE = passage(20_000)
 REPEATS = 11
@@ -90,8 +95,11 @@ def describe(exc) -> str:
     return f"{exc.proto.type}: {exc.proto.message} ({last.splitlines()[0] if last else ''})"[:200]
 
 
-def app_test(page: Path | str, model: str, sentence: str | None = None, layer: int | None = None) -> AppTest:
-    """An AppTest of a page file or a script's code, opened on `model` (and `sentence`, `layer`) by its query string."""
+def app_test(
+    page: Path | str, model: str, sentence: str | None = None, layer: int | None = None, screen: float | None = None
+) -> AppTest:
+    """An AppTest of a page file or a script's code, opened on `model` (and `sentence`, `layer`) by its query string;
+    with `screen`, the report of a browser window that wide (ui/widths.py) is there from the first run."""
     at = (
         AppTest.from_file(str(page), default_timeout=120)
         if isinstance(page, Path)
@@ -102,6 +110,8 @@ def app_test(page: Path | str, model: str, sentence: str | None = None, layer: i
         at.query_params["layer"] = str(layer)
     if sentence is not None:
         at.query_params["sentence"] = sentence
+    if screen is not None:
+        at.session_state[widths.KEY] = {"widths": {widths.SCREEN: screen}}
     return at
 
 
@@ -112,13 +122,15 @@ def measure(
     tab: tuple[str, str] | None = None,
     layer: int | None = None,
     repeats: int = REPEATS,
+    screen: float | None = None,
 ) -> tuple[float, float, int]:
     """(median ms with new values, median ms with `repeats` repeated values, bytes of the page); page: a file, or a
     script's code; tab: (key, label) of a lazy tab to open first."""
     st.cache_resource.clear()
     st.cache_data.clear()
     ui.models.TRACES = ui.models.TraceCache(ui.models.TRACES.budget)  # get_trace reads the module's TRACES at each call
-    at = app_test(page, model, sentence, layer)
+    reuse.KEPT = reuse.Figures()  # the figures kept for reuse (figures/reuse.py), read at each call too
+    at = app_test(page, model, sentence, layer, screen)
     if tab:
         at.session_state[tab[0]] = tab[1]
     at.run()
@@ -143,6 +155,7 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, nargs="+", default=[16, 256], help="sentence lengths in tokens")
     ap.add_argument("--repeats", type=int, default=REPEATS, help="reruns of the repeated-τ column (more: steadier)")
     ap.add_argument("--layer", type=int, help="the sidebar's layer (query string layer=…; default: the page's own, 0)")
+    ap.add_argument("--screen", type=float, help="the width of the browser window its report gives (default: none)")
     a = ap.parse_args()
     pages = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py"), key=lambda p: int(p.stem.split("_")[0]))]
     if a.pages:
@@ -176,7 +189,9 @@ def main() -> None:
             else [(f"{name} · {label}", (key, label)) for key, labels in tabs.items() for label in labels]
         ):
             try:
-                measured = (measure(page, a.model, sentences[n], tab, a.layer, a.repeats) for n in a.tokens)
+                measured = (
+                    measure(page, a.model, sentences[n], tab, a.layer, a.repeats, a.screen) for n in a.tokens
+                )
                 cells = "".join(f" {new:8.1f} {rep:8.1f} {kib / 1024:8.1f}" for new, rep, kib in measured)
             except PageError as err:
                 print(f"{row[:44]:44} the page shows an exception, not measured: {err}", flush=True)

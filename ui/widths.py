@@ -10,6 +10,9 @@ In presenter view a second component reports, for every keyed chart, the room be
 the first screen, and the screen's height: a chart that starts on the first screen is drawn short enough to end on
 it, any other at most a screen tall (fitted_height), so that a projector shows each chart whole.
 
+The report also holds the window's width: the controls bar above the page, which CSS shows only on a screen of at
+most presenter.NARROW_PX, is not drawn at all on a wider one (bar_wanted).
+
 A small component in the sidebar (Streamlit's components v2: plain JavaScript in the page, no iframe) measures
 every keyed chart and reports the widths when they change, from a fragment, so that reporting reruns nothing but
 itself. Without components v2 (a Streamlit that lacks it) the component is skipped after one warning
@@ -39,6 +42,8 @@ PANEL_FRAME_PX = 260
 PANELS_KEY = "atlas_panels_per_row"  # chart key → (its number of maps, the maps per row it was drawn with)
 NARROW_KEY = "atlas_narrow"  # chart key → whether it was drawn for a narrow column (figures.narrow)
 REDRAW_KEY = "atlas_redraw"
+SCREEN = ""  # the report's key for the window's width (no chart has an empty key)
+BAR_DRAWN_KEY = "atlas_bar_drawn"  # whether the last run drew the controls bar (bar_wanted)
 ROOM_KEY = "atlas_chart_rooms"  # presenter view: the browser's report {screen: px, rooms: {chart key: px}}
 HEIGHTS_KEY = "atlas_heights"  # chart key → (the height it asked for, the least it takes, the height it was drawn at)
 SLACK_PX = 12  # left under a chart that ends on the first screen (rounding, the chart frame's border)
@@ -47,12 +52,14 @@ MIN_PLOT_PX = 90  # the least plot height (inside the margins) a chart is given 
 ROW_PX = 19  # a heatmap row that holds presenter.CELL_TEXT_PX text (plotly's line spacing, 1.3)
 
 # Measures the frame Streamlit itself measures (stFullScreenFrame, getBoundingClientRect().width) for every chart in
-# an element container with a user key, skipping hidden tabs (width 0) and full-screen charts. Reports only changes,
-# so a chart whose frame, container or key class is not found (test ids renamed) is skipped and nothing is reported.
+# an element container with a user key, skipping hidden tabs (width 0) and full-screen charts, and the window's width
+# (innerWidth, what CSS media queries test) under the key SCREEN. Reports only changes, so a chart whose frame,
+# container or key class is not found (test ids renamed) is skipped.
 SCAN = """
   const known = {};
   const scan = () => {
     let changed = false;
+    if (known[''] !== innerWidth) { known[''] = innerWidth; changed = true; }  // the window (SCREEN)
     for (const chart of document.querySelectorAll('[data-testid="stMain"] [data-testid="stPlotlyChart"]')) {
       const frame = chart.closest('[data-testid="stFullScreenFrame"]');
       const box = chart.closest('[data-testid="stElementContainer"]');
@@ -118,8 +125,22 @@ def _check_drawn() -> None:
         any(min(n, per_row_at(width_of(key))) != per_row for key, (n, per_row) in panels.items())
         or any(is_narrow(key) != was for key, was in narrowed.items())
         or any(_fit(key, asked, least) != drawn for key, (asked, least, drawn) in heights.items())
+        or not st.session_state.get(BAR_DRAWN_KEY, True) and _bar_needed(presenter.on())
     ):
         st.session_state[REDRAW_KEY] = True
+
+
+def bar_wanted(presenting: bool) -> bool:
+    """Whether a run draws the controls bar above the page (ui/state.py): in presenter view, and on a screen of at most
+    presenter.NARROW_PX or one not measured yet, as its CSS shows it only there. Remembered, so that a screen that
+    narrows past it redraws the page with the bar."""
+    st.session_state[BAR_DRAWN_KEY] = wanted = _bar_needed(presenting)
+    return wanted
+
+
+def _bar_needed(presenting: bool) -> bool:
+    width = width_of(SCREEN)
+    return presenting or width is None or width <= presenter.NARROW_PX
 
 
 def per_row_at(width: float | None) -> int:

@@ -6,7 +6,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.apptest_utils import ROOT, TIMEOUT, assert_ok, charts_by_key, page_path
-from ui import widths
+from ui import presenter, widths
 
 PAGE = page_path("4_Masking")  # first part: two charts, masking_mask and masking_row
 
@@ -105,3 +105,41 @@ def test_a_narrow_chart_has_its_colour_bar_under_the_plot(width, below):
     at.run()
     assert_ok(at)
     assert (charts_by_key(at)["home_pattern"]["data"][0]["colorbar"].get("orientation") == "h") is below
+
+
+@pytest.mark.parametrize(
+    ("screen", "present", "drawn"),
+    [(None, False, True), (390.0, False, True), (900.0, False, True), (901.0, False, False), (1300.0, False, False),
+     (1300.0, True, True)],
+)
+def test_the_controls_bar_is_drawn_where_its_css_can_show_it(screen, present, drawn):
+    """The bar above the page shows (CSS) on a screen of at most NARROW_PX and in presenter view: a browser that said
+    its window is wider gets no bar; one that has not said yet gets it."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.query_params["model"] = "shakespeare-gpt"
+    if present:
+        at.query_params["present"] = "true"
+    if screen is not None:
+        at.session_state[widths.KEY] = {"widths": {widths.SCREEN: screen}}
+    at.run()
+    assert_ok(at)
+    bar = [s for s in at.slider if s.key.startswith(presenter.BAR_PREFIX)]
+    assert bool(bar) is drawn
+    assert at.slider(key="w_layer")  # the sidebar's controls are always there
+    if drawn:
+        assert {s.key for s in bar} == {presenter.BAR_PREFIX + k for k in ("layer", "head", "temperature")}
+
+
+def test_a_report_of_a_narrower_screen_brings_the_bar_back():
+    """The bar goes once a report says the screen is wide, and comes back with the first run after one says it is
+    narrow (the report itself reruns the page then: the browser test of the phone width)."""
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    at.session_state[widths.KEY] = {"widths": {widths.SCREEN: 1300.0}}
+    at.run()
+    assert_ok(at)
+    assert not [s for s in at.slider if s.key.startswith(presenter.BAR_PREFIX)]
+    assert at.session_state[widths.BAR_DRAWN_KEY] is False
+    at.session_state[widths.KEY] = {"widths": {widths.SCREEN: 700.0}}
+    at.run()
+    assert at.slider(key=presenter.BAR_PREFIX + "layer").value == at.slider(key="w_layer").value
+    assert at.session_state[widths.BAR_DRAWN_KEY] is True
