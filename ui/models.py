@@ -14,7 +14,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, is_dataclass, replace
 
 import streamlit as st
 import torch
@@ -194,6 +194,32 @@ class BatchKey:
     @property
     def untempered(self) -> BatchKey:
         return replace(self, tau=1.0)
+
+
+def key_fields(value):
+    """A key (TraceKey, BatchKey) as plain values: its type and each field, dataclasses field by field, a frozenset
+    sorted. Equal for equal keys, different for different ones."""
+    if is_dataclass(value):
+        return type(value).__name__, *(key_fields(getattr(value, f.name)) for f in fields(value))
+    if isinstance(value, frozenset):
+        return "frozenset", *sorted(value)
+    return value
+
+
+def key_text(key) -> str:
+    """What Streamlit's caches hash for a key (KEY_HASH): its plain values written out. Streamlit's own hashing of a
+    dataclass (through dataclasses.asdict, and a frozenset through pickle) costs ~0.3 ms a call, of one string ~0.05
+    ms; a page calls several cached functions with its key on every run."""
+    return repr(key_fields(key))
+
+
+KEY_HASH = {TraceKey: key_text, BatchKey: key_text}
+
+
+def shared(max_entries: int):
+    """st.cache_resource for a page's computation (ui/caches): at most max_entries results, shared by every session,
+    no spinner, and keys hashed by their fields (key_text)."""
+    return st.cache_resource(max_entries=max_entries, show_spinner=False, hash_funcs=KEY_HASH)
 
 
 def get_trace(key: TraceKey) -> Trace | Tempered:

@@ -35,12 +35,19 @@ def test_a_trace_key_is_hashable_frozen_and_one_key_however_it_is_written():
     assert hash(batch) == hash(ui.BatchKey(MODEL, tuple(SENTENCES))) and batch != key
 
 
+def cached(decorator: ast.expr) -> bool:
+    """A cache decorator: st.cache_resource or st.cache_data, or ui.models.shared (st.cache_resource, keys hashed by
+    their fields)."""
+    text = ast.unparse(decorator)
+    return "cache_" in text or text.startswith("shared(")
+
+
 def cached_functions() -> list[tuple[str, ast.FunctionDef]]:
-    """Every function of ui/caches/ decorated with st.cache_resource or st.cache_data, as (file, definition)."""
+    """Every cached function of ui/caches/, as (file, definition)."""
     found = []
     for path in sorted((ROOT / "ui" / "caches").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.FunctionDef) and any("cache_" in ast.unparse(d) for d in node.decorator_list):
+            if isinstance(node, ast.FunctionDef) and any(cached(d) for d in node.decorator_list):
                 found.append((Path(path).name, node))
     return found
 
@@ -59,7 +66,50 @@ def test_no_cached_function_takes_an_unhashed_argument_or_a_trace():
         if {"get_trace", "get_traces"} & {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}:
             readers += 1
             assert names[0] in ("key", "keys"), f"{file}:{fn.name} reads a trace but takes no key first"
+        if re.search(r"\b(TraceKey|BatchKey)\b", " ".join(types)):  # its keys hashed by their fields
+            assert [ast.unparse(d) for d in fn.decorator_list][0].startswith("shared("), f"{file}:{fn.name}"
     assert readers >= 20
+
+
+def test_a_key_is_hashed_by_every_field_and_equal_keys_alike():
+    """What the caches hash for a key (ui.models.key_text): the same for equal keys, however written; different when
+    any field differs, down to one switched-off head or τ of one head."""
+    key = ui.TraceKey(MODEL, SENTENCES[0])
+    same = [ui.TraceKey(MODEL, SENTENCES[0], Interventions(temperature=1.0), 1.0), key.but(ablate=())]
+    assert {ui.models.key_text(k) for k in [key, *same]} == {ui.models.key_text(key)}
+    two = key.but(ablate=[(1, 0), (0, 2)])
+    assert ui.models.key_text(two) == ui.models.key_text(key.but(ablate=((0, 2), (1, 0))))
+    others = [
+        ui.TraceKey("minilm-l6", SENTENCES[0]),
+        ui.TraceKey(MODEL, SENTENCES[1]),
+        dataclasses.replace(key, tau=0.5),
+        key.but(temperature=0.5),
+        key.but(head_temperature=((0, 1, 2.0),)),
+        key.but(causal=False),
+        key.but(ablate=[(0, 2)]),
+        two,
+        ui.BatchKey(MODEL, (SENTENCES[0],)),
+    ]
+    texts = [ui.models.key_text(k) for k in [key, *others]]
+    assert len(set(texts)) == len(texts)
+
+
+def test_a_shared_cache_computes_once_per_key_whatever_object_carries_it():
+    from ui.models import shared
+
+    calls = []
+
+    @shared(max_entries=8)
+    def length(key: ui.TraceKey) -> int:
+        calls.append(key)
+        return len(key.text)
+
+    key = ui.TraceKey(MODEL, SENTENCES[0]).but(ablate=[(1, 0), (0, 2)])
+    assert length(key) == length(ui.TraceKey(MODEL, SENTENCES[0]).but(ablate=[(0, 2), (1, 0)])) == len(SENTENCES[0])
+    assert len(calls) == 1
+    length(key.but(ablate=[(0, 2)]))
+    length(dataclasses.replace(key, tau=0.5))
+    assert len(calls) == 3
 
 
 def chip_labels(key: ui.TraceKey) -> list[str]:

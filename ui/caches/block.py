@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
-import streamlit as st
 
 from figures import block as fb
 from figures.common import grouped_bars
 from lessons import block_stats as bs
 
-from ..models import TraceKey, get_trace
+from ..models import TraceKey, get_trace, shared
 
 NORM_STEPS = {"layernorm": ("normalized x̂", "output x̂⊙w + b"), "rmsnorm": ("normalized x̂", "output x̂⊙w")}
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+@shared(max_entries=16)
 def stream_figure(key: TraceKey) -> tuple[go.Figure, np.ndarray, tuple[int, float, float] | None]:
     """‖x‖ of every token at every stage of the residual stream (the colours capped below a token that stands far out);
     those lengths, (n_stages, T); and the token that stands out (see block_stats.stand_out)."""
@@ -27,7 +26,7 @@ def stream_figure(key: TraceKey) -> tuple[go.Figure, np.ndarray, tuple[int, floa
     return fig, norms, out
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@shared(max_entries=32)
 def norm_figures(key: TraceKey, layer: int, ln: str) -> tuple[go.Figure, go.Figure, bs.NormSteps]:
     """Per-token mean and spread (LayerNorm: standard deviation; RMSNorm: root mean square) of the norm's input,
     normalized vectors and output; and those vectors."""
@@ -49,7 +48,7 @@ def norm_figures(key: TraceKey, layer: int, ln: str) -> tuple[go.Figure, go.Figu
     return mean_fig, spread_fig, steps
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@shared(max_entries=32)
 def token_figures(key: TraceKey, layer: int, ln: str, tok: int) -> tuple[go.Figure, go.Figure, go.Figure | None]:
     """One token: its numbers before and after the norm; its MLP neurons on the activation curve (GELU, or SwiGLU's
     SiLU of the gate); and for SwiGLU the strongest neurons' SiLU(gate), linear branch and product."""
@@ -72,7 +71,7 @@ def token_figures(key: TraceKey, layer: int, ln: str, tok: int) -> tuple[go.Figu
     return values_fig, act, fb.swiglu_bars(sw.neurons, sw.silu_gate, sw.linear, sw.post, title)
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@shared(max_entries=32)
 def mlp_figure(key: TraceKey, layer: int, n: int) -> go.Figure:
     """The n most active neurons of the block's MLP (SwiGLU: the n largest in size), for every token."""
     tr = get_trace(key)
@@ -84,7 +83,7 @@ def mlp_figure(key: TraceKey, layer: int, n: int) -> go.Figure:
     return fb.mlp_heatmap(post[:, neurons], neurons, tr.encoding.labels, title, value_name, signed=swi)
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@shared(max_entries=32)
 def adds_figures(key: TraceKey, layer: int) -> tuple[go.Figure, go.Figure]:
     """‖attn_out‖ and ‖mlp_out‖: per block averaged over the tokens, and per token for `layer`."""
     tr = get_trace(key)

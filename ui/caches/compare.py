@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
-import streamlit as st
 
 from figures import compare as fcmp
 from lessons import encoder_decoder as ed
 
-from ..models import TraceKey, get_model, get_trace
+from ..models import TraceKey, get_model, get_trace, shared
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@shared(max_entries=32)
 def compare_grid(key: TraceKey, word: int, target: int) -> tuple[np.ndarray, go.Figure]:
     """The weight from word `word` (its last token) on word `target` (all its tokens) in every head, and its heatmap."""
     tr = get_trace(key)
@@ -24,7 +23,7 @@ def compare_grid(key: TraceKey, word: int, target: int) -> tuple[np.ndarray, go.
     return grid, fcmp.head_grid(grid, (layer, head), title)
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+@shared(max_entries=16)
 def compare_sinks(keys: tuple[TraceKey, ...]) -> tuple[go.Figure | None, list[ed.Sinks]]:
     """Per layer, an encoder's share of attention on [CLS] and [SEP] and a decoder's on its first token, in one chart
     (None when a text is too short to measure); and each model's numbers."""

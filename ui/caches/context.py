@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
-import streamlit as st
 
 from figures import attention as fa
 from figures import context as fc
 from lessons import context as cx
 
-from ..models import BatchKey, get_traces
+from ..models import BatchKey, get_traces, shared
 
 
 def matches(key: BatchKey, word: str, forms: bool) -> dict[int, cx.WordMatch | None]:
@@ -24,7 +23,7 @@ def matches(key: BatchKey, word: str, forms: bool) -> dict[int, cx.WordMatch | N
     return found
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@shared(max_entries=32)
 def word_vectors(key: BatchKey, word: str, forms: bool) -> tuple[list[int], np.ndarray]:
     """The numbers of the sentences that hold the word (two or more), and the word's vectors in them, read-only:
     (n, n_layer + 1, d), its embedding then every block's output at its last token."""
@@ -35,7 +34,7 @@ def word_vectors(key: BatchKey, word: str, forms: bool) -> tuple[list[int], np.n
     return list(found), vectors
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@shared(max_entries=32)
 def cosine_figure(key: BatchKey, word: str, forms: bool) -> tuple[go.Figure, np.ndarray, list[str]]:
     """cos of the word's vectors for every pair of sentences, at every layer; those cosines, (n_pairs, n_layer + 1);
     and the pairs' names ("sentence 1 vs 3")."""
@@ -46,7 +45,7 @@ def cosine_figure(key: BatchKey, word: str, forms: bool) -> tuple[go.Figure, np.
     return fc.cosine_lines(cos, names, stages, "Cosine similarity of the word's vectors"), cos, names
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@shared(max_entries=32)
 def pca_figure(key: BatchKey, word: str, forms: bool, unit: bool) -> tuple[go.Figure, np.ndarray]:
     """Every sentence's trajectory in 2 principal components; and the share of variance they hold, (2,)."""
     numbers, vectors = word_vectors(key, word, forms)
@@ -56,7 +55,7 @@ def pca_figure(key: BatchKey, word: str, forms: bool, unit: bool) -> tuple[go.Fi
     return fc.trajectories_figure(coords, [f"sentence {n}" for n in numbers], points, explained, title), explained
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+@shared(max_entries=64)
 def attention_figure(key: BatchKey, number: int, position: int, layer: int, head: int) -> go.Figure:
     """The weights of token `position` of sentence `number` (from 1) over its sentence's tokens, for one head."""
     tr = get_traces(key)[number - 1]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
-import streamlit as st
 
 from figures.embeddings import cosine_heatmap, neighbour_bars, pca_map, sentence_rows_heatmap, token_chips
 from figures.positions import bits_heatmap, encoding_heatmap, similarity_heatmap, waves
@@ -12,18 +11,18 @@ from lessons import embedding_space as es
 from lessons.pca import PCA, pca
 from transformer import sinusoidal_encoding
 
-from ..models import TraceKey, get_model, get_trace
+from ..models import TraceKey, get_model, get_trace, shared
 
 # --- Tokens & embeddings ---
 
 
-@st.cache_resource(max_entries=4, show_spinner=False)
+@shared(max_entries=4)
 def embedding_directions(model_name: str) -> es.Directions:
     """W_E's rows compared by direction (cosine similarity), with their lengths computed once."""
     return es.directions(get_model(model_name).model.W_E.detach().numpy())
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+@shared(max_entries=16)
 def vocabulary_map(model_name: str, n: int) -> tuple[np.ndarray, PCA]:
     """The n 'frequent' vocabulary ids and a 3-component PCA fitted on their embeddings."""
     m = get_model(model_name)
@@ -31,7 +30,7 @@ def vocabulary_map(model_name: str, n: int) -> tuple[np.ndarray, PCA]:
     return ids, pca(m.model.W_E.detach().numpy()[ids], 3)
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+@shared(max_entries=16)
 def sentence_figures(key: TraceKey) -> tuple[go.Figure, go.Figure, go.Figure]:
     """Token chips, the embedding rows W_E[ids] and their cosine-similarity matrix."""
     tr = get_trace(key)
@@ -41,7 +40,7 @@ def sentence_figures(key: TraceKey) -> tuple[go.Figure, go.Figure, go.Figure]:
     return token_chips(enc), rows, cosine_heatmap(es.cosine_matrix(embed), enc.labels)
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+@shared(max_entries=16)
 def map_figure(key: TraceKey, n: int, k: int) -> tuple[go.Figure, float]:
     """The sentence's tokens among the n frequent vocabulary tokens, in k principal components; and the share of
     variance shown."""
@@ -54,7 +53,7 @@ def map_figure(key: TraceKey, n: int, k: int) -> tuple[go.Figure, float]:
     return fig, float(fit.explained[:k].sum())
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+@shared(max_entries=64)
 def neighbours_figure(model_name: str, token_id: int, k: int, label: str) -> go.Figure:
     """The k vocabulary tokens whose embeddings point most nearly the way token_id's does."""
     m = get_model(model_name)
@@ -65,7 +64,7 @@ def neighbours_figure(model_name: str, token_id: int, k: int, label: str) -> go.
     return neighbour_bars(cos, [names[i] for i in ids], f"The {k} tokens nearest to {label} (id {token_id})")
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+@shared(max_entries=64)
 def analogy_figure(
     model_name: str, ids: tuple[int, int, int], words: tuple[str, str, str], expected: str, k: int
 ) -> tuple[go.Figure, str, int | None]:
@@ -80,7 +79,7 @@ def analogy_figure(
     return neighbour_bars(cos, [names[i] for i in top], title), names[int(top[0])], rank
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
+@shared(max_entries=8)
 def analogy_answer(model_name: str, words: tuple[str, str, str]) -> str | None:
     """The nearest token to a − b + c for three words of this vocabulary (inside a sentence), e.g. king − man + woman,
     every spelling of the three left out; None when a word is not one token."""
@@ -96,7 +95,7 @@ def analogy_answer(model_name: str, words: tuple[str, str, str]) -> str | None:
 COUNTER_ROWS, COUNTER_DIMS = 16, 32  # the positions and sinusoid dimensions shown next to the binary counter
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+@shared(max_entries=16)
 def sinusoid_figures(d: int, n_pos: int) -> tuple[go.Figure, go.Figure, go.Figure, go.Figure]:
     """PE heatmap, binary counter, the first positions and dimensions of PE, and PE_i · PE_j."""
     pe = sinusoidal_encoding(n_pos, d).numpy()  # (n_pos, d)
@@ -110,12 +109,12 @@ def sinusoid_figures(d: int, n_pos: int) -> tuple[go.Figure, go.Figure, go.Figur
     )
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@shared(max_entries=32)
 def waves_figure(d: int, n_pos: int, dims: tuple[int, ...]) -> go.Figure:
     return waves(sinusoidal_encoding(n_pos, d).numpy(), dims)
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+@shared(max_entries=16)
 def input_figures(key: TraceKey) -> tuple[go.Figure, ...]:
     """Token embedding, position vectors (BERT: and token-type vectors) and the input to block 0, one row per token."""
     tr = get_trace(key)

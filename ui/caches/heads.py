@@ -13,12 +13,12 @@ from lessons import heads
 from lessons.words import noun
 from transformer.head_scores import HeadScores, probe_scores
 
-from ..models import TraceKey, get_model, get_trace
+from ..models import TraceKey, get_model, get_trace, shared
 
 THUMB = 32  # overview thumbnails are at most THUMB × THUMB cells
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@shared(max_entries=32)
 def heads_figure(key: TraceKey, layer: int, hide: tuple[int, ...], per_row: int) -> tuple[go.Figure, float]:
     """Every head of `layer` side by side (at most per_row in a row) on one colour scale, and the top of that scale."""
     tr = get_trace(key)
@@ -29,7 +29,7 @@ def heads_figure(key: TraceKey, layer: int, hide: tuple[int, ...], per_row: int)
     return fm.weight_panels(w, tr.encoding.labels, mask, titles, title, zmax=zmax, hide=hide, per_row=per_row), zmax
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@shared(max_entries=32)
 def averages_figure(key: TraceKey, layer: int, hide: tuple[int, ...], per_row: int) -> go.Figure:
     """The mean pattern of `layer`'s heads and of every head of the model (side by side when per_row ≥ 2)."""
     tr = get_trace(key)
@@ -47,7 +47,7 @@ def averages_figure(key: TraceKey, layer: int, hide: tuple[int, ...], per_row: i
     )
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@shared(max_entries=32)
 def overview_figure(
     key: TraceKey, opened: tuple[int, int], hide: tuple[int, ...], badges: dict
 ) -> tuple[go.Figure, int, int]:
@@ -59,7 +59,7 @@ def overview_figure(
     return fig, block, thumbs.shape[-1]
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@shared(max_entries=32)
 def opened_figures(
     key: TraceKey, opened: tuple[int, int], hide: tuple[int, ...], sink_name: str, threshold: float, token: int
 ) -> tuple[go.Figure, go.Figure, int]:
@@ -77,7 +77,7 @@ def opened_figures(
     return big, fm.token_lines([(f"head {head}", i, j, lw)], labels, f"Lines, layer {layer}, head {head}"), len(lw)
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@shared(max_entries=32)
 def layer_lines_figure(key: TraceKey, layer: int, hide: tuple[int, ...], threshold: float, token: int) -> go.Figure:
     """Every head of `layer` as lines from query to key, a colour per head (weights ≥ threshold; of one token, unless
     token < 0)."""
@@ -89,7 +89,7 @@ def layer_lines_figure(key: TraceKey, layer: int, hide: tuple[int, ...], thresho
     return fm.token_lines(pairs, tr.encoding.labels, f"Every head of layer {layer} as lines")
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@shared(max_entries=32)
 def concat_figures(key: TraceKey, layer: int, t: int) -> tuple[go.Figure, go.Figure, go.Figure, float]:
     """Token t's heads side by side (concat), W_O, each head's share of the output with their sum; and the
     recomputation error."""
@@ -111,7 +111,7 @@ def concat_figures(key: TraceKey, layer: int, t: int) -> tuple[go.Figure, go.Fig
     return concat_fig, wo_fig, out_fig, sh.error
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@shared(max_entries=32)
 def ablation(key: TraceKey, ablate: tuple[tuple[int, int], ...], k: int) -> tuple[go.Figure, dict | None, heads.Effect]:
     """What switching the heads `ablate` off changes: a decoder's next-token probabilities (figure, table of the top k
     before and after, the share of probability moved and the top token before and after); an encoder's final vectors

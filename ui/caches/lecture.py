@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
-import streamlit as st
 
 from figures.matrices import lecture_figures as lecture_matrices
 from lessons.lecture import lecture_example
 
+from ..models import shared
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+
+@shared(max_entries=32)
 def lecture_figures(
     X: np.ndarray, words: tuple[str, ...], dims: tuple[str, ...], seed: int
 ) -> tuple[dict[str, np.ndarray], dict[str, go.Figure]]:

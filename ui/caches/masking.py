@@ -5,15 +5,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 import plotly.graph_objects as go
-import streamlit as st
 
 from figures import attention as fa
 from lessons import one_head, padding
 
-from ..models import TraceKey, get_model, get_trace, together
+from ..models import TraceKey, get_model, get_trace, shared, together
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@shared(max_entries=32)
 def future_comparison(key: TraceKey, n_rows: int) -> tuple[list[dict], one_head.Changes]:
     """The next-token table of the first n_rows positions of key's trace and of the same text without the causal mask,
     and how many predictions changed (softmax over the whole vocabulary at every position: ~0.1 s for SmolLM2 at 64
@@ -24,7 +23,7 @@ def future_comparison(key: TraceKey, n_rows: int) -> tuple[list[dict], one_head.
     return one_head.future_table(with_mask, without, names, n_rows), one_head.changes(with_mask, without)
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
+@shared(max_entries=8)
 def padding_check(key: TraceKey, other: str, use_padding_mask: bool) -> padding.PaddingCheck:
     """key's text and `other` (same model and interventions) as one right-padded batch: its mask, and each text's final
     output in the batch against the text alone. Keeps no logits (SmolLM2's are 48 MiB per 256 tokens): only the mask
@@ -39,7 +38,7 @@ def padding_check(key: TraceKey, other: str, use_padding_mask: bool) -> padding.
     return padding.check(batch, output, alone)
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@shared(max_entries=32)
 def pattern_figure(key: TraceKey, layer: int, head: int) -> go.Figure:
     """One head's weights in key's trace, its future blank (the home page's live map): built once per input, not on
     every run (~1.4 ms of a home-page rerun's ~28)."""

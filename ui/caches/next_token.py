@@ -6,17 +6,16 @@ import threading
 
 import numpy as np
 import plotly.graph_objects as go
-import streamlit as st
 
 from figures.prediction import lens_heatmap
 from lessons import logit_lens as ll
 
-from ..models import TraceKey, get_model, get_trace
+from ..models import TraceKey, get_model, get_trace, shared
 
 LENS_TOP = 10  # the lens table lists up to this many tokens per stage
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+@shared(max_entries=16)
 def lens_columns(key: TraceKey) -> tuple[dict[int, tuple[np.ndarray, np.ndarray]], threading.Lock]:
     """Position → the lens's top-1 token ids and probabilities at every stage, (L+1,) each: filled as windows need
     them, so moving the chosen position computes only the positions new to the window (in one batch: SmolLM2's
@@ -24,7 +23,7 @@ def lens_columns(key: TraceKey) -> tuple[dict[int, tuple[np.ndarray, np.ndarray]
     return {}, threading.Lock()
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@shared(max_entries=32)
 def lens_figure(key: TraceKey, pos: int) -> tuple[go.Figure, range]:
     """The logit-lens heatmap on the window of positions around `pos` (pos outlined), and the window."""
     loaded, tr = get_model(key.model), get_trace(key)
@@ -41,7 +40,7 @@ def lens_figure(key: TraceKey, pos: int) -> tuple[go.Figure, range]:
     return lens_heatmap(top_probs, top_labels, stages, window, shown, chosen=pos), window
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+@shared(max_entries=64)
 def lens_column(key: TraceKey, pos: int) -> ll.LensColumn:
     """The logit lens at one position, with the LENS_TOP most probable tokens of every stage."""
     loaded = get_model(key.model)

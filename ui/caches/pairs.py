@@ -5,23 +5,22 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
-import streamlit as st
 
 from figures import pairs as fp
 from lessons import encoder_decoder as ed
 from lessons import heads, pairs
 
-from ..models import TraceKey, get_trace
+from ..models import TraceKey, get_trace, shared
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@shared(max_entries=32)
 def comparison(key: TraceKey, key_b: TraceKey, position: int, target: int | None) -> pairs.Comparison | None:
     """Token `position` of key's trace against its token in key_b's, in every head (every layer runs); target: a
     token of key's trace whose weight is compared too. None when the token has no counterpart in key_b's text."""
     return pairs.compare(get_trace(key), get_trace(key_b), position, target)
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@shared(max_entries=32)
 def ranking_figure(key: TraceKey, key_b: TraceKey, position: int, target: int | None) -> go.Figure:
     """The heads most changed between the two sentences, for the token."""
     c = comparison(key, key_b, position, target)
@@ -32,7 +31,7 @@ def ranking_figure(key: TraceKey, key_b: TraceKey, position: int, target: int | 
     )
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+@shared(max_entries=64)
 def rows_figure(
     key: TraceKey, key_b: TraceKey, position: int, target: int | None, layer: int, head: int
 ) -> go.Figure:

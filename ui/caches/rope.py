@@ -5,19 +5,18 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
-import streamlit as st
 
 from figures import rope as frope
 from figures.multihead import weight_panels
 from lessons import gqa, rope
 from lessons.heads import visible_keys
 
-from ..models import TraceKey, get_model, get_trace
+from ..models import TraceKey, get_model, get_trace, shared
 
 MAX_SHIFT = 1000  # the shift chart moves q and k up to this many positions
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+@shared(max_entries=16)
 def rope_angle_figures(model_name: str, n_pos: int, n_tokens: int) -> tuple[go.Figure, go.Figure]:
     """The angle table m·ω_i of the first n_pos positions, and each pair's wavelength next to the text's length."""
     cfg = get_model(model_name).cfg
@@ -27,7 +26,7 @@ def rope_angle_figures(model_name: str, n_pos: int, n_tokens: int) -> tuple[go.F
     return frope.angle_heatmap(angles, title), frope.wavelength_chart(rope.wavelengths(cfg), n_tokens, waves_title)
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@shared(max_entries=32)
 def rope_shifts(key: TraceKey, layer: int, head: int, m: int, n: int) -> rope.Shifts:
     """The model's own pre-RoPE q_m and k_n moved by every shift s from −min(m, n) to MAX_SHIFT."""
     cfg = get_model(key.model).cfg
@@ -35,7 +34,7 @@ def rope_shifts(key: TraceKey, layer: int, head: int, m: int, n: int) -> rope.Sh
     return rope.shift_scores(qk.q, qk.k, m, n, np.arange(-min(m, n), MAX_SHIFT + 1), cfg)
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@shared(max_entries=32)
 def gqa_figures(
     key: TraceKey, layer: int, g: int, per_row: tuple[int, int]
 ) -> tuple[go.Figure, go.Figure, go.Figure, gqa.Group]:

@@ -8,10 +8,10 @@ import streamlit as st
 from lessons import softmax_lab as lab
 from transformer import shortcuts
 
-from ..models import TraceKey, get_trace
+from ..models import TraceKey, get_trace, shared
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@shared(max_entries=32)
 def tempered_pattern(key: TraceKey, layer: int, head: int, tau: float) -> np.ndarray:
     """One head's weights with attention temperature τ on that head only, the rest of the model as trained (τ = 1;
     pass the key at τ = 1, as the page does, and no second trace is made)."""

@@ -10,8 +10,10 @@ from transformer.families.seq2seq import Seq2SeqInterventions
 from transformer.loading import get_translator
 from transformer.vocabulary import SourceText, read_source
 
+from ..models import shared
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+
+@shared(max_entries=64)
 def translation(
     words: tuple[str, ...], temperature: float, causal: bool, ablate: tuple[tuple[str, int, int], ...]
 ) -> TranslationTrace:
@@ -20,7 +22,7 @@ def translation(
     return translate(t.model, t.tokenizer, words, Seq2SeqInterventions(temperature, causal, frozenset(ablate)))
 
 
-@st.cache_resource(max_entries=1, show_spinner=False)
+@shared(max_entries=1)
 def held_out_phrases(n: int, seed: int) -> list[td.Pair]:
     """n held-out phrases: the model never trained on them."""
     return td.test_pairs(n, seed)
