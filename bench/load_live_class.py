@@ -3,11 +3,15 @@ every few seconds, on `--workers` app processes behind HAProxy sharing one Redis
 
     python bench/load_live_class.py --students 100 --moves 12   # the issue's measurement: on a quiet machine
     python bench/load_live_class.py --students 5 --moves 3      # a smoke run
+    python bench/load_live_class.py --students 100 --moves 12 --screen 1300   # students on laptops (see below)
 
 Each student's page is woken by the class's news (ui/live/wake.py) and polls the class as a browser does (its
 fragment's timer, every `wake.poll_s()`); the time of a move is from the teacher's rerun request to the student's first
 finished run that shows the new layer (the address's `layer=`); the teacher's own reruns are timed too. Then the
 teacher asks a question, every student answers it, and the answers are counted in Redis.
+
+A browser reports its window's width after the first run (ui/widths.py); on a window wider than the controls bar
+shows on, the runs that follow leave the bar out. --screen makes each student's requests carry that report.
 """
 
 from __future__ import annotations
@@ -38,8 +42,8 @@ SEND = "FormSubmitter:live_answer-Send"  # the answer form's button (Streamlit's
 class Student(Session):
     """A student's tab: records when each of its runs finished and the address it left."""
 
-    def __init__(self, base: str, code: str):
-        super().__init__(base)
+    def __init__(self, base: str, code: str, screen: float | None = None):
+        super().__init__(base, screen=screen)
         self.query_string = f"class={code}"
         self.finished: list[tuple[float, str]] = []
 
@@ -84,7 +88,7 @@ async def lesson(base: str, r: redis.Redis, args) -> dict:
     await teacher.rerun()
     await teacher.press("live_start")
     code = class_code(r)
-    students = [Student(base, code) for _ in range(args.students)]
+    students = [Student(base, code, args.screen) for _ in range(args.students)]
     await asyncio.gather(*(s.open() for s in students))
     await asyncio.gather(*(s.poll() for s in students))  # each opens the class's link
     stop = asyncio.Event()
@@ -129,6 +133,9 @@ def main() -> None:
     ap.add_argument("--moves", type=int, default=12)
     ap.add_argument("--every", type=float, default=5.0, help="seconds between the teacher's moves")
     ap.add_argument("--workers", type=int, default=2, help="app processes behind HAProxy")
+    ap.add_argument(
+        "--screen", type=float, help="the students' browser windows are this wide (their width report; default: none)"
+    )
     args = ap.parse_args()
     os.environ.setdefault("ATLAS_DEFAULT_MODEL", "shakespeare-gpt")
     with own_server(free_port()) as url:

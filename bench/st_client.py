@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import http.cookiejar
+import json
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -28,6 +29,8 @@ from streamlit.proto.Slider_pb2 import Slider
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
+
+from ui import widths
 
 XSRF_COOKIE = "_streamlit_xsrf"
 FINISHED = {v: k for k, v in ForwardMsg.ScriptFinishedStatus.items()}  # number -> name
@@ -93,8 +96,11 @@ class Run:
 class Session:
     """One browser tab: a websocket session on one page, its widget states and its message cache."""
 
-    def __init__(self, base: str, page_name: str = "", keep_content: bool = False):
+    def __init__(self, base: str, page_name: str = "", keep_content: bool = False, screen: float | None = None):
         self.base, self.page_name, self.keep_content = base, page_name, keep_content
+        # the width of the browser window: once the page has drawn its width report component (ui/widths.py), its
+        # report of that width goes with every request, as a browser's does (no chart widths: no browser draws here)
+        self.screen = screen
         self.page_script_hash = ""
         self.query_string = ""
         self.session_id = ""
@@ -266,6 +272,9 @@ class Session:
             return
         self._seen.add(wid)
         self.elements[wid] = sub
+        if kind == "bidi_component" and self.screen is not None and wid.endswith("-" + widths.KEY):
+            self.widgets[wid] = WidgetState(id=wid, json_value=json.dumps({"widths": {widths.SCREEN: self.screen}}))
+            return
         known = self.widgets.get(wid)
         if known is None or getattr(sub, "set_value", False):
             value = widget_value(kind, sub)
