@@ -17,7 +17,7 @@ A small component in the sidebar (Streamlit's components v2: plain JavaScript in
 every keyed chart and reports the widths when they change, from a fragment, so that reporting reruns nothing but
 itself. Without components v2 (a Streamlit that lacks it) the component is skipped after one warning
 and every chart draws at Streamlit's default width; a page without the test ids the JavaScript looks for gets no
-reports, and so the same default.
+chart's width in its reports, and so the same default.
 """
 
 from __future__ import annotations
