@@ -26,15 +26,15 @@ navigation.page_link(
 
 
 def pipeline() -> None:
+    """Each section's pages in reading order, one link per page that holds its title and what it shows: one element
+    a page (every student's page runs again at each move of a live class's teacher)."""
     st.subheader("The pipeline at a glance")
     for section, pages in navigation.SECTIONS.items():
         if section == "Start":
             continue
         st.markdown(f"**{section}**")
-        for row in range(0, len(pages), 3):
-            for col, page in zip(st.columns(3), pages[row : row + 3], strict=False):
-                navigation.page_link(page, col, label=f"**{page.title}**", icon=page.icon)
-                col.caption(page.blurb)
+        for page in pages:
+            navigation.page_link(page, label=f"**{page.title}** · {page.blurb}", icon=page.icon)
 
 
 def live() -> None:

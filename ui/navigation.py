@@ -24,7 +24,7 @@ class PageInfo:
     path: str  # from the project root
     title: str
     icon: str
-    blurb: str  # one sentence for the home page's card
+    blurb: str  # one sentence for the home page's link
 
     @property
     def url_path(self) -> str:

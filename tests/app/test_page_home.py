@@ -31,9 +31,12 @@ def test_default_page_shows_the_models_pattern_and_the_pipeline():
     assert_ok(at)
     np.testing.assert_allclose(shown(at), pattern(DEFAULT_SENTENCE, 0, 0), atol=1e-6)
     assert "Model card: shakespeare-gpt" in [e.label for e in at.expander]
-    linked = [link.proto.page for link in at.main.get("page_link")]  # the sidebar's menu links them too
-    # every page, once
-    assert sorted(linked) == sorted(p.url_path for p in navigation.ORDER if p is not navigation.HOME)
+    links = at.main.get("page_link")  # the sidebar's menu links them too
+    # every page, once, in reading order, each link with what the page shows
+    assert [link.proto.page for link in links] == [p.url_path for p in navigation.ORDER if p is not navigation.HOME]
+    pages = [p for p in navigation.ORDER if p not in (navigation.HOME, navigation.TOUR)]
+    labels = [link.proto.label for link in links[1:]]
+    assert all(p.title in label and p.blurb in label for p, label in zip(pages, labels, strict=True))
 
 
 def test_the_tests_page_lists_are_the_menus():
