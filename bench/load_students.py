@@ -12,6 +12,7 @@ Prints a report; asserts nothing (except in --check mode, which verifies the pro
     .venv/bin/python bench/load_students.py --url http://127.0.0.1:8501 --page mix --students 50
     .venv/bin/python bench/load_students.py --students 50 --model smollm2-135m
     .venv/bin/python bench/load_students.py --students 51 --model smollm2-135m,minilm-l6,shakespeare-gpt   (round-robin)
+    .venv/bin/python bench/load_students.py --page mix --students 100 --screen 1300   (laptops: see --screen)
 """
 
 from __future__ import annotations
@@ -217,7 +218,7 @@ async def student(
         urlencode({"model": model} if args.layer is None else {"model": model, "layer": args.layer}) if model else ""
     )  # a reload keeps the address bar, which holds the app's state
     while time.perf_counter() < stop_at:
-        s = Session(base, page_name(page))
+        s = Session(base, page_name(page), screen=args.screen)
         s.query_string = url_query
         action, changes = "load", {}
         try:
@@ -314,6 +315,7 @@ def report(args, records: list[Record], samples, rss_start: float, client_cpu: f
     res = {
         "students": args.students,
         "pages": args.page,
+        "screen": args.screen,
         "actions": args.actions,
         "duration_s": round(wall, 1),
         "reruns_total": sum(r.action != "load" for r in records),
@@ -357,6 +359,7 @@ def report(args, records: list[Record], samples, rss_start: float, client_cpu: f
     print(
         f"\n=== {res['students']} students on {args.page} with model {model}, moves {args.actions}, "
         f"{res['duration_s']} s (warm-up {args.warmup} s excluded from latency, ramp {args.ramp} s)"
+        + (f", windows {args.screen:.0f} px wide" if args.screen else "")
     )
     print(f"reruns: {res['reruns_total']} total, {res['reruns_measured']} measured ({res['reruns_per_s']}/s)")
     print(f"page loads: {res['page_loads']} (p50 {res['load_p50_ms']} ms, max {res['load_max_ms']} ms)")
@@ -553,6 +556,12 @@ def main() -> None:
             'weights of the moves, e.g. "temperature=0.6,head=0.4" (default: '
             "temperature=0.4,head=0.25,sentence=0.15,step=0.2)"
         ),
+    )
+    ap.add_argument(
+        "--screen",
+        type=float,
+        help="the students' browser windows are this wide: each request after the first run carries the window's width "
+        "report, as a browser's does (default: none, as a first run or a browser without the report)",
     )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--url", help="a running server (default: start one with scripts/browser.py serve_app)")
