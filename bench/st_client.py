@@ -241,7 +241,10 @@ class Session:
             ns = msg.new_session
             self.session_id = ns.initialize.session_id or self.session_id
             self.max_cache_age = ns.config.max_cached_message_age or self.max_cache_age
-            if run is not None:
+            if run is not None and run.status == FINISHED[ForwardMsg.FINISHED_EARLY_FOR_RERUN]:
+                # the run that follows one finished early: what it draws replaces the early run's
+                self._seen, self._tab_paths, run.charts = set(), {}, {}
+            elif run is not None:
                 run.first_msg = time.perf_counter() - self._sent_at
         elif kind == "navigation":  # the page that actually ran (NewSession names the main script)
             self.page_script_hash = msg.navigation.page_script_hash or self.page_script_hash
@@ -305,5 +308,7 @@ class Session:
             # The frontend forgets widgets the run did not draw and ages its message cache.
             self.widgets = {k: v for k, v in self.widgets.items() if k in self._seen}
             self.cache = {h: (m, age + 1) for h, (m, age) in self.cache.items() if age + 1 <= self.max_cache_age}
-        if self._done is not None and not self._done.done():
+        # A run that finished early for a rerun (the script's st.rerun, or a request the server took meanwhile) is
+        # followed by that rerun, as a browser sees it: the request is answered by the run that finishes.
+        if status != ForwardMsg.FINISHED_EARLY_FOR_RERUN and self._done is not None and not self._done.done():
             self._done.set_result(None)
