@@ -11,7 +11,11 @@ the first screen, and the screen's height: a chart that starts on the first scre
 it, any other at most a screen tall (fitted_height), so that a projector shows each chart whole.
 
 The report also holds the window's width: the controls bar above the page, which CSS shows only on a screen of at
-most presenter.NARROW_PX, is not drawn at all on a wider one (bar_wanted).
+most presenter.NARROW_PX, is not drawn at all on a wider one (bar_wanted). And the main column's width: on a phone
+Streamlit stacks every row of columns, so each chart is as wide as the column, and a chart not measured yet at this
+window's width (a tab opened for the first time) is drawn at that width, shown at its first draw. A window that
+changes width forgets the widths of the charts it does not show (the hidden tabs'): they were measured for another
+window.
 
 A small component in the sidebar (Streamlit's components v2: plain JavaScript in the page, no iframe) measures
 every keyed chart and reports the widths when they change, from a fragment, so that reporting reruns nothing but
@@ -43,6 +47,8 @@ PANELS_KEY = "atlas_panels_per_row"  # chart key → (its number of maps, the ma
 NARROW_KEY = "atlas_narrow"  # chart key → whether it was drawn for a narrow column (figures.narrow)
 REDRAW_KEY = "atlas_redraw"
 SCREEN = ""  # the report's key for the window's width (no chart has an empty key)
+MAIN = "#main"  # the report's key for the main column's width (no chart key holds "#")
+STACKED_PX = 640  # below this window width Streamlit stacks columns (its theme's breakpoint): charts fill the column
 BAR_DRAWN_KEY = "atlas_bar_drawn"  # whether the last run drew the controls bar (bar_wanted)
 ROOM_KEY = "atlas_chart_rooms"  # presenter view: the browser's report {screen: px, rooms: {chart key: px}}
 HEIGHTS_KEY = "atlas_heights"  # chart key → (the height it asked for, the least it takes, the height it was drawn at)
@@ -52,14 +58,21 @@ MIN_PLOT_PX = 90  # the least plot height (inside the margins) a chart is given 
 ROW_PX = 19  # a heatmap row that holds presenter.CELL_TEXT_PX text (plotly's line spacing, 1.3)
 
 # Measures the frame Streamlit itself measures (stFullScreenFrame, getBoundingClientRect().width) for every chart in
-# an element container with a user key, skipping hidden tabs (width 0) and full-screen charts, and the window's width
-# (innerWidth, what CSS media queries test) under the key SCREEN. Reports only changes, so a chart whose frame,
-# container or key class is not found (test ids renamed) is skipped.
+# an element container with a user key, skipping hidden tabs (width 0) and full-screen charts, the window's width
+# (innerWidth, what CSS media queries test) under the key SCREEN and the main column's inside width under MAIN. A new
+# window width starts the widths afresh. Reports only changes, so a chart whose frame, container or key class is not
+# found (test ids renamed) is skipped.
 SCAN = """
-  const known = {};
+  let known = {};
   const scan = () => {
     let changed = false;
-    if (known[''] !== innerWidth) { known[''] = innerWidth; changed = true; }  // the window (SCREEN)
+    if (known[''] !== innerWidth) { known = {'': innerWidth}; changed = true; }  // the window (SCREEN)
+    const main = document.querySelector('[data-testid="stMainBlockContainer"]');
+    if (main) {
+      const pad = getComputedStyle(main);
+      const inside = main.getBoundingClientRect().width - parseFloat(pad.paddingLeft) - parseFloat(pad.paddingRight);
+      if (Number.isFinite(inside) && known['#main'] !== inside) { known['#main'] = inside; changed = true; }  // MAIN
+    }
     for (const chart of document.querySelectorAll('[data-testid="stMain"] [data-testid="stPlotlyChart"]')) {
       const frame = chart.closest('[data-testid="stFullScreenFrame"]');
       const box = chart.closest('[data-testid="stElementContainer"]');
@@ -119,11 +132,14 @@ def measure() -> None:
 
 
 def _check_drawn() -> None:
+    """After a report: ask for a redraw if a chart the browser measured was drawn for another width. (Only measured
+    ones: a report that comes before the page's first charts are drawn holds the main column's width, and a page
+    rerun asked then would run without the widgets' values the browser has not sent yet.)"""
     panels, narrowed = st.session_state.get(PANELS_KEY, {}), st.session_state.get(NARROW_KEY, {})
     heights = st.session_state.get(HEIGHTS_KEY, {}) if presenter.on() else {}
     if (
-        any(min(n, per_row_at(width_of(key))) != per_row for key, (n, per_row) in panels.items())
-        or any(is_narrow(key) != was for key, was in narrowed.items())
+        any(min(n, per_row_at(w)) != per_row for key, (n, per_row) in panels.items() if (w := _measured(key)))
+        or any((w < NARROW_PX) != was for key, was in narrowed.items() if (w := _measured(key)))
         or any(_fit(key, asked, least) != drawn for key, (asked, least, drawn) in heights.items())
         or not st.session_state.get(BAR_DRAWN_KEY, True) and _bar_needed(presenter.on())
     ):
@@ -159,7 +175,7 @@ def panels_per_row(key: str, n: int) -> int:
 
 
 def is_narrow(key: str) -> bool:
-    """Whether the chart `key` was last measured narrower than figures.narrow.NARROW_PX (False when not measured)."""
+    """Whether the chart `key` is drawn narrower than figures.narrow.NARROW_PX (width_of; False when not known)."""
     width = width_of(key)
     return width is not None and width < NARROW_PX
 
@@ -171,8 +187,17 @@ def drawn_narrow(key: str) -> bool:
 
 
 def width_of(key: str) -> float | None:
-    """The width the browser last measured for the chart `key`, or None
-    (not measured yet, a bad report, no component)."""
+    """The width the browser last measured for the chart `key` at this window's width; for a chart not measured yet
+    on a window narrower than STACKED_PX, the main column's; else None (not measured yet, a bad report, no
+    component)."""
+    w = _measured(key)
+    if w is None and key not in (SCREEN, MAIN) and (_measured(SCREEN) or STACKED_PX) < STACKED_PX:
+        return _measured(MAIN)
+    return w
+
+
+def _measured(key: str) -> float | None:
+    """The width the last report holds under `key`, if it is one a chart can have."""
     state = st.session_state.get(KEY) if _measure is not None else None
     widths = state.get("widths") if state is not None else None
     if not isinstance(widths, dict) or len(widths) > MAX_CHARTS:

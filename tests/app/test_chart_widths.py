@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from tests.apptest_utils import ROOT, TIMEOUT, assert_ok, charts_by_key, page_path
@@ -34,6 +35,48 @@ def test_without_a_report_no_chart_gets_a_width():
     at = AppTest.from_file(PAGE, default_timeout=TIMEOUT).run()
     assert_ok(at)
     assert set(drawn_widths(at).values()) == {None}
+
+
+@pytest.mark.parametrize(
+    ("report", "drawn"),
+    [
+        # a phone: Streamlit stacks the page's two columns, each chart as wide as the main column
+        ({widths.SCREEN: 390.0, widths.MAIN: 358.0}, {"masking_mask": 358.0, "masking_row": 358.0}),
+        # a measured chart keeps its own width
+        (
+            {widths.SCREEN: 390.0, widths.MAIN: 358.0, "masking_mask": 300.0},
+            {"masking_mask": 300.0, "masking_row": 358.0},
+        ),
+        # from STACKED_PX up columns sit side by side: a chart not measured is drawn as before
+        ({widths.SCREEN: widths.STACKED_PX, widths.MAIN: 608.0}, {"masking_mask": None, "masking_row": None}),
+        ({widths.SCREEN: 1024.0, widths.MAIN: 564.0}, {"masking_mask": None, "masking_row": None}),
+        ({widths.MAIN: 358.0}, {"masking_mask": None, "masking_row": None}),  # no window width: not known to be a phone
+    ],
+    ids=["phone", "phone-measured", "stacked-px", "laptop", "no-screen"],
+)
+def test_on_a_phone_a_chart_not_measured_yet_is_as_wide_as_the_column(report, drawn):
+    """(On a phone each tab opened for the first time drew its charts four times: hidden at no width, again at the
+    frame's, and twice more after the report said they were narrow.) Below STACKED_PX every chart fills the main
+    column, so one the browser has not measured yet is drawn at the column's width, and narrow."""
+    at = run_with({"widths": report})
+    assert_ok(at)
+    assert drawn_widths(at) == drawn
+    if drawn["masking_row"] is not None:
+        assert at.session_state[widths.NARROW_KEY]["masking_row"] is True
+
+
+def test_a_report_asks_for_a_redraw_only_for_a_chart_it_measured(monkeypatch):
+    """(A phone's first report, sent before the page's first charts were drawn, holds only the window's and the main
+    column's widths; the redraw it asked for ran without the sentence the browser had not sent yet, and emptied it.)
+    A chart drawn before any report is redrawn narrow once the browser has measured it, not on the column's width."""
+    box = {presenter.KEY: False, widths.NARROW_KEY: {"masking_row": False}}  # drawn before any report: not narrow
+    monkeypatch.setattr(st, "session_state", box)
+    box[widths.KEY] = {"widths": {widths.SCREEN: 390.0, widths.MAIN: 358.0}}
+    widths._check_drawn()
+    assert widths.REDRAW_KEY not in box
+    box[widths.KEY] = {"widths": {widths.SCREEN: 390.0, widths.MAIN: 358.0, "masking_row": 358.0}}
+    widths._check_drawn()
+    assert box[widths.REDRAW_KEY] is True
 
 
 BAD_REPORTS = {

@@ -131,21 +131,24 @@ def test_widths_with_components_v2_measure_and_draw_measured_widths(caplog):
 
 
 # The measuring JavaScript in a stub page: the charts found, each with its frame, container and key class or
-# without (a renamed test id). Prints what the script reported.
+# without (a renamed test id), and the main column (900 px, 16 px padding each side) or not. Prints what the script
+# reported.
 JS_STUB = """
-const charts = JSON.parse(process.argv[1]).map(({ frame, box, cls }) => ({
+const page = JSON.parse(process.argv[1]);
+const main = page.main ? { getBoundingClientRect: () => ({ width: 900 }) } : null;
+const charts = page.charts.map(({ frame, box, cls }) => ({
   closest: (sel) => (sel.includes('stFullScreenFrame') && frame ? { getBoundingClientRect: () => ({ width: 400 }) }
     : sel.includes('stElementContainer') && box
       ? { classList: ['stElementContainer', ...(cls ? ['st-key-chart'] : [])] } : null),
 }));
 const frames = [];
 Object.assign(globalThis, {
-  document: { body: {}, querySelectorAll: () => charts },
+  document: { body: {}, querySelectorAll: () => charts, querySelector: () => main },
   window: { addEventListener() {}, removeEventListener() {} },
   MutationObserver: class { observe() {} disconnect() {} },
   requestAnimationFrame: (cb) => frames.push(cb),
   cancelAnimationFrame: () => {},
-  getComputedStyle: () => ({ position: 'static' }),
+  getComputedStyle: () => ({ position: 'static', paddingLeft: '16px', paddingRight: '16px' }),
   innerWidth: 1300,
 });
 const sent = [];
@@ -155,12 +158,14 @@ while (frames.length) frames.shift()();
 console.log(JSON.stringify(sent));
 """
 
+ALL_PRESENT = [{"frame": True, "box": True, "cls": True}]
 PAGES = {
-    "no_charts": [],  # stMain or stPlotlyChart renamed: nothing matches
-    "no_frame": [{"frame": False, "box": True, "cls": True}],
-    "no_container": [{"frame": True, "box": False, "cls": True}],
-    "no_key_class": [{"frame": True, "box": True, "cls": False}],
-    "all_present": [{"frame": True, "box": True, "cls": True}],
+    "no_charts": {"main": True, "charts": []},  # stMain or stPlotlyChart renamed: nothing matches
+    "no_frame": {"main": True, "charts": [{"frame": False, "box": True, "cls": True}]},
+    "no_container": {"main": True, "charts": [{"frame": True, "box": False, "cls": True}]},
+    "no_key_class": {"main": True, "charts": [{"frame": True, "box": True, "cls": False}]},
+    "no_main_column": {"main": False, "charts": ALL_PRESENT},  # stMainBlockContainer renamed
+    "all_present": {"main": True, "charts": ALL_PRESENT},
 }
 
 
@@ -168,7 +173,8 @@ PAGES = {
 @pytest.mark.parametrize("page", PAGES.values(), ids=PAGES.keys())
 def test_the_javascript_reports_no_chart_whose_test_id_is_missing(page):
     """A chart whose frame, container or key class is not found is left out of the report, which still gives the
-    window's width (the screen under the key widths.SCREEN)."""
+    window's width (the screen under the key widths.SCREEN), and the main column's inside width (widths.MAIN) when
+    the column is found."""
     out = subprocess.run(
         ["node", "--input-type=module", "-e", JS_STUB, json.dumps(page), script(widths.SCAN)],
         capture_output=True,
@@ -177,8 +183,9 @@ def test_the_javascript_reports_no_chart_whose_test_id_is_missing(page):
         check=True,
     )
     sent = json.loads(out.stdout)
-    charts = {"chart": 400} if page == PAGES["all_present"] else {}
-    assert sent == [["widths", {widths.SCREEN: 1300, **charts}]]
+    charts = {"chart": 400} if page["charts"] == ALL_PRESENT else {}
+    column = {widths.MAIN: 868} if page["main"] else {}
+    assert sent == [["widths", {widths.SCREEN: 1300, **column, **charts}]]
 
 
 def test_the_page_script_without_components_v2_warns_once_and_is_left_out(monkeypatch, caplog):

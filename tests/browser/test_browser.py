@@ -251,3 +251,25 @@ def test_a_redrawn_chart_is_shown_at_its_first_draw(base_url, tab):
     assert all(d["visibility"] == "visible" and d["width"] == d["frame"] for d in draws), draws
     assert tab.errors == []
 
+
+
+def test_on_a_phone_a_tab_opened_first_is_drawn_once(base_url, tab):
+    """ui/widths.py: on a phone every chart fills the main column, whose width the browser reports; a tab opened for
+    the first time (its charts not measured yet, or measured for another window) draws them at that width, shown
+    at their first draw and not drawn again. (Before: hidden at no width, drawn again at the frame's, then twice more
+    once the report said they were narrow.)"""
+    tab.add_init_script(FIRST_DRAWS)
+    tab.set_viewport_size({"width": 390, "height": 844})
+    tab.goto(page_url(base_url, ROOT / "pages" / "3_One_head.py"))
+    wait_rendered(tab)
+    tab.wait_for_timeout(1500)  # the first widths report, and the run it asks for (the first chart is narrow)
+    wait_rendered(tab)
+    for label in ("4 · Mask, then softmax", "3 · Scores and scaling"):
+        tab.evaluate("window.firstDraws = []")
+        open_tab(tab, label)
+        tab.wait_for_timeout(1500)  # the widths report comes and goes
+        wait_rendered(tab)
+        draws = tab.evaluate("window.firstDraws")
+        assert len(draws) == 2, (label, draws)  # two charts, each mounted once
+        assert all(d["visibility"] == "visible" and d["width"] == d["frame"] for d in draws), (label, draws)
+    assert tab.errors == []
