@@ -212,13 +212,15 @@ def test_figure_margins_hold_their_labels(base_url, tab):
     assert [p for p in pushed if p not in allowed] == []
 
 
-# Notes, for each chart div plotly draws into, its visibility and width when its first drawing is over.
+# Notes, for each chart div plotly draws into, its chart key, and its visibility and width when its first drawing is
+# over.
 FIRST_DRAWS = """
 window.firstDraws = [];
 const watch = (div) => {
   if (div.watched) return;
   div.watched = true;
   div.on('plotly_afterplot', () => div.firstDraw || window.firstDraws.push(div.firstDraw = {
+    key: [...div.closest('[data-testid="stElementContainer"]').classList].find((c) => c.startsWith('st-key-')),
     visibility: getComputedStyle(div).visibility, width: div._fullLayout.width,
     frame: div.closest('[data-testid="stFullScreenFrame"]').getBoundingClientRect().width}));
 };
@@ -253,6 +255,11 @@ def test_a_redrawn_chart_is_shown_at_its_first_draw(base_url, tab):
 
 
 
+# The chart keys (st-key-… classes) of the charts in the page now.
+SHOWN_KEYS = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')]
+  .map((d) => [...d.closest('[data-testid="stElementContainer"]').classList].find((c) => c.startsWith('st-key-')))"""
+
+
 def test_on_a_phone_a_tab_opened_first_is_drawn_once(base_url, tab):
     """ui/widths.py: on a phone every chart fills the main column, whose width the browser reports; a tab opened for
     the first time (its charts not measured yet, or measured for another window) draws them at that width, shown
@@ -269,7 +276,8 @@ def test_on_a_phone_a_tab_opened_first_is_drawn_once(base_url, tab):
         open_tab(tab, label)
         tab.wait_for_timeout(1500)  # the widths report comes and goes
         wait_rendered(tab)
-        draws = tab.evaluate("window.firstDraws")
-        assert len(draws) == 2, (label, draws)  # two charts, each mounted once
+        shown = tab.evaluate(SHOWN_KEYS)
+        draws = [d for d in tab.evaluate("window.firstDraws") if d["key"] in shown]  # the tab's charts
+        assert len(shown) == 2 and len(draws) == 2, (label, draws)  # two charts, each mounted once
         assert all(d["visibility"] == "visible" and d["width"] == d["frame"] for d in draws), (label, draws)
     assert tab.errors == []
