@@ -55,9 +55,9 @@ def test_without_a_report_no_chart_gets_a_width():
     ids=["phone", "phone-measured", "stacked-px", "laptop", "no-screen"],
 )
 def test_on_a_phone_a_chart_not_measured_yet_is_as_wide_as_the_column(report, drawn):
-    """(On a phone each tab opened for the first time drew its charts four times: hidden at no width, again at the
-    frame's, and twice more after the report said they were narrow.) Below STACKED_PX every chart fills the main
-    column, so one the browser has not measured yet is drawn at the column's width, and narrow."""
+    """(On a phone each tab opened for the first time mounted its charts twice: first hidden, at no width or one
+    measured for another window, then again after the report said they were narrow.) Below STACKED_PX every chart
+    fills the main column, so one the browser has not measured yet is drawn at the column's width, and narrow."""
     at = run_with({"widths": report})
     assert_ok(at)
     assert drawn_widths(at) == drawn

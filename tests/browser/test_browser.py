@@ -212,6 +212,8 @@ def test_figure_margins_hold_their_labels(base_url, tab):
     assert [p for p in pushed if p not in allowed] == []
 
 
+# The chart key (its st-key-… class) of a chart div, in the page's JavaScript.
+CHART_KEY = "[...div.closest('[data-testid=\"stElementContainer\"]').classList].find((c) => c.startsWith('st-key-'))"
 # Notes, for each chart div plotly draws into, its chart key, and its visibility and width when its first drawing is
 # over.
 FIRST_DRAWS = """
@@ -220,14 +222,14 @@ const watch = (div) => {
   if (div.watched) return;
   div.watched = true;
   div.on('plotly_afterplot', () => div.firstDraw || window.firstDraws.push(div.firstDraw = {
-    key: [...div.closest('[data-testid="stElementContainer"]').classList].find((c) => c.startsWith('st-key-')),
+    key: CHART_KEY,
     visibility: getComputedStyle(div).visibility, width: div._fullLayout.width,
     frame: div.closest('[data-testid="stFullScreenFrame"]').getBoundingClientRect().width}));
 };
 new MutationObserver(
   () => document.querySelectorAll('.js-plotly-plot').forEach((d) => typeof d.on === 'function' && watch(d))
 ).observe(document, {subtree: true, childList: true, attributes: true, attributeFilter: ['class']});
-"""
+""".replace("CHART_KEY", CHART_KEY)
 
 
 def test_a_redrawn_chart_is_shown_at_its_first_draw(base_url, tab):
@@ -254,17 +256,16 @@ def test_a_redrawn_chart_is_shown_at_its_first_draw(base_url, tab):
     assert tab.errors == []
 
 
-
-# The chart keys (st-key-… classes) of the charts in the page now.
-SHOWN_KEYS = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')]
-  .map((d) => [...d.closest('[data-testid="stElementContainer"]').classList].find((c) => c.startsWith('st-key-')))"""
+# The chart keys of the charts in the page now.
+SHOWN_KEYS = f"""() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')]
+  .map((div) => {CHART_KEY})"""
 
 
 def test_on_a_phone_a_tab_opened_first_is_drawn_once(base_url, tab):
     """ui/widths.py: on a phone every chart fills the main column, whose width the browser reports; a tab opened for
     the first time (its charts not measured yet, or measured for another window) draws them at that width, shown
-    at their first draw and not drawn again. (Before: hidden at no width, drawn again at the frame's, then twice more
-    once the report said they were narrow.)"""
+    at their first draw and not drawn again. (Before: each chart mounted twice, first hidden, then again after the
+    report said it was narrow, a page rerun.)"""
     tab.add_init_script(FIRST_DRAWS)
     tab.set_viewport_size({"width": 390, "height": 844})
     tab.goto(page_url(base_url, ROOT / "pages" / "3_One_head.py"))
