@@ -19,6 +19,8 @@ BADGES = {
     "first-token (sink)": "sink",
     "self": "self",
 }  # label → badge
+MORE = "+"  # after a short badge: the head has more labels
+MORE_NOTE = f" A “{MORE}” after a badge: the head has more labels, read when it is opened."
 
 
 @dataclass(frozen=True)
@@ -91,15 +93,16 @@ def label_of(name: str) -> str | None:
     return next((label for label, (score, _) in hs.LABELS.items() if score == name), None)
 
 
-def badges(scores: hs.HeadScores) -> dict[tuple[int, int], str]:
-    """(layer, head) → its badges joined by "·" (e.g. "prev·sink"), for every head that has a label."""
+def badges(scores: hs.HeadScores, short: bool = False) -> dict[tuple[int, int], str]:
+    """(layer, head) → its badges joined by "·" (e.g. "prev·sink"), for every head that has a label. short: a head with
+    several shows its first and MORE ("prev+"), for thumbnails too small for two words (a phone's column)."""
     n_layer, n_head = scores.previous_token.shape
     found = {
-        (layer, head): "·".join(BADGES[label] for label in hs.head_labels(scores, layer, head))
+        (layer, head): [BADGES[label] for label in hs.head_labels(scores, layer, head)]
         for layer in range(n_layer)
         for head in range(n_head)
     }
-    return {k: v for k, v in found.items() if v}
+    return {k: v[0] + MORE if short and len(v) > 1 else "·".join(v) for k, v in found.items() if v}
 
 
 DEMOS = {"induction": "induction", "previous-token": "previous-token", "first-token (sink)": "sink"}  # label → button

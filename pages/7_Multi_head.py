@@ -79,9 +79,10 @@ def every_head_part() -> None:
             help=help_open,
         )
     )
-    badges = head_roles.badges(cached.head_scores(state.model))
+    short = ui.drawn_narrow("multihead_overview")  # a phone: two badges do not fit in a thumbnail
+    badges = head_roles.badges(cached.head_scores(state.model), short)
     fig, block, n = cached.overview_figure(key, (OL, OH), hide, badges)
-    st.markdown(heads.overview_note(block, n, T, causal))
+    st.markdown(heads.overview_note(block, n, T, causal) + (head_roles.MORE_NOTE if short else ""))
     ui.show_figure(fig, key="multihead_overview")
     ui.head_role(state.model, OL, OH)
     c1, c2 = ui.stacking("multihead_open_row", ui.SIDE_BY_SIDE_PX).columns(2)

@@ -23,7 +23,7 @@ from .page import (
     trace_or_stop,
 )
 from .state import PRESETS, State, sidebar
-from .widths import panels_per_row
+from .widths import drawn_narrow, panels_per_row
 
 serving.install()  # one script run at a time per process (ui/serving.py)
 
@@ -38,6 +38,7 @@ __all__ = [
     "after_figures",
     "as_trained",
     "choice",
+    "drawn_narrow",
     "explain",
     "folded",
     "head_role",

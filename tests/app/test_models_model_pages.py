@@ -14,11 +14,13 @@ import torch
 
 from figures.common import esc
 from figures.multihead import mosaic_slices
+from lessons import head_roles
 from tests.app.conftest import MINI, SENTENCE, SMOL
 from tests.apptest_utils import array, assert_ok, chart, charts_by_key, each_tab, open_tab, page_path, run_page, texts
 from transformer import Interventions, run_trace, run_traces
 from transformer import head_scores as hs
 from transformer.loading import missing_real_models
+from ui import widths
 
 pytestmark = pytest.mark.skipif(bool(missing_real_models()), reason="the real models are not installed")
 
@@ -201,6 +203,16 @@ def test_head_badges_on_smollm2(smol):
     induction = np.mean([w[b, i, i - half + 1] for b in range(len(ids)) for i in range(half, 2 * half)])
     assert induction >= 0.4
     assert f"induction {induction:.2f}" in texts(at)  # the opened head's summary under the overview
+    # On a phone (the browser measured the overview narrow) a head with two badges shows its first and "+": the two
+    # ran into the next thumbnail's badge ("sidup·sink" in a 28 px thumbnail)
+    several = {head: text.split("·") for head, text in found.items() if "·" in text}
+    assert several and head_roles.MORE_NOTE not in texts(at)
+    at.session_state[widths.KEY] = {"widths": {"multihead_overview": 358.0}}
+    at.run()
+    assert_ok(at)
+    narrow = badges_by_head(chart(at, "multihead_overview"), 30, 9)
+    assert narrow == {head: f"{several[head][0]}+" if head in several else text for head, text in found.items()}
+    assert head_roles.MORE_NOTE in texts(at)
 
 
 def test_multihead_on_minilm_sinks_and_final_vectors(mini):

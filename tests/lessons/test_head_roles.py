@@ -21,6 +21,7 @@ def test_badges_name_each_labelled_head_and_only_those():
     # 0.39 < 0.4: no badge
     s = scores(previous_token_0_1=0.9, first_token_0_1=0.7, induction_1_2=0.45, duplicate_token_1_0=0.39)
     assert head_roles.badges(s) == {(0, 1): "prev·sink", (1, 2): "ind"}
+    assert head_roles.badges(s, short=True) == {(0, 1): "prev+", (1, 2): "ind"}  # a phone: the first, and "+"
 
 
 def test_summary_gives_labels_and_every_defined_score():
