@@ -15,6 +15,9 @@ from .common import bars, esc, figure, heatmap, layout_dict, tick_labels, title_
 from .reuse import reused
 
 ROW_UNITS = 90  # width of one row of chips, in characters
+# in a column narrower than narrow.NARROW_PX: a phone's ~330 px of plot give a character ~8 px, room for the 13 px
+# monospace label (at ROW_UNITS ~3.6 px: the labels ran into the next chips)
+NARROW_ROW_UNITS = 40
 
 
 def shown_chars(piece: str) -> str:
@@ -92,8 +95,9 @@ def chip_figure(
     )
 
 
-def token_chips(enc: Encoding) -> go.Figure:
-    """One chip per token: its readable label over its id; hover names the characters of the text it covers."""
+def token_chips(enc: Encoding, narrow: bool = False) -> go.Figure:
+    """One chip per token: its readable label over its id; hover names the characters of the text it covers. narrow:
+    for a column narrower than narrow.NARROW_PX (shorter rows)."""
     hover = []
     for pos, (label, i, (s, e)) in enumerate(zip(enc.labels, enc.ids, enc.offsets, strict=True)):
         piece = enc.text[s:e]
@@ -103,7 +107,8 @@ def token_chips(enc: Encoding) -> go.Figure:
             + (f"<br>{codes}" if codes else "")
         )
     colors = [CHIPS[p % len(CHIPS)] for p in range(len(enc))]
-    return chip_figure(enc.labels, enc.ids, colors, hover, "Your text, token by token (hover a chip)")
+    title = "Your text, token by token (hover a chip)"
+    return chip_figure(enc.labels, enc.ids, colors, hover, title, NARROW_ROW_UNITS if narrow else ROW_UNITS)
 
 
 @reused

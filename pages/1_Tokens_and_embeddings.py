@@ -21,7 +21,8 @@ ui.explain(read.intro)
 key = state.key.untempered  # the trace's key (embeddings only: τ on the weights changes nothing here)
 tr = ui.trace_or_stop(key)
 enc, labels, T = tr.encoding, tr.encoding.labels, len(tr.encoding)
-chips_fig, embed_fig, cosine_fig = cached.sentence_figures(key)
+narrow = ui.drawn_narrow("tokens_chips")  # a phone: shorter rows of chips
+chips_fig, embed_fig, cosine_fig = cached.sentence_figures(key, narrow)
 
 st.header("1. Text → tokens")
 ui.explain(read.chips)

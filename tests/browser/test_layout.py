@@ -35,7 +35,7 @@ PAGES = {
     # three query heads, K and V of three heads
     "shared": ("RoPE_and_shared_heads?model=smollm2-135m", "4 · Shared key/value heads", None),
     "home": ("", None, None),
-    "tokens": ("Tokens_and_embeddings", None, None),
+    "tokens": ("Tokens_and_embeddings?model=smollm2-135m", None, None),  # its chips: long tokens ("␣hiking")
     "onehead": ("One_head", "4 · Mask, then softmax", None),
     "block": ("Inside_a_block", None, None),
     "encdec": ("Encoder_vs_decoder", None, None),

@@ -31,13 +31,14 @@ def vocabulary_map(model_name: str, n: int) -> tuple[np.ndarray, PCA]:
 
 
 @shared(max_entries=16)
-def sentence_figures(key: TraceKey) -> tuple[go.Figure, go.Figure, go.Figure]:
-    """Token chips, the embedding rows W_E[ids] and their cosine-similarity matrix."""
+def sentence_figures(key: TraceKey, narrow: bool = False) -> tuple[go.Figure, go.Figure, go.Figure]:
+    """Token chips (narrow: for a narrow column, figures.embeddings.token_chips), the embedding rows W_E[ids] and
+    their cosine-similarity matrix."""
     tr = get_trace(key)
     enc, embed = tr.encoding, tr["hook_embed"]  # embed: (T, d_model)
     title = f"Embedding rows W_E[id] of your {len(enc)} tokens ({embed.shape[1]} dimensions)"
     rows = sentence_rows_heatmap(embed, enc.labels, title, "W_E value")
-    return token_chips(enc), rows, cosine_heatmap(es.cosine_matrix(embed), enc.labels)
+    return token_chips(enc, narrow), rows, cosine_heatmap(es.cosine_matrix(embed), enc.labels)
 
 
 @shared(max_entries=16)
