@@ -199,29 +199,31 @@ def test_the_page_script_without_components_v2_warns_once_and_is_left_out(monkey
     assert not mounted(at, page_script.KEY) and len(mounted(at, widths.KEY)) == 1
 
 
-# The fitting JavaScript on a stub page: formulas, each (its box's width, the width it needs at 16 px), and chart
-# titles, each (its chart's width, where it starts, its width at 14 px).
+# The fitting JavaScript on a stub page: formulas, each (its box's width, the width it needs at 16 px), chart titles
+# and x-axis titles, each (its chart's width, where it starts, its width at 14 px).
 # Prints the font size set on each ("": as drawn).
 FIT_STUB = """
-const [boxes, heads] = JSON.parse(process.argv[1]);
+const [boxes, heads, axisTitles] = JSON.parse(process.argv[1]);
 const sized = (e, drawn, size) => Object.assign(e, { style: { fontSize: drawn }, dataset: {}, size });
 const px = (e) => parseFloat(e.style.fontSize);
 const formulas = boxes.map(([room, need]) => {
   const katex = sized({}, '16px');
   return { clientWidth: room, get scrollWidth() { return need * px(katex) / 16; }, querySelector: () => katex, katex };
 });
-const titles = heads.map(([width, x, w]) => {
+const text = ([width, x, w]) => {
   const t = sized({ ownerSVGElement: { getBoundingClientRect: () => ({ width }) } }, '14px');
   t.getBBox = () => ({ x, width: w * px(t) / 14 });
   return t;
-});
-const all = [...formulas.map((f) => f.katex), ...titles];
+};
+const titles = heads.map(text), axes = axisTitles.map(text);
+const all = [...formulas.map((f) => f.katex), ...titles, ...axes];
 const frames = [];
 Object.assign(globalThis, {
   document: {
     body: {},
     querySelectorAll: (sel) => (sel.includes('katex-display') ? formulas : sel.includes('gtitle') ? titles
-      : sel.includes('data-atlas-px') ? all.filter((e) => 'atlasPx' in e.dataset) : []),
+      : sel.includes('$="title"') ? axes : sel.includes('data-atlas-px') ? all.filter((e) => 'atlasPx' in e.dataset)
+      : []),
   },
   window: { addEventListener() {}, removeEventListener() {} },
   MutationObserver: class { observe() {} disconnect() {} },
@@ -244,8 +246,11 @@ def test_the_javascript_sets_a_wide_formula_or_title_smaller_down_to_the_floor()
     # fits; 2 px of rounding; 0.85×; below the floor; hidden
     boxes = [(358, 358), (358, 360), (358, 421), (358, 724), (0, 500)]
     heads = [(358, 4, 300), (358, 4, 414), (358, 4, 700)]  # fits; 0.85×; below the floor
+    # x-axis titles (Context at 390 px: "vector: emb = the embedding W_E[id], Lk = after block k" 29 px past the
+    # right edge): fits; centred at 200 px, 29 px past the right edge; at the middle, wider than the chart
+    axes = [(358, 40, 250), (358, 16, 368), (358, -71, 500)]
     out = subprocess.run(
-        ["node", "--input-type=module", "-e", FIT_STUB, json.dumps([boxes, heads]), script(page_script.SCAN)],
+        ["node", "--input-type=module", "-e", FIT_STUB, json.dumps([boxes, heads, axes]), script(page_script.SCAN)],
         capture_output=True,
         text=True,
         timeout=30,
@@ -259,6 +264,9 @@ def test_the_javascript_sets_a_wide_formula_or_title_smaller_down_to_the_floor()
     assert size[3] == pytest.approx(16 * fit.FLOOR)  # 16 × 358/724 would be 7.9 px: it scrolls instead
     room = 358 - 4 - fit.MODEBAR_PX - fit.EDGE_PX
     assert size[5] == 14 and size[6] == pytest.approx(14 * room / 414) and size[7] == pytest.approx(14 * fit.FLOOR)
+    assert size[8] == 14  # left as drawn
+    assert size[9] == pytest.approx(14 * 2 * (358 - 200 - fit.EDGE_PX) / 368)  # the nearer edge: the right one
+    assert size[10] == pytest.approx(14 * (358 - 2 * fit.EDGE_PX) / 500)
 
 
 @pytest.mark.parametrize("missing", ["module", "flag"])

@@ -224,6 +224,22 @@ def test_legends_and_titles_do_not_overprint(measured, name, width):
 
 
 @pytest.mark.parametrize(("name", "width"), CASES)
+def test_titles_stay_inside_their_chart(measured, name, width):
+    """(Context at 390 px: the x-axis title "vector: emb = the embedding W_E[id], Lk = after block k" ran 29 px past the
+    chart's right edge, cut.) Every chart title and axis title lies within its chart (ui/fit.py sets a wide one
+    smaller)."""
+    bad = []
+    for c in measured(name, width)["charts"]:
+        s = c["svg"]
+        bad += [
+            f"{c['title']!r}: {t['cls']} {t['text']!r}"
+            for t in c["titles"]
+            if t["l"] < s["l"] - 1 or t["r"] > s["r"] + 1 or t["t"] < s["t"] - 1 or t["b"] > s["b"] + 1
+        ]
+    assert bad == []
+
+
+@pytest.mark.parametrize(("name", "width"), CASES)
 def test_no_blank_band_under_a_chart(measured, name, width):
     """(Context cosine chart, the √d_k charts, the ablation chart: big empty space under the chart.) Between the plot
     area's bottom and the chart's bottom edge, nothing drawn leaves a band taller than MAX_BLANK_PX (BLANK_UNDER: a few
