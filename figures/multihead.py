@@ -159,18 +159,20 @@ def panel_grid(
 
 
 def mosaic_slices(
-    n_layer: int, n_head: int, n: int
+    n_layer: int, n_head: int, n: int, layers_across: bool = False
 ) -> tuple[dict[tuple[int, int], tuple[slice, slice]], tuple[int, int]]:
-    """Where each head's n × n thumbnail sits in the overview grid,
-    {(layer, head): (rows, cols)}, and the grid's shape."""
+    """Where each head's n × n thumbnail sits in the overview grid, {(layer, head): (rows, cols)}, and the grid's
+    shape: a row of thumbnails per layer, or with layers_across a column per layer (a row per head)."""
     gap = max(1, n // 8)  # blank cells between thumbnails
     step = n + gap
+    cells = [slice(k * step, k * step + n) for k in range(max(n_layer, n_head))]
     where = {
-        (lay, h): (slice(lay * step, lay * step + n), slice(h * step, h * step + n))
+        (lay, h): (cells[h], cells[lay]) if layers_across else (cells[lay], cells[h])
         for lay in range(n_layer)
         for h in range(n_head)
     }
-    return where, (n_layer * step - gap, n_head * step - gap)
+    rows, cols = (n_head, n_layer) if layers_across else (n_layer, n_head)
+    return where, (rows * step - gap, cols * step - gap)
 
 
 @reused
@@ -181,11 +183,13 @@ def head_overview(
     *,
     zmax: float = 1.0,
     badges: dict[tuple[int, int], str] | None = None,
+    layers_across: bool = False,
 ) -> go.Figure:
-    """Every head's (n × n) thumbnail, thumbs (n_layer, n_head, n, n), in one heatmap: rows = layers, columns = heads;
-    `selected` outlined; `badges` written in their thumbnails' top-right corner (a decoder's empty future)."""
+    """Every head's (n × n) thumbnail, thumbs (n_layer, n_head, n, n), in one heatmap: rows = layers, columns = heads
+    (layers_across: columns = layers, rows = heads, for a wide and short screen); `selected` outlined; `badges` written
+    in their thumbnails' top-right corner (a decoder's empty future)."""
     n_layer, n_head, n, _ = thumbs.shape
-    where, shape = mosaic_slices(n_layer, n_head, n)
+    where, shape = mosaic_slices(n_layer, n_head, n, layers_across)
     grid = np.full(shape, np.nan, dtype=np.float32)
     for (lay, h), (rows, cols) in where.items():
         grid[rows, cols] = thumbs[lay, h]
@@ -208,13 +212,17 @@ def head_overview(
         "y1": rows.stop - 0.5,
         "line": {"color": HIGHLIGHT, "width": 3},
     }
-    centre = [(where[(lay, 0)][0].start + (n - 1) / 2) for lay in range(n_layer)]
-    middle = [(where[(0, h)][1].start + (n - 1) / 2) for h in range(n_head)]
+    layer_at = [(where[(lay, 0)][1 if layers_across else 0].start + (n - 1) / 2) for lay in range(n_layer)]
+    head_at = [(where[(0, h)][0 if layers_across else 1].start + (n - 1) / 2) for h in range(n_head)]
+    heads_ticks = {"tickvals": head_at, "ticktext": [f"head {h}" for h in range(n_head)]}
+    layers_ticks = {"tickvals": layer_at, "ticktext": [f"layer {lay}" for lay in range(n_layer)]}
+    if layers_across:  # thumbnails of ~30 px on a projector: a layer's number, under "layer"
+        layers_ticks = {**layers_ticks, "ticktext": [str(lay) for lay in range(n_layer)], "title": title_dict("layer")}
+    x_ticks, y_ticks = (layers_ticks, heads_ticks) if layers_across else (heads_ticks, layers_ticks)
     axes = {
         "xaxis": {
             "tickmode": "array",
-            "tickvals": middle,
-            "ticktext": [f"head {h}" for h in range(n_head)],
+            **x_ticks,
             "side": "top",
             "showgrid": False,
             "zeroline": False,
@@ -222,8 +230,7 @@ def head_overview(
         },
         "yaxis": {
             "tickmode": "array",
-            "tickvals": centre,
-            "ticktext": [f"layer {lay}" for lay in range(n_layer)],
+            **y_ticks,
             "range": [shape[0], -1],
             "showgrid": False,
             "zeroline": False,
@@ -235,9 +242,9 @@ def head_overview(
         axes["annotations"] = [
             badge(where[head][1].stop - 0.5, where[head][0].start - 0.5, text) for head, text in badges.items()
         ]
-    return figure(
-        [hm], layout_dict(title, 120 + int(np.clip(1800 // n_layer, 40, 110)) * n_layer, plot_bgcolor=WHITE, **axes)
-    )
+    n_rows = n_head if layers_across else n_layer
+    height = 120 + int(np.clip(1800 // n_rows, 40, 110)) * n_rows
+    return figure([hm], layout_dict(title, height, plot_bgcolor=WHITE, **axes))
 
 
 def badge(x: float, y: float, text: str) -> dict:

@@ -378,9 +378,9 @@ def sink_share_note(read: Reading, weights: np.ndarray, columns: tuple[int, ...]
     )
 
 
-def overview_note(block: int, n: int, T: int, causal: bool) -> str:
+def overview_note(block: int, n: int, T: int, causal: bool, layers_across: bool = False) -> str:
     """How to read the overview of every head, whose thumbnails average b × b blocks of
-    weights (block = b) into n × n cells."""
+    weights (block = b) into n × n cells, a row per layer (or with layers_across a column)."""
     pooled = (
         (
             f"each cell is the mean of a {block} × {block} block of weights{', future cells left out' * causal}, "
@@ -390,7 +390,8 @@ def overview_note(block: int, n: int, T: int, causal: bool) -> str:
         else "every weight is shown"
     )
     return (
-        f"Rows are layers, columns heads: one small map per head ({pooled}); "
+        f"{'Columns are layers, rows heads' if layers_across else 'Rows are layers, columns heads'}: "
+        f"one small map per head ({pooled}); "
         "a badge says what the head does. The head chosen above (red box) is opened large below."
     )
 

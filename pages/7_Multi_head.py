@@ -7,7 +7,7 @@ import ui
 from figures import multihead as fm
 from lessons import head_roles, heads
 from lessons.words import noun
-from ui import pairs
+from ui import pairs, presenter
 from ui.caches import heads as cached
 
 state = ui.sidebar()
@@ -79,10 +79,13 @@ def every_head_part() -> None:
             help=help_open,
         )
     )
-    short = ui.drawn_narrow("multihead_overview")  # a phone: two badges do not fit in a thumbnail
+    # a projector: a model deeper than wide, a column per layer (fitted to the first screen, a row per layer left
+    # SmolLM2's thumbnails 10 px)
+    across = presenter.on() and n_layer > nh
+    short = across or ui.drawn_narrow("multihead_overview")  # there and on a phone two badges do not fit a thumbnail
     badges = head_roles.badges(cached.head_scores(state.model), short)
-    fig, block, n = cached.overview_figure(key, (OL, OH), hide, badges)
-    st.markdown(heads.overview_note(block, n, T, causal) + (head_roles.MORE_NOTE if short else ""))
+    fig, block, n = cached.overview_figure(key, (OL, OH), hide, badges, across)
+    st.markdown(heads.overview_note(block, n, T, causal, across) + (head_roles.MORE_NOTE if short else ""))
     ui.show_figure(fig, key="multihead_overview")
     ui.head_role(state.model, OL, OH)
     c1, c2 = ui.stacking("multihead_open_row", ui.SIDE_BY_SIDE_PX).columns(2)

@@ -215,6 +215,29 @@ def test_head_badges_on_smollm2(smol):
     assert head_roles.MORE_NOTE in texts(at)
 
 
+@pytest.mark.slow
+def test_every_head_in_presenter_view_has_a_column_per_layer_on_smollm2(smol):
+    """(Presenter view at 1024 × 768: the 30 rows of SmolLM2's heads fitted to the first screen left thumbnails of
+    ~10 px, their badges one smear.) A model deeper than wide puts a column per layer, a row per head: the same
+    thumbnails as the laptop's overview, numbered layers along the top, short badges, and the note says so."""
+    laptop = open_tab(page("7_Multi_head", SMOL), "multihead_part", "3 ·")
+    projector = open_tab(page("7_Multi_head", SMOL, present="true"), "multihead_part", "3 ·")
+    rows, across = chart(laptop, "multihead_overview"), chart(projector, "multihead_overview")
+    grid, grid_across = array(rows["data"][0]["z"]), array(across["data"][0]["z"])
+    n = next(n for n in range(1, 64) if mosaic_slices(30, 9, n)[1] == grid.shape)
+    where, shape = mosaic_slices(30, 9, n)
+    where_across, shape_across = mosaic_slices(30, 9, n, layers_across=True)
+    assert shape_across == shape[::-1] and grid_across.shape == shape_across
+    for head, (r, c) in where.items():
+        np.testing.assert_array_equal(grid_across[where_across[head]], grid[r, c])
+    x = across["layout"]["xaxis"]
+    assert x["ticktext"] == [str(k) for k in range(30)] and x["title"]["text"] == "layer"
+    assert across["layout"]["yaxis"]["ticktext"] == [f"head {h}" for h in range(9)]
+    badges = {a["text"] for a in across["layout"]["annotations"]}
+    assert not any("·" in b for b in badges) and any(b.endswith("+") for b in badges)
+    assert "Columns are layers, rows heads" in texts(projector) and "Rows are layers" in texts(laptop)
+
+
 def test_multihead_on_minilm_sinks_and_final_vectors(mini):
     at = page("7_Multi_head", MINI, layer="2")
     assert "no causal mask" in texts(at) and "[CLS] and [SEP]" in texts(at)

@@ -156,6 +156,13 @@ def test_overview_thumbnails_equal_the_patterns(lm, default_page):
     assert (box["x0"], box["y0"]) == (-0.5, -0.5)
 
 
+def test_in_presenter_view_a_model_as_wide_as_deep_keeps_a_row_per_layer():
+    """(NL = NH. A column per layer is for models deeper than wide: tests/app/test_models_model_pages.py.)"""
+    at = u.open_tab(u.run_page(PAGE, present="true"), "multihead_part", "3 ·")
+    assert u.chart_titled(at, "All 16 heads")["layout"]["yaxis"]["ticktext"][0] == "layer 0"
+    assert "Rows are layers, columns heads" in u.texts(at)
+
+
 def test_sidebar_layer_head_and_temperature_drive_the_page(lm):
     at = u.run_page(PAGE, sentence=REPEATED)
     at.slider(key="w_layer").set_value(2).run()

@@ -49,13 +49,14 @@ def averages_figure(key: TraceKey, layer: int, hide: tuple[int, ...], per_row: i
 
 @shared(max_entries=32)
 def overview_figure(
-    key: TraceKey, opened: tuple[int, int], hide: tuple[int, ...], badges: dict
+    key: TraceKey, opened: tuple[int, int], hide: tuple[int, ...], badges: dict, layers_across: bool = False
 ) -> tuple[go.Figure, int, int]:
     """Every head's pattern as a small map (b × b blocks averaged), the opened head outlined, with the badges (from
-    head_roles.badges); b and the thumbnail size."""
+    head_roles.badges), a row per layer or a column (figures.multihead.head_overview); b and the thumbnail size."""
     tr = get_trace(key)
     thumbs, block, zmax = heads.overview(tr, hide, THUMB)  # thumbs (n_layer, nh, n, n)
-    fig = fm.head_overview(thumbs, opened, f"All {tr.cfg.n_layer * tr.cfg.n_head} heads", zmax=zmax, badges=badges)
+    title = f"All {tr.cfg.n_layer * tr.cfg.n_head} heads"
+    fig = fm.head_overview(thumbs, opened, title, zmax=zmax, badges=badges, layers_across=layers_across)
     return fig, block, thumbs.shape[-1]
 
 
