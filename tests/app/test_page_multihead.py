@@ -133,9 +133,9 @@ def test_averages_are_labelled_and_equal_the_mean(lm, default_page):
     # (NL, NH, T, T)
     stacked = np.stack([tr[f"blocks.{lay}.attn.hook_pattern"] for lay in range(NL)]).astype(np.float64)
     maps = panels(at, "Averages (not heads)")
-    np.testing.assert_allclose(maps["AVERAGE over the 4 heads of layer 0"], shown(stacked[0].mean(axis=0)), rtol=1e-5)
+    np.testing.assert_allclose(maps["AVERAGE of layer 0's 4 heads"], shown(stacked[0].mean(axis=0)), rtol=1e-5)
     np.testing.assert_allclose(
-        maps["AVERAGE over all 16 heads (4 layers × 4 heads)"], shown(stacked.mean(axis=(0, 1))), rtol=1e-5
+        maps["AVERAGE of all 16 heads"], shown(stacked.mean(axis=(0, 1))), rtol=1e-5
     )
     assert "These are averages, not heads" in u.texts(at)
     averages = u.chart_titled(at, "Averages")["data"]
@@ -190,8 +190,8 @@ def test_sidebar_layer_head_and_temperature_drive_the_page(lm):
     assert part(at, 3).selectbox(key="multihead_open").value == "2.3"  # the opened head follows the sidebar
     np.testing.assert_allclose(z(at, "Opened: layer 2, head 3"), shown(tempered[2, 3]), rtol=1e-6)
     means = panels(part(at, 2), "Averages")
-    np.testing.assert_allclose(means["AVERAGE over the 4 heads of layer 2"], shown(tempered[2].mean(axis=0)), rtol=1e-5)
-    every = means["AVERAGE over all 16 heads (4 layers × 4 heads)"]
+    np.testing.assert_allclose(means["AVERAGE of layer 2's 4 heads"], shown(tempered[2].mean(axis=0)), rtol=1e-5)
+    every = means["AVERAGE of all 16 heads"]
     np.testing.assert_allclose(every, shown(tempered.mean(axis=(0, 1))), rtol=1e-5)
     # the heads' outputs: the model's as trained, and the page says so
     concat = z(part(at, 4), f"z of each head for token {T - 1}")[0]
@@ -207,7 +207,7 @@ def test_sidebar_layer_head_and_temperature_drive_the_page(lm):
     maps = panels(part(at, 1), "The heads of layer 2")
     for h in range(NH):
         np.testing.assert_allclose(maps[f"head {h}"], shown(hot["blocks.2.attn.hook_pattern"][h]), rtol=1e-6)
-    mean = panels(part(at, 2), "Averages")["AVERAGE over the 4 heads of layer 2"]
+    mean = panels(part(at, 2), "Averages")["AVERAGE of layer 2's 4 heads"]
     np.testing.assert_allclose(mean, shown(hot["blocks.2.attn.hook_pattern"].mean(axis=0)), rtol=1e-5)
 
 
@@ -319,7 +319,7 @@ def test_sink_checkbox_hides_the_first_column_without_renormalising(lm):
         np.testing.assert_allclose(maps[f"head {h}"], shown(w[h], hide_first=True), rtol=1e-6)
     assert np.isnan(maps["head 1"][:, 0]).all() and not np.isnan(before[:, 0]).any()
     np.testing.assert_allclose(
-        panels(part(at, 2), "Averages")["AVERAGE over the 4 heads of layer 0"],
+        panels(part(at, 2), "Averages")["AVERAGE of layer 0's 4 heads"],
         shown(w.mean(axis=0), hide_first=True),
         rtol=1e-5,
     )

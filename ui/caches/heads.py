@@ -36,10 +36,8 @@ def averages_figure(key: TraceKey, layer: int, hide: tuple[int, ...], per_row: i
     n_layer, nh = tr.cfg.n_layer, tr.cfg.n_head
     means = np.stack([heads.mean_pattern(tr, layer), heads.mean_pattern(tr, None)])  # (2, T, T)
     mask = heads.key_mask(tr)[None]  # (1, T, T)
-    titles = [
-        f"AVERAGE over the {nh} heads of layer {layer}",
-        f"AVERAGE over all {n_layer * nh} heads ({n_layer} layers × {nh} heads)",
-    ]
+    # short: side by side in presenter view's larger type at 1024 px, longer titles ran into each other
+    titles = [f"AVERAGE of layer {layer}'s {nh} heads", f"AVERAGE of all {n_layer * nh} heads"]
     top = heads.shown_max(means, mask, hide)
     title = f"Averages (not heads), one colour scale 0 … {top:.3f}"
     return fm.weight_panels(
