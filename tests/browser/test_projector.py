@@ -40,10 +40,12 @@ MAIN_CHART = """() => {
 }"""
 
 
-# Values written on bars closer than 2 px to another value of the same chart, side by side (the texts, as read), in the
-# open tab: presenter view's larger text ran Multi-head · 5's pairs of values together ("0.1690.169").
-BAR_VALUES_TOUCH = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')].flatMap((p) => {
-  const t = [...p.querySelectorAll('.bartext')].filter((e) => getComputedStyle(e).display !== 'none' && e.textContent)
+# Values written on bars, and a chart's notes (the titles of its maps, badges), closer than 2 px to another of the same
+# chart, side by side (the texts, as read), in the open tab: presenter view's larger text ran Multi-head · 5's pairs of
+# values together ("0.1690.169"), and the titles of Multi-head · 2's two maps into each other.
+TEXTS_TOUCH = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')].flatMap((p) => {
+  const t = [...p.querySelectorAll('.bartext, .annotation-text')]
+    .filter((e) => getComputedStyle(e).display !== 'none' && e.textContent)
     .map((e) => ({text: e.textContent, r: e.getBoundingClientRect()})).filter((b) => b.r.width > 0);
   const hit = (a, b) => a.left < b.right + 2 && b.left < a.right + 2 && a.top + 1 < b.bottom && b.top + 1 < a.bottom;
   return t.flatMap((a, i) => t.slice(i + 1).filter((b) => hit(a.r, b.r)).map((b) => a.text + '|' + b.text));
@@ -111,8 +113,8 @@ def test_the_main_chart_is_whole_on_the_first_screen(base_url, profile, page):
                            f"{main['bottom']:.0f} px")
             if under := tab.evaluate(FORMULAS_UNDER):
                 bad.append(f"{label or name_of(page)} at {width}×{height}: formulas under the next element {under}")
-            if touching := tab.evaluate(BAR_VALUES_TOUCH):
-                bad.append(f"{label or name_of(page)} at {width}×{height}: bar values run together {touching}")
+            if touching := tab.evaluate(TEXTS_TOUCH):
+                bad.append(f"{label or name_of(page)} at {width}×{height}: texts run together {touching}")
             if first:  # the same elements at either size: axe once, on the smaller screen
                 bad += serious(tab, f"{label or name_of(page)} at {width}×{height}")
     tab.close()
