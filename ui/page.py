@@ -138,6 +138,7 @@ def show_figure(fig: go.Figure, key: str, on_click: Callable[[], None] | None = 
         layout.update(presenter.larger(layout))
         spec = {**spec, "data": presenter.cell_text(spec["data"])}
         layout["height"] = widths.fitted_height(key, layout, spec["data"])  # the chart whole on the screen
+        layout.update(presenter.thinned_ticks(layout))
     spec = {**spec, "layout": layout}
     export.add_figure(key, spec)
     clicks = {"on_select": on_click, "selection_mode": "points"} if on_click else {}

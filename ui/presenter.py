@@ -10,6 +10,7 @@ page; past the first or last tab, or on a page without tabs, they open the previ
 
 from __future__ import annotations
 
+import math
 import re
 import time
 
@@ -30,6 +31,7 @@ STEPPED = "atlas_stepped"
 STALE_S = 3.0  # how long a value the script set may still come back from the browser (here and in ui/state.py)
 TICK_PX, TITLE_PX = 16, 22  # chart text in presenter view (Streamlit's theme: 12 and 14)
 CELL_TEXT_PX = 14  # numbers in heatmap cells in presenter view, readable from the back of a room
+TICK_GAP_PX = 12  # the least gap between two y tick labels (the height of TICK_PX letters): closer, every k-th is kept
 BAR_KEY = "atlas_bar"  # the container of the controls bar above the page
 BAR_PREFIX = "bar_"  # the keys of the bar's controls (the sidebar's: "w_")
 NARROW_PX = 900  # below this width Streamlit starts with the sidebar closed: the bar shows instead
@@ -134,6 +136,26 @@ def larger(layout: dict) -> dict:
         margin={**margin, **{side: round(margin[side] * grow) for side in "lrtb" if side in margin}},
         height=round((layout.get("height") or 420) * grow),
     )
+    return out
+
+
+def thinned_ticks(layout: dict) -> dict:
+    """Layout updates for a chart fitted to the first screen (layout.height): each y axis of token labels (tickvals)
+    whose labels would stand closer than TICK_GAP_PX keeps every k-th, so the ones shown can be read (SmolLM2's 61
+    stages of the residual stream in ~300 px: each label ran over the next three)."""
+    margin = layout.get("margin") or {}
+    plot = layout["height"] - margin.get("t", 0) - margin.get("b", 0)  # px, every y axis's domain in it
+    out = {}
+    for name, axis in layout.items():
+        ticks = (axis or {}).get("tickvals") if name.startswith("yaxis") else None
+        if not ticks or len(ticks) < 2:
+            continue
+        low, high = (axis.get("domain") or [0, 1])[:2]
+        step = (ticks[-1] - ticks[0]) / (len(ticks) - 1)  # data units between two labels
+        gap = plot * (high - low) * step / (ticks[-1] - ticks[0] + step)  # px: the labels' rows fill the domain
+        if gap < TICK_GAP_PX:
+            k = math.ceil(TICK_GAP_PX / gap)
+            out[name] = {**axis, "tickvals": ticks[::k], "ticktext": (axis.get("ticktext") or ticks)[::k]}
     return out
 
 

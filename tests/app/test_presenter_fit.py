@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import streamlit as st
 
-from ui import widths
+from ui import presenter, widths
 
 LAYOUT = {"height": 560, "margin": {"t": 50, "b": 100}}
 
@@ -54,3 +54,21 @@ def test_no_chart_is_squeezed_below_its_margins_and_least_plot(state):
 def test_a_bad_report_is_ignored(state):
     state[widths.ROOM_KEY] = {"rooms": {"screen": "tall", "rooms": {"c": True}}}
     assert widths.fitted_height("c", LAYOUT, []) == 560
+
+
+def test_token_labels_too_close_keep_every_kth():
+    """(Inside a block's 61 stages of SmolLM2's residual stream fitted into ~300 px: each label ran over the next
+    three.) A y axis of tick labels closer than TICK_GAP_PX keeps every k-th, the nearest that leaves the gap; one with
+    room keeps them all; x axes are left."""
+    stages = {"tickvals": list(range(61)), "ticktext": [f"s{i}" for i in range(61)]}
+    tokens = {"tickvals": list(range(9)), "ticktext": list("abcdefghi")}
+    layout = {"height": 400, "margin": {"t": 50, "b": 50}, "yaxis": stages, "yaxis2": tokens, "xaxis": stages}
+    out = presenter.thinned_ticks(layout)
+    assert set(out) == {"yaxis"}  # 300 px / 61 rows = 4.9 px a label: every 3rd (14.8 px); 9 rows: 33 px
+    assert out["yaxis"]["tickvals"] == list(range(0, 61, 3)) and out["yaxis"]["ticktext"][:2] == ["s0", "s3"]
+    # in half the height (a panel's domain), every 5th: 2.5 px a label
+    half = presenter.thinned_ticks({**layout, "yaxis": {**stages, "domain": [0.5, 1.0]}})
+    assert half["yaxis"]["tickvals"] == list(range(0, 61, 5))
+    # every 2nd token already (token_axis on long sentences): the rows between count
+    sparse = {"tickvals": list(range(0, 120, 2)), "ticktext": ["t"] * 60}
+    assert presenter.thinned_ticks({**layout, "yaxis": sparse})["yaxis"]["tickvals"] == list(range(0, 120, 6))

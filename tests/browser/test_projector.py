@@ -1,7 +1,7 @@
 """Presenter view on a projector, in headless Chromium: at 1024 × 768 and 1280 × 720 every page and every tab shows
-its main chart (the first one of the page or tab) wholly on the first screen; at 1024 × 768 it has no serious or
-critical axe-core violation (tests/browser/axe.py; the elements are the same at the other size); and One head's maps
-keep numbers of at least 14 px in their cells for a sentence of 13–16 tokens.
+its main chart (the first one of the page or tab) wholly on the first screen, with readable labels; at 1024 × 768 it
+has no serious or critical axe-core violation (tests/browser/axe.py; the elements are the same at the other size); and
+One head's maps keep numbers of at least 14 px in their cells for a sentence of 13–16 tokens.
 
 Each page is loaded once, in presenter view at 1024 × 768, and each tab opened in turn; then the window is resized to
 1280 × 720, as a laptop meets another projector (the page redraws its charts for the new room: ui/widths.py), and the
@@ -52,6 +52,18 @@ TEXTS_TOUCH = """() => [...document.querySelectorAll('[data-testid="stMain"] .js
 })"""
 
 
+# The y tick labels of a chart in the open tab that run more than 9 px (over half of their 16 px letters) into
+# another's, as (chart title, label, label): charts fitted to the first screen gave 19 token rows ~9 px each.
+TICKS_OVER = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')]
+  .filter((p) => p.getBoundingClientRect().width > 0).flatMap((p) => {
+    const title = (p.querySelector('text.gtitle') || {textContent: ''}).textContent.slice(0, 40);
+    const t = [...p.querySelectorAll('.ytick text')].filter((e) => e.textContent.trim())
+      .map((e) => ({text: e.textContent, r: e.getBoundingClientRect()})).filter((b) => b.r.height > 0);
+    const over = (a, b) => a.left < b.right && b.left < a.right && a.top + 9 < b.bottom && b.top + 9 < a.bottom;
+    return t.flatMap((a, i) => t.slice(i + 1).filter((b) => over(a.r, b.r)).map((b) => [title, a.text, b.text]));
+  })"""
+
+
 # Formulas that run under the element after them (Encoder vs decoder's formula under its expander), as (text, px).
 FORMULAS_UNDER = """() => [...document.querySelectorAll('[data-testid="stMain"] .katex-display')]
   .filter((k) => k.getBoundingClientRect().width > 0).map((k) => {
@@ -83,7 +95,8 @@ def presenting(profile, base_url: str, address: str):
 def test_the_main_chart_is_whole_on_the_first_screen(base_url, profile, page):
     """(Every page tried in presenter view at 1024 × 768: the first chart started 430–703 px down and ended below the
     screen.) For every tab and both sizes, the main chart's top is on the screen and its bottom above the screen's
-    bottom edge, with the page scrolled to its top; and at 1024 × 768 axe finds nothing serious."""
+    bottom edge, with the page scrolled to its top; no y labels (ui/presenter.py thinned_ticks), values on bars or
+    notes of a chart run together; and at 1024 × 768 axe finds nothing serious."""
     tab = presenting(profile, base_url, page.url_path)
     labels = tab.locator('[data-testid="stMain"] [role="tab"]').all_inner_texts() or [""]
     if os.environ.get("PROJECTOR_SHOTS"):
@@ -113,6 +126,8 @@ def test_the_main_chart_is_whole_on_the_first_screen(base_url, profile, page):
                            f"{main['bottom']:.0f} px")
             if under := tab.evaluate(FORMULAS_UNDER):
                 bad.append(f"{label or name_of(page)} at {width}×{height}: formulas under the next element {under}")
+            if over := tab.evaluate(TICKS_OVER):
+                bad.append(f"{label or name_of(page)} at {width}×{height}: y labels run over each other {over[:3]}")
             if touching := tab.evaluate(TEXTS_TOUCH):
                 bad.append(f"{label or name_of(page)} at {width}×{height}: texts run together {touching}")
             if first:  # the same elements at either size: axe once, on the smaller screen
