@@ -147,8 +147,9 @@ def thinned_ticks(layout: dict) -> dict:
     plot = layout["height"] - margin.get("t", 0) - margin.get("b", 0)  # px, every y axis's domain in it
     out = {}
     for name, axis in layout.items():
-        ticks = (axis or {}).get("tickvals") if name.startswith("yaxis") else None
-        if not ticks or len(ticks) < 2:
+        ticks = axis.get("tickvals") if name.startswith("yaxis") and isinstance(axis, dict) else None
+        numbers = isinstance(ticks, list) and all(isinstance(t, int | float) for t in ticks)
+        if not numbers or len(ticks) < 2 or ticks[-1] <= ticks[0]:  # (a typed array, categories: left as they are)
             continue
         low, high = (axis.get("domain") or [0, 1])[:2]
         step = (ticks[-1] - ticks[0]) / (len(ticks) - 1)  # data units between two labels

@@ -72,3 +72,6 @@ def test_token_labels_too_close_keep_every_kth():
     # every 2nd token already (token_axis on long sentences): the rows between count
     sparse = {"tickvals": list(range(0, 120, 2)), "ticktext": ["t"] * 60}
     assert presenter.thinned_ticks({**layout, "yaxis": sparse})["yaxis"]["tickvals"] == list(range(0, 120, 6))
+    # categories and typed arrays are left as they are
+    for odd in (["a", "b", "c"], {"dtype": "i4", "bdata": "AAAAAAEAAAA="}):
+        assert presenter.thinned_ticks({"height": 60, "yaxis": {"tickvals": odd}}) == {}
