@@ -139,7 +139,7 @@ def _check_drawn() -> None:
     heights = st.session_state.get(HEIGHTS_KEY, {}) if presenter.on() else {}
     if (
         any(min(n, per_row_at(w)) != per_row for key, (n, per_row) in panels.items() if (w := _measured(key)))
-        or any((w < NARROW_PX) != was for key, was in narrowed.items() if (w := _measured(key)))
+        or any(narrow_at(w) != was for key, was in narrowed.items() if (w := _measured(key)))
         or any(_fit(key, asked, least) != drawn for key, (asked, least, drawn) in heights.items())
         or not st.session_state.get(BAR_DRAWN_KEY, True) and _bar_needed(presenter.on())
     ):
@@ -174,15 +174,15 @@ def panels_per_row(key: str, n: int) -> int:
     return per_row
 
 
-def is_narrow(key: str) -> bool:
-    """Whether the chart `key` is drawn narrower than figures.narrow.NARROW_PX (width_of; False when not known)."""
-    width = width_of(key)
+def narrow_at(width: float | None) -> bool:
+    """Whether a chart `width` px wide is narrower than figures.narrow.NARROW_PX (False when not known)."""
     return width is not None and width < NARROW_PX
 
 
 def drawn_narrow(key: str) -> bool:
-    """is_narrow(key), remembered, so that a new width on the other side of NARROW_PX redraws the page."""
-    st.session_state.setdefault(NARROW_KEY, {})[key] = narrow = is_narrow(key)
+    """Whether the chart `key` is drawn narrow (narrow_at its width_of), remembered, so that a new width on the other
+    side of NARROW_PX redraws the page."""
+    st.session_state.setdefault(NARROW_KEY, {})[key] = narrow = narrow_at(width_of(key))
     return narrow
 
 
