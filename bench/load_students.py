@@ -182,11 +182,14 @@ async def sample(
 
 
 def choose(rng: random.Random, s: Session, weights: dict[str, float]) -> tuple[str, dict[str, object]]:
-    """One student move, as the widget changes it makes."""
+    """One student move, as the widget changes it makes: with the sidebar's controls ("w_…"), or the bar's above the
+    page on a window at most presenter.NARROW_PX wide (--screen), where the sidebar has no copy of them."""
+    prefixes = sorted(k.rsplit("-", 1)[-1].removesuffix("sentence") for k in s.widgets if k.endswith("sentence"))
+    prefix = "w_" if "w_" in prefixes or not prefixes else prefixes[0]
     have = {
         a: w
         for a, w in weights.items()
-        if w > 0 and (bool(s.tabs) if a == "step" else any(k.endswith("-w_" + a) for k in s.widgets))
+        if w > 0 and (bool(s.tabs) if a == "step" else any(k.endswith("-" + prefix + a) for k in s.widgets))
     }
     action = rng.choices(list(have), weights=list(have.values()))[0]
     if action == "step":
@@ -194,18 +197,19 @@ def choose(rng: random.Random, s: Session, weights: dict[str, float]) -> tuple[s
         now = s.widgets[wid].string_value
         return action, {wid.rsplit("-", 1)[-1]: rng.choice([t for t in s.tabs[wid] if t != now] or [now])}
     if action == "temperature":
-        el = s.element("w_temperature")
-        now = s.widgets[s.widget_id("w_temperature")].double_array_value.data[0]
+        el = s.element(prefix + "temperature")
+        now = s.widgets[s.widget_id(prefix + "temperature")].double_array_value.data[0]
         steps = round((el.max - el.min) / el.step)
         value = now
         while abs(value - now) < 1e-9:
             value = round(el.min + el.step * rng.randint(0, steps), 2)
-        return action, {"w_temperature": value}
+        return action, {prefix + "temperature": value}
     if action == "head":
-        el = s.element("w_head")
-        now = s.widgets[s.widget_id("w_head")].double_array_value.data[0]
-        return action, {"w_head": rng.choice([h for h in range(int(el.min), int(el.max) + 1) if h != now] or [now])}
-    return action, {"w_sentence": rng.choice(SENTENCES)}
+        el = s.element(prefix + "head")
+        now = s.widgets[s.widget_id(prefix + "head")].double_array_value.data[0]
+        choices = [h for h in range(int(el.min), int(el.max) + 1) if h != now] or [now]
+        return action, {prefix + "head": rng.choice(choices)}
+    return action, {prefix + "sentence": rng.choice(SENTENCES)}
 
 
 async def student(

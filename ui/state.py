@@ -152,11 +152,9 @@ def current() -> State:
     return State(*(st.session_state["atlas_" + k] for k in KEYS))
 
 
-def _sentence_controls(prefix: str, where: tuple, cfg, compact: bool) -> None:
-    """The preset, sentence, layer, head and τ controls (τ's slider and its switch "τ in every layer"), bound to the
-    shared state, drawn in the five containers `where`."""
-    preset, sentence, layer, head, tau = where
-    preset.selectbox(
+def _preset_control(prefix: str, box) -> None:
+    """The preset sentences, in the container `box`: choosing one sets the shared sentence."""
+    box.selectbox(
         "Preset sentences",
         ["(choose)", *PRESETS],
         key=prefix + "preset",
@@ -164,6 +162,12 @@ def _sentence_controls(prefix: str, where: tuple, cfg, compact: bool) -> None:
         args=(prefix,),
         help="Sentences from the lecture: try the four 'bear' ones.",
     )
+
+
+def _value_controls(prefix: str, where: tuple, cfg, compact: bool) -> None:
+    """The sentence, layer, head and τ controls (τ's slider and its switch "τ in every layer"), bound to the shared
+    state, drawn in the four containers `where`."""
+    sentence, layer, head, tau = where
     sentence.text_area(
         "Sentence",
         max_chars=MAX_CHARS,
@@ -207,7 +211,8 @@ def sidebar() -> State:
     """Draw the shared controls and return the current state. They sit in the sidebar and, bound to the same state, in
     a bar above the page that shows on a narrow screen (where the sidebar starts closed) and in presenter view. Once
     the browser has said its screen is wider, the bar's controls are not drawn (ui/widths.bar_wanted): 13 messages
-    fewer a run."""
+    fewer a run; once it has said its screen is at most presenter.NARROW_PX wide, the sidebar keeps only the presets
+    (ui/widths.side_wanted)."""
     navigation.take_over()
     _init()
     presenter.follow()
@@ -228,14 +233,19 @@ def sidebar() -> State:
         st.session_state["atlas_" + k] = fixed[k]
     cfg = get_model(fixed["model"]).cfg
     with st.sidebar:
-        _sentence_controls("w_", (st,) * 5, cfg, compact=False)
+        _preset_control("w_", st)
+        # Kept in its place when empty, as the bar below (a screen at most presenter.NARROW_PX wide shows the bar)
+        with st.container(key="atlas_side_controls"):
+            if widths.side_wanted():
+                _value_controls("w_", (st,) * 4, cfg, compact=False)
     presenter.style(presenting)
     # The container always, so that what follows keeps its place in the page (a browser keeps the focus and a key
     # press on a control only if the control stays where it was); its controls not on a screen its CSS hides them on.
     with st.container(key=presenter.BAR_KEY):
         if widths.bar_wanted(presenting):
-            *where, keys = st.columns([2.3, 3.4, 1.4, 1.4, 2, 2.3], vertical_alignment="bottom")
-            _sentence_controls(presenter.BAR_PREFIX, where, cfg, compact=True)
+            preset, *where, keys = st.columns([2.3, 3.4, 1.4, 1.4, 2, 2.3], vertical_alignment="bottom")
+            _preset_control(presenter.BAR_PREFIX, preset)
+            _value_controls(presenter.BAR_PREFIX, where, cfg, compact=True)
             if presenting:
                 with keys:
                     presenter.step_buttons()

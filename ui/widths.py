@@ -11,7 +11,8 @@ the first screen, and the screen's height: a chart that starts on the first scre
 it, any other at most a screen tall (fitted_height), so that a projector shows each chart whole.
 
 The report also holds the window's width: the controls bar above the page, which CSS shows only on a screen of at
-most presenter.NARROW_PX, is not drawn at all on a wider one (bar_wanted). And the main column's width: on a phone
+most presenter.NARROW_PX, is not drawn at all on a wider one (bar_wanted), and on a narrower one the sidebar does
+not draw its copy of the bar's controls (side_wanted). And the main column's width: on a phone
 Streamlit stacks every row of columns, so each chart is as wide as the column, and a chart not measured yet at this
 window's width (a tab opened for the first time) is drawn at that width, shown at its first draw. A window that
 changes width forgets the widths of the charts it does not show (the hidden tabs'): they were measured for another
@@ -50,6 +51,7 @@ SCREEN = ""  # the report's key for the window's width (no chart has an empty ke
 MAIN = "#main"  # the report's key for the main column's width (no chart key holds "#")
 STACKED_PX = 640  # below this window width Streamlit stacks columns (its theme's breakpoint): charts fill the column
 BAR_DRAWN_KEY = "atlas_bar_drawn"  # whether the last run drew the controls bar (bar_wanted)
+SIDE_DRAWN_KEY = "atlas_side_drawn"  # whether the last run drew the sidebar's copy of the bar's controls (side_wanted)
 ROOM_KEY = "atlas_chart_rooms"  # presenter view: the browser's report {screen: px, rooms: {chart key: px}}
 HEIGHTS_KEY = "atlas_heights"  # chart key → (the height it asked for, the least it takes, the height it was drawn at)
 SLACK_PX = 12  # left under a chart that ends on the first screen (rounding, the chart frame's border)
@@ -142,6 +144,7 @@ def _check_drawn() -> None:
         or any(narrow_at(w) != was for key, was in narrowed.items() if (w := _measured(key)))
         or any(_fit(key, asked, least) != drawn for key, (asked, least, drawn) in heights.items())
         or not st.session_state.get(BAR_DRAWN_KEY, True) and _bar_needed(presenter.on())
+        or not st.session_state.get(SIDE_DRAWN_KEY, True) and _side_needed()
     ):
         st.session_state[REDRAW_KEY] = True
 
@@ -157,6 +160,20 @@ def bar_wanted(presenting: bool) -> bool:
 def _bar_needed(presenting: bool) -> bool:
     width = width_of(SCREEN)
     return presenting or width is None or width <= presenter.NARROW_PX
+
+
+def side_wanted() -> bool:
+    """Whether a run draws the sentence, layer, head and τ controls in the sidebar too: not on a screen the browser
+    said is at most presenter.NARROW_PX wide, where the sidebar starts closed and the bar above the page shows them
+    (one set of controls, and a phone's rerun draws six widgets fewer). Remembered, so that a screen that widens past
+    it redraws the page with them."""
+    st.session_state[SIDE_DRAWN_KEY] = wanted = _side_needed()
+    return wanted
+
+
+def _side_needed() -> bool:
+    width = width_of(SCREEN)
+    return width is None or width > presenter.NARROW_PX
 
 
 def per_row_at(width: float | None) -> int:

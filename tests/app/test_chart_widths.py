@@ -153,11 +153,13 @@ def test_a_narrow_chart_has_its_colour_bar_under_the_plot(width, below):
 @pytest.mark.parametrize(
     ("screen", "present", "drawn"),
     [(None, False, True), (390.0, False, True), (900.0, False, True), (901.0, False, False), (1300.0, False, False),
-     (1300.0, True, True)],
+     (1300.0, True, True), (390.0, True, True)],
 )
 def test_the_controls_bar_is_drawn_where_its_css_can_show_it(screen, present, drawn):
     """The bar above the page shows (CSS) on a screen of at most NARROW_PX and in presenter view: a browser that said
-    its window is wider gets no bar; one that has not said yet gets it."""
+    its window is wider gets no bar; one that has not said yet gets it. The sidebar draws its own sentence, layer,
+    head and τ controls except on a screen said to be at most NARROW_PX wide, where the bar holds them (the sidebar's
+    presets stay: the bar hides its own there)."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     at.query_params["model"] = "shakespeare-gpt"
     if present:
@@ -168,14 +170,21 @@ def test_the_controls_bar_is_drawn_where_its_css_can_show_it(screen, present, dr
     assert_ok(at)
     bar = [s for s in at.slider if s.key.startswith(presenter.BAR_PREFIX)]
     assert bool(bar) is drawn
-    assert at.slider(key="w_layer")  # the sidebar's controls are always there
     if drawn:
         assert {s.key for s in bar} == {presenter.BAR_PREFIX + k for k in ("layer", "head", "temperature")}
+    side = {w.key for w in [*at.sidebar.slider, *at.sidebar.text_area, *at.sidebar.toggle, *at.sidebar.selectbox]}
+    values = {"w_" + k for k in ("sentence", "layer", "head", "temperature", "tau_every_layer")}
+    if screen is not None and screen <= presenter.NARROW_PX:
+        assert values.isdisjoint(side)
+    else:
+        assert values <= side
+    assert {"w_preset", "w_model"} <= side
 
 
 def test_a_report_of_a_narrower_screen_brings_the_bar_back():
     """The bar goes once a report says the screen is wide, and comes back with the first run after one says it is
-    narrow (the report itself reruns the page then: the browser test of the phone width)."""
+    narrow (the report itself reruns the page then: the browser test of the phone width); the sidebar's copy of its
+    controls goes on the narrow screen and comes back on a wider one, showing what was set with the bar."""
     at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
     at.session_state[widths.KEY] = {"widths": {widths.SCREEN: 1300.0}}
     at.run()
@@ -184,5 +193,26 @@ def test_a_report_of_a_narrower_screen_brings_the_bar_back():
     assert at.session_state[widths.BAR_DRAWN_KEY] is False
     at.session_state[widths.KEY] = {"widths": {widths.SCREEN: 700.0}}
     at.run()
-    assert at.slider(key=presenter.BAR_PREFIX + "layer").value == at.slider(key="w_layer").value
     assert at.session_state[widths.BAR_DRAWN_KEY] is True
+    assert at.session_state[widths.SIDE_DRAWN_KEY] is False
+    assert "w_layer" not in {s.key for s in at.slider}
+    at.slider(key=presenter.BAR_PREFIX + "layer").set_value(1).run()
+    assert_ok(at)
+    at.session_state[widths.KEY] = {"widths": {widths.SCREEN: 1300.0}}
+    at.run()
+    assert at.session_state[widths.SIDE_DRAWN_KEY] is True
+    assert at.slider(key="w_layer").value == 1
+
+
+def test_a_wider_screen_asks_for_the_sidebar_controls_again(monkeypatch):
+    """A report that the window widened past NARROW_PX asks for a page run (the bar's CSS hides the bar there), so
+    that the sidebar's controls come back without waiting for the next move; a report of another narrow width does
+    not."""
+    box = {presenter.KEY: False, widths.BAR_DRAWN_KEY: True, widths.SIDE_DRAWN_KEY: False}
+    monkeypatch.setattr(st, "session_state", box)
+    box[widths.KEY] = {"widths": {widths.SCREEN: 800.0}}
+    widths._check_drawn()
+    assert widths.REDRAW_KEY not in box
+    box[widths.KEY] = {"widths": {widths.SCREEN: 1300.0}}
+    widths._check_drawn()
+    assert box[widths.REDRAW_KEY] is True
