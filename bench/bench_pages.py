@@ -46,7 +46,7 @@ import ui.models  # noqa: E402
 from figures import reuse  # noqa: E402
 from tests.apptest_utils import lazy_tabs  # noqa: E402
 from transformer.loading import shared_model  # noqa: E402
-from ui import widths  # noqa: E402
+from ui import presenter, widths  # noqa: E402
 
 PASSAGE = passage(20_000)
 REPEATS = 11
@@ -137,8 +137,12 @@ def measure(
     if at.exception:
         raise PageError(describe(at.exception[0]))
 
+    # the sidebar's τ, or on a window at most presenter.NARROW_PX wide the bar's (the sidebar has no copy there)
+    sliders = {s.key for s in at.slider}
+    tau_key = next(k for k in ("w_temperature", presenter.BAR_PREFIX + "temperature") if k in sliders)
+
     def rerun(tau: float) -> float:
-        at.slider(key="w_temperature").set_value(tau)
+        at.slider(key=tau_key).set_value(tau)
         t0 = time.perf_counter()
         at.run()
         return time.perf_counter() - t0
