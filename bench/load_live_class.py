@@ -11,7 +11,8 @@ finished run that shows the new layer (the address's `layer=`); the teacher's ow
 teacher asks a question, every student answers it, and the answers are counted in Redis.
 
 A browser reports its window's width after the first run (ui/widths.py); on a window wider than the controls bar
-shows on, the runs that follow leave the bar out. --screen makes each student's requests carry that report.
+shows on, the runs that follow leave the bar out, and on a narrower one (a phone, --screen 390) the sidebar's copy of
+its controls. --screen makes each student's requests carry that report.
 """
 
 from __future__ import annotations
