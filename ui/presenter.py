@@ -35,10 +35,13 @@ TICK_GAP_PX = 12  # the least gap between two y tick labels (the height of TICK_
 BAR_KEY = "atlas_bar"  # the container of the controls bar above the page
 BAR_PREFIX = "bar_"  # the keys of the bar's controls (the sidebar's: "w_")
 NARROW_PX = 900  # below this width Streamlit starts with the sidebar closed: the bar shows instead
-# on a narrow screen the bar leaves out the presets (they stay in the sidebar) to keep the first screen for the page
+# On a narrow screen the bar leaves out the presets (they stay in the sidebar) to keep the first screen for the page,
+# with their column, and the column of presenter view's step buttons when it is empty: the controls share the row.
+BAR_COLUMN = f'.st-key-{BAR_KEY} [data-testid="stColumn"]'
 BAR_CSS = (
     f"<style>.st-key-{BAR_KEY} {{ display: none; }} @media (max-width: {NARROW_PX}px) "
-    f"{{ .st-key-{BAR_KEY} {{ display: flex; }} .st-key-{BAR_PREFIX}preset {{ display: none; }} }}</style>"
+    f"{{ .st-key-{BAR_KEY} {{ display: flex; }} :is({BAR_COLUMN}:has(.st-key-{BAR_PREFIX}preset), "
+    f"{BAR_COLUMN}:not(:has([data-testid='stElementContainer']))) {{ display: none; }} }}</style>"
 )
 # On a phone formulas are set at the text's size instead of 1.21× it, so fewer of them are wider than their column
 # (the page script, ui/fit.py, sets those smaller still).

@@ -282,3 +282,31 @@ def test_on_a_phone_a_tab_opened_first_is_drawn_once(base_url, tab):
         assert len(shown) == 2 and len(draws) == 2, (label, draws)  # two charts, each mounted once
         assert all(d["visibility"] == "visible" and d["width"] == d["frame"] for d in draws), (label, draws)
     assert tab.errors == []
+
+
+# The controls bar's left and right edges, where its shown controls start and end, and their keys.
+BAR_ROW = f"""() => {{
+  const box = (e) => e.getBoundingClientRect();
+  const bar = document.querySelector('.st-key-{presenter.BAR_KEY}');
+  const shown = [...bar.querySelectorAll('[data-testid="stElementContainer"]')].filter((e) => box(e).width > 0);
+  return {{bar: [box(bar).left, box(bar).right], first: Math.min(...shown.map((e) => box(e).left)),
+           last: Math.max(...shown.map((e) => box(e).right)),
+           keys: shown.map((e) => [...e.classList].find((c) => c.startsWith('st-key-')))}};
+}}"""
+
+
+def test_on_a_tablet_the_bar_s_controls_fill_its_row(base_url, tab):
+    """(At 768 px the bar kept the empty columns of its hidden presets and of presenter view's step buttons: its
+    controls sat in the middle ~60 % of the row, "τ in every layer" on three lines.) On a screen narrow enough for the
+    bar, its shown controls run from the row's left edge to its right edge, and moving one keeps the focus on it."""
+    tab.set_viewport_size({"width": 768, "height": 1024})
+    tab.goto(page_url(base_url, ROOT / "pages" / "5_Softmax_and_temperature.py"))
+    wait_rendered(tab)
+    row = tab.evaluate(BAR_ROW)
+    keys = [k.removeprefix("st-key-") for k in row["keys"]]
+    assert presenter.BAR_PREFIX + "sentence" in keys and presenter.BAR_PREFIX + "preset" not in keys
+    assert abs(row["first"] - row["bar"][0]) <= 1 and abs(row["last"] - row["bar"][1]) <= 1, row
+    tab.locator(f".st-key-{presenter.BAR_PREFIX}temperature input").press("ArrowLeft")
+    wait_rendered(tab)
+    assert tab.evaluate(f"document.activeElement.closest('.st-key-{presenter.BAR_PREFIX}temperature') !== null")
+    assert tab.errors == []
