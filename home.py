@@ -14,7 +14,8 @@ ui.explain(
     "Type a sentence and watch a real transformer read it, one step at a time. "
     "Wherever a page shows a model, its numbers come from that model's own forward pass — nothing is made up. "
     "The sidebar holds the sentence, the model, and which **layer**, **head** and **attention "
-    "temperature** to look at; they stay the same on every page and are kept in the address bar, "
+    "temperature** to look at (on a phone or a tablet, the sentence, layer, head and temperature sit at the top of "
+    "the page); they stay the same on every page and are kept in the address bar, "
     "so you can share a link that opens exactly this view."
 )
 
