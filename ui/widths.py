@@ -165,8 +165,8 @@ def _bar_needed(presenting: bool) -> bool:
 def side_wanted() -> bool:
     """Whether a run draws the sentence, layer, head and τ controls in the sidebar too: not on a screen the browser
     said is at most presenter.NARROW_PX wide, where the sidebar starts closed and the bar above the page shows them
-    (one set of controls, and a phone's rerun draws six widgets fewer). Remembered, so that a screen that widens past
-    it redraws the page with them."""
+    (one set of controls: a phone's rerun draws five widgets fewer). Remembered, so that a screen that widens past it
+    redraws the page with them."""
     st.session_state[SIDE_DRAWN_KEY] = wanted = _side_needed()
     return wanted
 
