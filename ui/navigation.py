@@ -17,6 +17,7 @@ log = logging.getLogger("atlas.navigation")
 ROOT = Path(__file__).resolve().parent.parent
 CURRENT_KEY = "atlas_page"
 MENU_KEY = "atlas_menu"  # this session's st.Page of each page, by section (menu())
+LED_KEY = "atlas_led"  # this run shows a view someone else leads (led())
 
 
 @dataclass(frozen=True)
@@ -178,18 +179,26 @@ def page_link(info: PageInfo, where=st, **kwargs) -> None:
     where.page_link(pages[ORDER.index(info)], **kwargs)
 
 
-def run(first: Callable[[], None] = lambda: None, before: Callable[[], None] = lambda: None) -> None:
-    """`first` (app.py: a student's page opening the teacher's view), then the sidebar menu, grouped by section, with
-    every page visible; then run the page the address names, after a link that skips to its first chart (ui/a11y.py)
-    and `before` (app.py: the live class's bar)."""
+def run(first: Callable[[], bool] = lambda: False, before: Callable[[], None] = lambda: None) -> None:
+    """`first` (app.py: a student's page opening the teacher's view), which says whether this run shows a view someone
+    else leads (`led`); then the sidebar menu, grouped by section, with every page visible, unless it does; then run
+    the page the address names, after a link that skips to its first chart (ui/a11y.py) and `before` (app.py: the live
+    class's bar)."""
     page = st.navigation(menu(), position="hidden")
     st.session_state[CURRENT_KEY] = next(p.path for p in ORDER if p.url_path == page.url_path)
-    first()
-    with st.sidebar:
-        draw_menu(menu())
+    st.session_state[LED_KEY] = first()
+    if not led():
+        with st.sidebar:
+            draw_menu(menu())
     a11y.skip_link()
     before()
     page.run()
+
+
+def led() -> bool:
+    """Whether this run shows a view that someone else leads (a student following a live class): its page, sentence,
+    model, layer, head and τ are the teacher's, so the run draws neither the menu nor the controls that set them."""
+    return st.session_state.get(LED_KEY, False)
 
 
 def draw_menu(menu: dict[str, list]) -> None:

@@ -106,7 +106,8 @@ def _clean(raw: dict) -> dict:
 
 
 def _init() -> None:
-    """First run of a session: take the state from the query string."""
+    """First run of a session, or the run that opened a teacher's view (ui/live/panel.py): take the state from the
+    query string."""
     if "atlas_model" not in st.session_state:
         for key, value in _clean(st.query_params.to_dict()).items():
             st.session_state["atlas_" + key] = value
@@ -149,7 +150,21 @@ def _widget(key: str, prefix: str) -> dict:
 
 
 def current() -> State:
+    """The shared state, read from the address if nothing has set it yet (a run that opened a teacher's view)."""
+    _init()
     return State(*(st.session_state["atlas_" + k] for k in KEYS))
+
+
+def _model_control() -> None:
+    model_help = (
+        "Real pretrained models first, then the two small bundled ones, "
+        "then any model added on this server (README: Other models)."
+    )
+    st.selectbox("Model", model_choices(), help=model_help, **_widget("model", "w_"))
+    if st.session_state["atlas_model"] in REAL_MODELS:
+        st.caption(REAL_MODELS[st.session_state["atlas_model"]].title)
+    for hint in missing_models():
+        st.caption(f"A real model is not installed. To add it: `{hint}`")
 
 
 def _preset_control(prefix: str, box) -> None:
@@ -212,37 +227,33 @@ def sidebar() -> State:
     a bar above the page that shows on a narrow screen (where the sidebar starts closed) and in presenter view. Once
     the browser has said its screen is wider, the bar's controls are not drawn (ui/widths.bar_wanted): 13 messages
     fewer a run; once it has said its screen is at most presenter.NARROW_PX wide, the sidebar keeps only the presets
-    (ui/widths.side_wanted)."""
+    (ui/widths.side_wanted). A page that follows a teacher (navigation.led) draws none of them: the teacher's view sets
+    the state, and the class's bar says it."""
     navigation.take_over()
     _init()
     presenter.follow()
     presenting = presenter.on()
+    ours = not navigation.led()
     with st.sidebar:
-        model_help = (
-            "Real pretrained models first, then the two small bundled ones, "
-            "then any model added on this server (README: Other models)."
-        )
-        st.selectbox("Model", model_choices(), help=model_help, **_widget("model", "w_"))
-        if st.session_state["atlas_model"] in REAL_MODELS:
-            st.caption(REAL_MODELS[st.session_state["atlas_model"]].title)
-        for hint in missing_models():
-            st.caption(f"A real model is not installed. To add it: `{hint}`")
+        if ours:
+            _model_control()
     # The model may have changed: keep layer and head inside it.
     fixed = _clean({k: st.session_state["atlas_" + k] for k in KEYS})
     for k in ("layer", "head"):
         st.session_state["atlas_" + k] = fixed[k]
     cfg = get_model(fixed["model"]).cfg
     with st.sidebar:
-        _preset_control("w_", st)
+        if ours:
+            _preset_control("w_", st)
         # Kept in its place when empty, as the bar below (a screen at most presenter.NARROW_PX wide shows the bar)
         with st.container(key="atlas_side_controls"):
-            if widths.side_wanted():
+            if ours and widths.side_wanted():
                 _value_controls("w_", (st,) * 4, cfg, compact=False)
     presenter.style(presenting)
     # The container always, so that what follows keeps its place in the page (a browser keeps the focus and a key
     # press on a control only if the control stays where it was); its controls not on a screen its CSS hides them on.
     with st.container(key=presenter.BAR_KEY):
-        if widths.bar_wanted(presenting):
+        if ours and widths.bar_wanted(presenting):
             preset, *where, keys = st.columns([2.3, 3.4, 1.4, 1.4, 2, 2.3], vertical_alignment="bottom")
             _preset_control(presenter.BAR_PREFIX, preset)
             _value_controls(presenter.BAR_PREFIX, where, cfg, compact=True)

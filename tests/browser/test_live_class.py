@@ -23,20 +23,32 @@ def slider(page, label: str):
     return page.locator(f'[data-testid="stSidebar"] input[aria-label="{label}"]')
 
 
-# What the page shows: its title, the open tab, and the sidebar's layer, head and τ (read at once, without waiting).
+# What the page shows: its title, the open tab, and its layer, head and τ (read at once, without waiting), as numbers:
+# from the sidebar's sliders, or, on a following student's page (which has none: the controls are the teacher's),
+# from the class bar's line that names them.
 VIEW = """(labels) => {
   const title = document.querySelector('[data-testid="stMain"] h1');
   const tab = document.querySelector('[data-testid="stMain"] [role="tab"][aria-selected="true"]');
   const value = (label) => {
     const e = document.querySelector(`[data-testid="stSidebar"] input[aria-label="${label}"]`);
-    return e && e.getAttribute('aria-valuetext');
+    return e && parseFloat(e.getAttribute('aria-valuetext'));
   };
-  return [title && title.innerText, tab ? tab.innerText : '', ...labels.map(value)];
+  const bar = document.querySelector('.st-key-live_bar');
+  const said = bar && bar.innerText.match(/layer (\\d+), head (\\d+), τ ([\\d.]+)/);
+  const values = labels.map(value);
+  return [title && title.innerText, tab ? tab.innerText : '',
+          ...(values.every((v) => v === null) && said ? said.slice(1).map(parseFloat) : values)];
 }"""
 
 
 def view(page) -> tuple:
     return tuple(page.evaluate(VIEW, list(SLIDERS)))
+
+
+def has_controls(page) -> bool:
+    """Whether the page draws the shared controls and the menu (a following student's page draws neither)."""
+    side = page.locator('[data-testid="stSidebar"]')
+    return side.locator('input[aria-label="Layer"]').count() == 1 and side.get_by_role("link").count() > 0
 
 
 def shows(page, wanted: tuple, within_ms: int = FOLLOW_MS) -> bool:
@@ -101,12 +113,16 @@ def test_a_teacher_leads_two_students(browser, base_url):
             wanted = teacher_moves(teacher, move)
             for s in students:
                 assert shows(s, wanted), (view(s), wanted)
-        assert "One head" in wanted[0] and wanted[1].startswith("3") and wanted[2:] == ("1", "2", "0.95")
+        assert "One head" in wanted[0] and wanted[1].startswith("3") and wanted[2:] == (1, 2, 0.95)
+        assert has_controls(teacher) and not any(has_controls(s) for s in students)
 
         explorer, follower = students
         explorer.get_by_role("button", name="Explore on my own").click()
         wait_rendered(explorer)
+        expect(explorer.locator('[data-testid="stSidebar"] input[aria-label="Layer"]')).to_have_count(1)
+        assert has_controls(explorer)
         own = view(explorer)
+        assert own[2:] == wanted[2:]  # the controls come back with the values followed
         wanted = teacher_moves(teacher, press(teacher, "Head"))
         assert shows(follower, wanted) and view(explorer) == own
         expect(teacher.locator(".st-key-live_bar")).to_contain_text("1 following · 1 exploring", timeout=5_000)

@@ -16,7 +16,7 @@ from lessons.words import md
 from tests.apptest_utils import ROOT, TIMEOUT, array, charts_by_key, lazy_tabs
 from transformer.head_scores import probe_scores
 from transformer.trace import run_trace
-from ui import navigation
+from ui import a11y, state
 from ui.live import panel
 from ui.live.classroom import BEAT_S, PRESENT_S, WOKEN_POLL_S, ClassState
 from ui.live.store import MemoryStore
@@ -109,11 +109,11 @@ def test_students_follow_the_teachers_page_tab_and_controls():
 def test_a_move_reaches_a_student_in_one_drawn_run(monkeypatch):
     """A student's whole run opens the teacher's new view before it draws anything (panel.follow): on the same page
     in that run, on another page through a page switch whose first run draws nothing. Either way the page is drawn
-    once per move (the menu: 17 page links, a tenth of a student's time per move), not once as it was and again."""
+    once per move, not once as it was and again."""
     teacher, (student, _) = class_of_two()
-    menus = []
-    draw_menu = navigation.draw_menu
-    monkeypatch.setattr(navigation, "draw_menu", lambda menu: menus.append(1) or draw_menu(menu))
+    drawn = []
+    skip_link = a11y.skip_link  # the first thing a run draws once it knows its page (navigation.run)
+    monkeypatch.setattr(a11y, "skip_link", lambda: drawn.append(1) or skip_link())
     moves = [
         lambda: teacher.sidebar.slider(key="w_layer").set_value(2),
         lambda: teacher.switch_page(str(ROOT / ONE_HEAD)),
@@ -122,12 +122,45 @@ def test_a_move_reaches_a_student_in_one_drawn_run(monkeypatch):
     for move in moves:
         move()
         teacher.run()
-        menus.clear()
+        drawn.clear()
         student.run()
         ok(teacher, student)
         assert shared_state(student) == shared_state(teacher)
-        assert len(menus) == 1
+        assert len(drawn) == 1
     assert shared_state(student)[0] == ONE_HEAD and student.session_state["atlas_layer"] == 2
+
+
+def controls(at: AppTest) -> set[str]:
+    """The keys of the shared controls the page draws (sidebar and bar), and "menu" if the sidebar has the page menu."""
+    keys = {w.key for kind in ("slider", "selectbox", "text_area", "toggle") for w in at.get(kind)}
+    shared = {k for k in keys if k and k.split("_", 1)[-1] in state.KEYS + ("preset",)}
+    return shared | ({"menu"} if at.sidebar.get("page_link") else set())
+
+
+def says(at: AppTest) -> str:
+    return " ".join(m.value for m in at.markdown)
+
+
+def test_a_following_student_sees_the_teachers_settings_without_their_controls():
+    """While a student follows, the page, model, sentence, layer, head and τ are the teacher's: the page draws no
+    menu and none of the controls that set them, and the class's bar says their values. Exploring brings them back
+    with the values followed; following again takes them away."""
+    teacher, (a, _) = class_of_two()
+    assert {"w_layer", "w_head", "w_temperature", "w_model", "menu"} <= controls(teacher)
+    teacher.sidebar.slider(key="w_layer").set_value(2).run()
+    teacher.sidebar.slider(key="w_temperature").set_value(0.5).run()
+    a.run()
+    ok(teacher, a)
+    assert controls(a) == set()
+    assert f"Model {md(teacher.session_state['atlas_model'])}, layer 2, head 0, τ 0.50." in says(a)
+    a.button(key="live_explore").click().run()
+    ok(a)
+    assert {"w_layer", "w_head", "w_temperature", "w_model", "w_sentence", "menu"} <= controls(a)
+    assert (a.sidebar.slider(key="w_layer").value, a.sidebar.slider(key="w_temperature").value) == (2, 0.5)
+    assert "τ 0.50" not in says(a)
+    a.button(key="live_follow").click().run()
+    ok(a)
+    assert controls(a) == set()
 
 
 def test_a_student_explores_then_follows_again():

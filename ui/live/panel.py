@@ -377,11 +377,13 @@ def _student_live() -> None:
         return
     if cs.qid != s.qid:
         s.qid, s.question, s.answer = cs.qid, cs.question, ""
-    if s.following and (cs.version != s.version or _lost(s, cs)):
-        st.rerun(scope="app")  # the whole page's run opens the view (follow(): a fragment cannot move the sidebar)
+    if s.following != navigation.led() or s.following and (cs.version != s.version or _lost(s, cs)):
+        # the whole page's run opens the view, or draws the controls again (follow(): a fragment cannot move the
+        # sidebar)
+        st.rerun(scope="app")
     with st.container(horizontal=True, vertical_alignment="center"):
         if s.following:
-            st.markdown(f"**Live class {shown_code(s.code)}**: you follow the teacher.")
+            st.markdown(f"**Live class {shown_code(s.code)}**: you follow the teacher. {_settings()}")
             st.button("Explore on my own", key="live_explore", on_click=_follow, args=(False,))
         else:
             st.markdown(f"**Live class {shown_code(s.code)}**: you explore on your own.")
@@ -393,6 +395,13 @@ def _student_live() -> None:
         if s.answer:
             st.caption(f"Your answer: {quote(s.answer)}.")
         _results(s.question, r.results(s.code, s.qid), revealed=True)
+
+
+def _settings() -> str:
+    """The teacher's settings this page shows, in words (the controls that set them are the teacher's)."""
+    now = state.current()
+    tau = f"τ {now.temperature:.2f}" + (" in every layer" if now.tau_every_layer else "")
+    return f"Model {md(now.model)}, layer {now.layer}, head {now.head}, {tau}."
 
 
 def _join(text: str) -> None:
@@ -414,26 +423,32 @@ def _sidebar(current: Teacher | Student | None) -> None:
         elif isinstance(current, Teacher):
             st.caption(f"You lead the class {shown_code(current.code)}.")
         else:
-            st.caption(f"You are in the class {shown_code(current.code)}.")
+            st.caption(
+                f"You are in the class {shown_code(current.code)}. While you follow the teacher, the page, the model, "
+                "the sentence and the controls are the teacher's; **Explore on my own** (above the page) gives them "
+                "back to you."
+            )
             st.button("Leave the class", key="live_leave", on_click=_leave, args=("You left the class.",))
 
 
-def follow() -> None:
+def follow() -> bool:
     """A following student's page, first thing in each whole run (before anything is drawn): open the teacher's view
-    when the page is behind it (`_behind`). A class that cannot be read is left to the bar to say."""
+    when the page is behind it (`_behind`). A class that cannot be read is left to the bar to say. Whether the page
+    follows: it then draws the teacher's view without the controls that set it (navigation.led)."""
     s = role()
     if not isinstance(s, Student) or not s.following:
-        return
+        return False
     try:
         cs = room().state(s.code, seen_qid=s.qid)
     except LiveError:
-        return
+        return True
     if cs is None or not _behind(s, cs):
-        return
+        return True
     if cs.version != s.version:
         s.version, s.opened_at, s.opened = cs.version, time.monotonic(), 0
     s.opened += 1
     _apply(cs.view, s.code)
+    return True
 
 
 def _lost(s: Student, cs) -> bool:
