@@ -267,9 +267,9 @@ def out_bias(cfg: ModelConfig) -> str:
     return " + b_O" if cfg.family != "llama" else ""
 
 
-def reading(cfg: ModelConfig, layer: int) -> Reading:
+def reading(cfg: ModelConfig, layer: int, place: str) -> Reading:
     """The Multi-head page's texts for this model (decoder or encoder, own or shared
-    key/value heads, with or without b_O)."""
+    key/value heads, with or without b_O); `place` says where the layer is chosen (ui.state.controls_place)."""
     nh, d, causal, b_O = cfg.n_head, cfg.d_model, cfg.causal, out_bias(cfg)
     shared = f"its own W_Q, W_K, W_V (d_head = d_model / h = {d} / {nh} = {cfg.d_head})"
     if cfg.n_kv_heads < nh:
@@ -281,7 +281,7 @@ def reading(cfg: ModelConfig, layer: int) -> Reading:
         f"One head can follow one kind of relation at a time. So every layer runs **{nh} heads** side by side, "
         f"each with {shared}. Each head looks at the sentence its own way; their outputs are put side by "
         f"side (concatenated) and one matrix **W_O** mixes them back into a {d}-dimensional vector per token. "
-        f"The tabs below show the heads of **layer {layer}** (sidebar), the whole model at a glance, "
+        f"The tabs below show the heads of **layer {layer}** ({place}), the whole model at a glance, "
         "the W_O step with its real numbers, and what happens when heads are switched off."
     ) + ("" if causal else " This model is an encoder: no causal mask (M = 0), every token sees the whole sentence.")
     head = r"\mathrm{head}_h = \mathrm{softmax}\!\left(\frac{Q_h K_h^\top}{\sqrt{d_k}\,\tau} + M\right) V_h"

@@ -15,7 +15,7 @@ MIN_KEYS = 3  # a rank correlation needs a query that sees at least this many ke
 st.title("🗺️ Query–key map")
 ui.explain(
     "Every token has a **query** (what it looks for) and a **key** (what it offers), "
-    f"{ui.get_model(state.model).cfg.d_head} numbers each in layer {L}, head {H} (sidebar). "
+    f"{ui.get_model(state.model).cfg.d_head} numbers each in layer {L}, head {H} ({ui.controls_place()}). "
     "Here both kinds of point are drawn in one picture: circles are queries, diamonds are keys, and "
     "a line joins each query to the keys it gives the most weight. Attention is decided by the **dot product** q·k: "
     "large when a query and a key point the same way. Being close in the picture is related, but not the same thing."

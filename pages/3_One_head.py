@@ -15,7 +15,7 @@ L, H = state.layer, state.head
 st.title("🔍 One head, step by step")
 ui.explain(
     "An attention head lets every token gather information from other tokens, in a few simple steps, one per tab "
-    f"below, each with the real numbers of **layer {L}, head {H}** (sidebar): "
+    f"below, each with the real numbers of **layer {L}, head {H}** ({ui.controls_place()}): "
     "X → Q, K, V → Q·Kᵀ → ÷√d_k → mask → softmax → weights·V. "
     "Each matrix has one row per token; a token that appears twice keeps both of its rows."
 )

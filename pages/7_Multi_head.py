@@ -14,7 +14,7 @@ state = ui.sidebar()
 L, H = state.layer, state.head
 cfg = ui.get_model(state.model).cfg
 causal, n_layer, nh = cfg.causal, cfg.n_layer, cfg.n_head
-read = heads.reading(cfg, L)  # the page's words for this model
+read = heads.reading(cfg, L, ui.controls_place())  # the page's words for this model
 
 st.title("🐙 Multi-head attention")
 ui.explain(read.intro)

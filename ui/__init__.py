@@ -22,7 +22,7 @@ from .page import (
     token_names,
     trace_or_stop,
 )
-from .state import PRESETS, State, sidebar
+from .state import PRESETS, State, controls_place, sidebar
 from .widths import drawn_narrow, panels_per_row
 
 serving.install()  # one script run at a time per process (ui/serving.py)
@@ -38,6 +38,7 @@ __all__ = [
     "after_figures",
     "as_trained",
     "choice",
+    "controls_place",
     "drawn_narrow",
     "explain",
     "folded",

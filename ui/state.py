@@ -155,6 +155,15 @@ def current() -> State:
     return State(*(st.session_state["atlas_" + k] for k in KEYS))
 
 
+def controls_place() -> str:
+    """Where a reader finds the layer, head and τ controls, for a page's words: in the sidebar, above the page (a
+    screen at most presenter.NARROW_PX wide: ui/widths.side_needed), or nowhere, set by the teacher (a following
+    student's page: navigation.led)."""
+    if navigation.led():
+        return "set by the teacher"
+    return "sidebar" if widths.side_needed() else "above the page"
+
+
 def _model_control() -> None:
     model_help = (
         "Real pretrained models first, then the two small bundled ones, "

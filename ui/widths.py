@@ -144,7 +144,7 @@ def _check_drawn() -> None:
         or any(narrow_at(w) != was for key, was in narrowed.items() if (w := _measured(key)))
         or any(_fit(key, asked, least) != drawn for key, (asked, least, drawn) in heights.items())
         or not st.session_state.get(BAR_DRAWN_KEY, True) and _bar_needed(presenter.on())
-        or not st.session_state.get(SIDE_DRAWN_KEY, True) and _side_needed()
+        or not st.session_state.get(SIDE_DRAWN_KEY, True) and side_needed()
     ):
         st.session_state[REDRAW_KEY] = True
 
@@ -167,11 +167,11 @@ def side_wanted() -> bool:
     said is at most presenter.NARROW_PX wide, where the sidebar starts closed and the bar above the page shows them
     (one set of controls: a phone's rerun draws five widgets fewer). Remembered, so that a screen that widens past it
     redraws the page with them."""
-    st.session_state[SIDE_DRAWN_KEY] = wanted = _side_needed()
+    st.session_state[SIDE_DRAWN_KEY] = wanted = side_needed()
     return wanted
 
 
-def _side_needed() -> bool:
+def side_needed() -> bool:
     width = width_of(SCREEN)
     return width is None or width > presenter.NARROW_PX
 

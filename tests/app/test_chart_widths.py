@@ -216,3 +216,18 @@ def test_a_wider_screen_asks_for_the_sidebar_controls_again(monkeypatch):
     box[widths.KEY] = {"widths": {widths.SCREEN: 1300.0}}
     widths._check_drawn()
     assert box[widths.REDRAW_KEY] is True
+
+
+@pytest.mark.parametrize(("screen", "place"), [(None, "sidebar"), (1300.0, "sidebar"), (390.0, "above the page")])
+@pytest.mark.parametrize("page", ["3_One_head", "7_Multi_head", "11_Query_key_map"])
+def test_a_page_says_where_its_layer_and_head_are_chosen(page, screen, place):
+    """The pages whose words name the layer's (and head's) control say where it is on this screen: in the sidebar,
+    or above the page on a screen said to be at most NARROW_PX wide (the sidebar has none there)."""
+    at = AppTest.from_file(page_path(page), default_timeout=TIMEOUT)
+    if screen is not None:
+        at.session_state[widths.KEY] = {"widths": {widths.SCREEN: screen}}
+    at.run()
+    assert_ok(at)
+    words = " ".join(m.value for m in at.markdown)
+    assert f"({place})" in words
+    assert "(sidebar)" not in words or place == "sidebar"

@@ -308,7 +308,7 @@ BERT = ModelConfig(family="bert", pos_encoding="learned", activation="gelu", has
 
 
 def test_reading_names_each_familys_heads_sink_and_ablation(tiny_cfg):
-    gpt = heads.reading(tiny_cfg, 2)
+    gpt = heads.reading(tiny_cfg, 2, "sidebar")
     assert (
         "each with its own W_Q, W_K, W_V (d_head = d_model / h = 32 / 4 = 8)" in gpt.intro
         and "**layer 2**" in gpt.intro
@@ -322,13 +322,13 @@ def test_reading_names_each_familys_heads_sink_and_ablation(tiny_cfg):
         and not gpt.encoder_note
         and r"\mathrm{logits}_{T-1}" in gpt.ablation_latex
     )
-    llama = heads.reading(LLAMA, 0)
+    llama = heads.reading(LLAMA, 0, "sidebar")
     assert (
         "groups of 3 share one W_K and W_V (3 key/value heads" in llama.intro
         and llama.b_O == ""
         and r"W_O, \\" in llama.formula
     )
-    bert = heads.reading(BERT, 0)
+    bert = heads.reading(BERT, 0, "sidebar")
     assert bert.intro.endswith("This model is an encoder: no causal mask (M = 0), every token sees the whole sentence.")
     assert bert.sink_label == "Hide the [CLS] and [SEP] columns (attention sinks)" and bert.sink == "[CLS]/[SEP]"
     assert (
@@ -340,14 +340,14 @@ def test_reading_names_each_familys_heads_sink_and_ablation(tiny_cfg):
 
 
 def test_sink_notes_by_hand(tiny_cfg):
-    read = heads.reading(tiny_cfg, 1)
+    read = heads.reading(tiny_cfg, 1, "sidebar")
     # one row 0.5 | 0.3 0.2 with column 0 hidden: 0.5 still shown, 0.5 hidden
     expected = (
         "First-token column hidden, weights not renormalised: in layer 1, head 2, "
         "the last row's weights still shown add up to 0.500, not 1 (the hidden 0.500 went to the first token)."
     )
     assert heads.hidden_note(read, np.array([0.5, 0.3, 0.2]), (0,), 1, 2) == expected
-    bert_note = heads.hidden_note(heads.reading(BERT, 0), np.array([0.5, 0.3, 0.2]), (0, 2), 0, 1)
+    bert_note = heads.hidden_note(heads.reading(BERT, 0, "sidebar"), np.array([0.5, 0.3, 0.2]), (0, 2), 0, 1)
     # the tokens' names keep their case
     assert bert_note.startswith("[CLS] and [SEP] columns hidden") and "still shown add up to 0.300" in bert_note
     # a decoder's rows 1 and 2 on column 0: head 0 (0.6 + 0.2) / 2 = 40 %, head 1 (0.1 + 0.4) / 2 = 25 %
