@@ -242,8 +242,9 @@ def norm_name(cfg: ModelConfig) -> str:
     return "RMSNorm" if cfg.norm == "rmsnorm" else "LayerNorm"
 
 
-def reading(cfg: ModelConfig, layer: int) -> Reading:
-    """The Inside a block page's texts for this model and block `layer`."""
+def reading(cfg: ModelConfig, layer: int, place: str) -> Reading:
+    """The Inside a block page's texts for this model and block `layer`; `place` says where the layer is chosen
+    (ui.state.controls_place)."""
     post, rms = cfg.post_norm, cfg.norm == "rmsnorm"
     norm, N = norm_name(cfg), (r"\mathrm{RMSNorm}" if rms else r"\mathrm{LN}")
     where = (
@@ -259,7 +260,7 @@ def reading(cfg: ModelConfig, layer: int) -> Reading:
         "every block *reads* it, computes something, and *adds* the result back instead of replacing it. "
         "A block has two such steps: attention (tokens exchange information) and a small feed-forward network, "
         f"the **MLP** (each token thinks on its own). {where} This model stacks {cfg.n_layer} blocks; "
-        f"the sidebar's layer picks block **{layer}** for sections 2–4."
+        f"the shared layer ({place}) picks block **{layer}** for sections 2–4."
     )
     block_latex = (
         rf"x_{{\mathrm{{mid}}}} = x + \mathrm{{Attn}}\big({N}_1(x)\big), \qquad "

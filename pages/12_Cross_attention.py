@@ -33,7 +33,7 @@ src = translator.phrase_input(lt)
 l1, l2, l3 = st.columns([1.2, 1.2, 1.6], vertical_alignment="bottom")
 layer_help = (
     "Which decoder block's cross-attention (and which blocks below). "
-    "The sidebar's layer and head sliders belong to the other pages."
+    "The layer and head that the other pages share do not apply here."
 )
 layer_choice = l1.selectbox(
     "Layer",
@@ -50,7 +50,7 @@ head_choice = l2.selectbox(
     key="xattn_head",
     help="One head, or the mean of the heads' weights.",
 )
-with l3.expander("Experiments: the mask, switched-off heads (τ is in the sidebar)"):
+with l3.expander(f"Experiments: the mask, switched-off heads (τ: {ui.controls_place()})"):
     help_causal = "Off: in the pass shown here, each French position may also look at French words written after it."
     causal = st.toggle("Decoder causal mask", value=True, bind="query-params", key="xattn_causal", help=help_causal)
     ablate_help = "A switched-off head's output is set to 0 (part, layer L, head H); 'cross' = cross-attention."
@@ -66,8 +66,8 @@ with l3.expander("Experiments: the mask, switched-off heads (τ is in the sideba
         "the last layer no longer reads the English words. Watch the translation."
     )
     st.caption(
-        "The sidebar's τ runs this small translator at τ in every layer, so the translation may change, whether or not "
-        "*τ in every layer* is on."
+        f"The shared τ ({ui.controls_place()}) runs this small translator at τ in every layer, so the translation may "
+        "change, whether or not *τ in every layer* is on."
     )
 L, H = xa.choice(layer_choice), xa.choice(head_choice)
 # the one head of section 3 (a mean shows the last layer, head 0)

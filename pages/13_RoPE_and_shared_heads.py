@@ -21,7 +21,8 @@ ui.explain(
     "**RoPE** (rotary position embedding): instead of adding a position vector to each token, every query and key "
     "is *turned* by an angle that grows with its position, so position enters the score only through how far apart "
     "the two tokens are (what q and k contain still matters). **Shared key/value heads** (grouped-query attention): "
-    "several query heads read the same keys and values, which saves memory. Layer and head come from the sidebar."
+    "several query heads read the same keys and values, which saves memory. "
+    f"The layer and head are the ones every page shares ({ui.controls_place()})."
 )
 # turns pair i by m·ω_i
 ROTATION = r"\begin{pmatrix} \cos m\omega_i & -\sin m\omega_i \\ \sin m\omega_i & \cos m\omega_i \end{pmatrix}"

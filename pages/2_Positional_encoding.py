@@ -85,9 +85,9 @@ if cfg.pos_encoding == "rotary":
         f"**{lm.name}** has no position vectors to add: it uses **rotary position embedding (RoPE)**. "
         "Inside every attention head, each query and key is turned by an angle proportional to its position, "
         "so the score between two tokens depends on how far apart they are. "
-        "The token vectors enter the first block unchanged. The page **RoPE and shared heads** (sidebar) "
+        "The token vectors enter the first block unchanged. The page **RoPE and shared heads** "
         "shows the rotation with this model's own numbers; pick **shakespeare-gpt** (sinusoids) "
-        "or **minilm-l6** (learned positions) in the sidebar to see position vectors added here."
+        f"or **minilm-l6** (learned positions) as the model ({ui.controls_place()}) to see position vectors added here."
     )
     st.stop()
 key = state.key.untempered  # the trace's key (the input only: τ on the weights changes nothing here)

@@ -95,7 +95,8 @@ def step_scores() -> None:
             )
             st.markdown(
                 f"Dot products of {hs}-dimensional vectors spread out like √{hs}; "
-                f"dividing by √{hs} keeps softmax from saturating. τ is the attention temperature from the sidebar."
+                f"dividing by √{hs} keeps softmax from saturating. "
+                f"τ is the attention temperature ({ui.controls_place()})."
             )
         else:
             st.latex(

@@ -45,7 +45,7 @@ tau = c2.slider(
     key="softmax_temperature",
     help=(
         "Scores are divided by τ before softmax, here and in section 3; "
-        "the sidebar's attention temperature stays as it is."
+        f"the attention temperature every page shares ({ui.controls_place()}) stays as it is."
     ),
 )
 help_scale = "Multiply every score: what softmax does with large scores (raw q·k are large when d_k is)."

@@ -10,7 +10,7 @@ from ui.caches import block as cached
 state = ui.sidebar()
 cfg = ui.get_model(state.model).cfg
 L, swiglu = state.layer, bs.gated(cfg)
-read = bs.reading(cfg, L)  # the page's words for this model: its norms and its MLP
+read = bs.reading(cfg, L, ui.controls_place())  # the page's words for this model: its norms and its MLP
 
 st.title("🧱 Inside a block")
 ui.explain(read.intro)

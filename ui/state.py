@@ -256,13 +256,13 @@ def sidebar() -> State:
             _preset_control("w_", st)
         # Kept in its place when empty, as the bar below (a screen at most presenter.NARROW_PX wide shows the bar)
         with st.container(key="atlas_side_controls"):
-            if ours and widths.side_wanted():
+            if widths.side_wanted() and ours:
                 _value_controls("w_", (st,) * 4, cfg, compact=False)
     presenter.style(presenting)
     # The container always, so that what follows keeps its place in the page (a browser keeps the focus and a key
     # press on a control only if the control stays where it was); its controls not on a screen its CSS hides them on.
     with st.container(key=presenter.BAR_KEY):
-        if ours and widths.bar_wanted(presenting):
+        if widths.bar_wanted(presenting) and ours:
             preset, *where, keys = st.columns([2.3, 3.4, 1.4, 1.4, 2, 2.3], vertical_alignment="bottom")
             _preset_control(presenter.BAR_PREFIX, preset)
             _value_controls(presenter.BAR_PREFIX, where, cfg, compact=True)

@@ -172,6 +172,8 @@ def side_wanted() -> bool:
 
 
 def side_needed() -> bool:
+    """Whether the sidebar holds the sentence, layer, head and τ controls on this screen: not on one the browser said
+    is at most presenter.NARROW_PX wide (see side_wanted)."""
     width = width_of(SCREEN)
     return width is None or width > presenter.NARROW_PX
 

@@ -218,8 +218,14 @@ def test_a_wider_screen_asks_for_the_sidebar_controls_again(monkeypatch):
     assert box[widths.REDRAW_KEY] is True
 
 
+# pages whose explanation names where the layer (and head) is chosen
+WORDS_NAME_THE_LAYER = [
+    "3_One_head", "7_Multi_head", "8_Inside_a_block", "11_Query_key_map", "13_RoPE_and_shared_heads",
+]
+
+
 @pytest.mark.parametrize(("screen", "place"), [(None, "sidebar"), (1300.0, "sidebar"), (390.0, "above the page")])
-@pytest.mark.parametrize("page", ["3_One_head", "7_Multi_head", "11_Query_key_map"])
+@pytest.mark.parametrize("page", WORDS_NAME_THE_LAYER)
 def test_a_page_says_where_its_layer_and_head_are_chosen(page, screen, place):
     """The pages whose words name the layer's (and head's) control say where it is on this screen: in the sidebar,
     or above the page on a screen said to be at most NARROW_PX wide (the sidebar has none there)."""

@@ -257,7 +257,7 @@ BERT_CFG = ModelConfig(
 
 
 def test_reading_names_each_familys_norm_and_mlp(tiny_cfg):
-    gpt = bs.reading(tiny_cfg, 1)
+    gpt = bs.reading(tiny_cfg, 1, "sidebar")
     assert (
         gpt.norm == "LayerNorm"
         and "Before each step a **LayerNorm**" in gpt.intro
@@ -274,7 +274,7 @@ def test_reading_names_each_familys_norm_and_mlp(tiny_cfg):
         gpt.ln_names["ln2"] == "LayerNorm 2 (before the MLP, reads x_mid)"
         and "Right: block 1, token by token" in gpt.adds_text
     )
-    llama = bs.reading(LLAMA_CFG, 0)
+    llama = bs.reading(LLAMA_CFG, 0, "sidebar")
     assert llama.norm == "RMSNorm" and r"\mathrm{RMSNorm}_1" in llama.block_latex and "(here 1e-05)" in llama.norm_text
     assert (
         "**SwiGLU**" in llama.mlp_text
@@ -282,7 +282,7 @@ def test_reading_names_each_familys_norm_and_mlp(tiny_cfg):
         and "W_{\\mathrm{gate}}" in llama.mlp_latex[0]
         and "SiLU}(g)" in llama.mlp_latex[1]
     )
-    bert = bs.reading(BERT_CFG, 0)
+    bert = bs.reading(BERT_CFG, 0, "sidebar")
     assert (
         "come *after* each step (post-norm)" in bert.intro
         and r"h = \mathrm{LN}_1(x_{\mathrm{mid}})" in bert.block_latex

@@ -18,7 +18,7 @@ from transformer.head_scores import probe_scores
 from transformer.trace import run_trace
 from ui import a11y, state
 from ui.live import panel
-from ui.live.classroom import BEAT_S, PRESENT_S, WOKEN_POLL_S, ClassState
+from ui.live.classroom import BEAT_S, PRESENT_S, WOKEN_POLL_S, ClassState, StoreDown
 from ui.live.store import MemoryStore
 
 pytestmark = pytest.mark.slow
@@ -251,6 +251,29 @@ def test_ending_the_class_tells_the_students():
     ok(a)
     a.run()
     assert panel.ROLE_KEY not in a.session_state
+    assert {"w_layer", "w_model", "menu"} <= controls(a)  # the page is the student's own again
+
+
+def test_a_following_student_keeps_the_controls_while_the_class_cannot_be_read(own_room, monkeypatch):
+    """(Redis restarting.) The bar says so, and the page keeps its menu and controls, with the way out of the class;
+    once the class answers again, the page follows the teacher's view without them."""
+    teacher, (a, _) = class_of_two()
+    assert controls(a) == set()
+    state = own_room.state
+
+    def down(*args, **kwargs):
+        raise StoreDown("The class's store does not answer.")
+
+    monkeypatch.setattr(own_room, "state", down)
+    a.run()
+    ok(a)
+    assert {"w_layer", "w_model", "menu"} <= controls(a)
+    assert any("does not answer" in w.value for w in a.warning)
+    monkeypatch.setattr(own_room, "state", state)
+    teacher.sidebar.slider(key="w_layer").set_value(2).run()
+    a.run()
+    ok(a)
+    assert controls(a) == set() and a.session_state["atlas_layer"] == 2
 
 
 def test_which_head_reveals_the_heads_measured_scores(lm):

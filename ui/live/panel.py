@@ -378,8 +378,8 @@ def _student_live() -> None:
     if cs.qid != s.qid:
         s.qid, s.question, s.answer = cs.qid, cs.question, ""
     if s.following != navigation.led() or s.following and (cs.version != s.version or _lost(s, cs)):
-        # the whole page's run opens the view, or draws the controls again (follow(): a fragment cannot move the
-        # sidebar)
+        # the whole page's run opens the view, or draws or leaves out the shared controls as the page now follows or
+        # not (follow(): a fragment cannot move the sidebar)
         st.rerun(scope="app")
     with st.container(horizontal=True, vertical_alignment="center"):
         if s.following:
@@ -433,15 +433,16 @@ def _sidebar(current: Teacher | Student | None) -> None:
 
 def follow() -> bool:
     """A following student's page, first thing in each whole run (before anything is drawn): open the teacher's view
-    when the page is behind it (`_behind`). A class that cannot be read is left to the bar to say. Whether the page
-    follows: it then draws the teacher's view without the controls that set it (navigation.led)."""
+    when the page is behind it (`_behind`). Whether the page follows: it then draws the teacher's view without the
+    controls that set it (navigation.led). A class that cannot be read is left to the bar to say, and meanwhile the
+    page has its controls."""
     s = role()
     if not isinstance(s, Student) or not s.following:
         return False
     try:
         cs = room().state(s.code, seen_qid=s.qid)
-    except LiveError:
-        return True
+    except LiveError:  # the store is down: the student keeps the controls until the class can be read again
+        return False
     if cs is None or not _behind(s, cs):
         return True
     if cs.version != s.version:
