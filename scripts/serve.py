@@ -41,6 +41,11 @@ def worker_count(text: str | None, cores: int | None) -> int:
     return max(1, cores or 1)
 
 
+def worker_ports(count: int, students_port: int) -> list[int]:
+    """The processes' ports: FIRST_PORT, FIRST_PORT + 1, …, passing over the port the students use."""
+    return [p for p in range(FIRST_PORT, FIRST_PORT + count + 1) if p != students_port][:count]
+
+
 def proxy_config(template: str, servers: list[str], bind: str) -> str:
     """deploy/haproxy.cfg with its `bind` line set to `bind` and one server line per address ("127.0.0.1:8601")."""
     lines = [line for line in template.splitlines() if not line.strip().startswith("server ")]
@@ -167,7 +172,7 @@ def main() -> None:
     if workers == 1:
         os.chdir(ROOT)
         os.execv(sys.executable, streamlit_command(args.port, args.address))
-    c = Class([FIRST_PORT + k for k in range(workers)], args.port, args.address)
+    c = Class(worker_ports(workers, args.port), args.port, args.address)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         c.start()

@@ -7,13 +7,20 @@ import urllib.request
 from http.cookiejar import CookieJar
 from pathlib import Path
 
-from scripts.serve import TEMPLATE, proxy_config, serving, worker_count
+from scripts.serve import FIRST_PORT, TEMPLATE, proxy_config, serving, worker_count, worker_ports
 
 
 def test_one_process_per_core_unless_told():
     assert worker_count(None, 2) == 2 and worker_count(None, None) == 1 and worker_count(None, 0) == 1
     assert worker_count("3", 2) == 3
     assert [worker_count(bad, 4) for bad in ("0", "-1", "two", "")] == [4, 4, 4, 4]  # a bad setting: one per core
+
+
+def test_the_processes_ports_leave_the_students_port_free():
+    """`scripts/serve.py --port 8601`: the students' port is not also given to a process (HAProxy could not bind)."""
+    assert worker_ports(2, 8501) == [FIRST_PORT, FIRST_PORT + 1]
+    assert worker_ports(2, FIRST_PORT) == [FIRST_PORT + 1, FIRST_PORT + 2]
+    assert worker_ports(3, FIRST_PORT + 1) == [FIRST_PORT, FIRST_PORT + 2, FIRST_PORT + 3]
 
 
 def test_the_proxy_config_is_the_shipped_one_with_this_machines_processes():
