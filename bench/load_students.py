@@ -316,6 +316,7 @@ def report(args, records: list[Record], samples, rss_start: float, client_cpu: f
     cpu = [c for t, _, c, *_ in samples if t >= args.warmup]
     loadavg = [la for *_, la, _ in samples]
     steal = [st for t, *_, st in samples if t >= args.warmup]
+    reruns_per_s = len(steady) / max(wall - args.warmup, 1e-9)
     res = {
         "students": args.students,
         "pages": args.page,
@@ -324,7 +325,7 @@ def report(args, records: list[Record], samples, rss_start: float, client_cpu: f
         "duration_s": round(wall, 1),
         "reruns_total": sum(r.action != "load" for r in records),
         "reruns_measured": len(steady),
-        "reruns_per_s": round(len(steady) / max(wall - args.warmup, 1e-9), 2),
+        "reruns_per_s": round(reruns_per_s, 2),
         "p50_ms": round(pct(lat, 50), 1),
         "p95_ms": round(pct(lat, 95), 1),
         "max_ms": round(max(lat, default=float("nan")), 1),
@@ -343,6 +344,10 @@ def report(args, records: list[Record], samples, rss_start: float, client_cpu: f
         "rss_slope_mib_per_min": round(slope_per_min(after), 2),
         "server_cpu_mean_pct": round(statistics.fmean(cpu), 1) if cpu else float("nan"),
         "server_cpu_max_pct": round(max(cpu), 1) if cpu else float("nan"),
+        # CPU per rerun = CPU-s per s / reruns per s: what a move costs, steadier than latency on a noisy machine
+        "server_cpu_ms_per_rerun": (
+            round(10 * statistics.fmean(cpu) / reruns_per_s, 1) if cpu and reruns_per_s else float("nan")
+        ),
         "client_cpu_pct": round(100 * client_cpu / wall, 1),
         "loadavg_1m_max": max(loadavg, default=float("nan")),
         "steal_mean_pct": round(statistics.fmean(steal), 1) if steal else float("nan"),
@@ -386,7 +391,8 @@ def report(args, records: list[Record], samples, rss_start: float, client_cpu: f
         f"end {res['rss_end_mib']} MiB, slope after warm-up {res['rss_slope_mib_per_min']} MiB/min"
     )
     print(
-        f"server CPU: mean {res['server_cpu_mean_pct']}%, max {res['server_cpu_max_pct']}% of one core; "
+        f"server CPU: mean {res['server_cpu_mean_pct']}%, max {res['server_cpu_max_pct']}% of one core, "
+        f"{res['server_cpu_ms_per_rerun']} ms per rerun; "
         f"load generator {res['client_cpu_pct']}%; 1-min load average max {res['loadavg_1m_max']}"
     )
     print(
