@@ -22,6 +22,7 @@ from figures.describe import describe, grids
 from figures.export import COLUMNS, rows
 from lessons.words import md
 
+from . import menu
 from .watcher import watcher
 
 MENU_KEY = "atlas_menu"  # the sidebar menu's container (ui/navigation.py)
@@ -62,7 +63,7 @@ CSS = f"""<style>
 .atlas-skip {{ pointer-events: auto; }}
 .atlas-skip:not(:focus) {{ {SR_ONLY} }}
 .st-key-{MENU_KEY} h3 {{ font-size: 1rem; padding: 0.75rem 0 0.25rem; }}
-.atlas-skip:focus {{ display: inline-block; padding: 0.3rem 0.6rem; background: #fff; outline: {FOCUS}; }}
+{menu.CSS}.atlas-skip:focus {{ display: inline-block; padding: 0.3rem 0.6rem; background: #fff; outline: {FOCUS}; }}
 :focus-visible, [role="slider"]:focus, [data-baseweb="select"]:focus-within,
 [data-testid="stTextArea"] [data-baseweb="textarea"]:focus-within, [data-baseweb="input"]:focus-within,
 label:has(input:focus-visible), summary:focus-visible, div:has(> div > input[type="range"]:focus-visible)

@@ -11,12 +11,13 @@ from pathlib import Path
 import streamlit as st
 
 from . import a11y
+from .menu import links as menu_links
 
 log = logging.getLogger("atlas.navigation")
 
 ROOT = Path(__file__).resolve().parent.parent
 CURRENT_KEY = "atlas_page"
-MENU_KEY = "atlas_menu"  # this session's st.Page of each page, by section (menu())
+PAGES_KEY = "atlas_pages"  # this session's st.Page of each page, by section (menu())
 LED_KEY = "atlas_led"  # this run shows a view someone else leads (led())
 
 
@@ -161,15 +162,15 @@ def take_over() -> None:
 def menu() -> dict[str, list]:
     """The st.Page of each page, by section, made at the session's first run and kept for its later ones. Each session
     has its own: st.navigation marks the page it returns as the one to run."""
-    if MENU_KEY not in st.session_state:
-        st.session_state[MENU_KEY] = {
+    if PAGES_KEY not in st.session_state:
+        st.session_state[PAGES_KEY] = {
             section: [
                 st.Page(str(ROOT / p.path), title=p.title, icon=p.icon, url_path=p.url_path or None, default=p is HOME)
                 for p in pages
             ]
             for section, pages in SECTIONS.items()
         }
-    return st.session_state[MENU_KEY]
+    return st.session_state[PAGES_KEY]
 
 
 def page_link(info: PageInfo, where=st, **kwargs) -> None:
@@ -201,14 +202,19 @@ def led() -> bool:
     return st.session_state.get(LED_KEY, False)
 
 
-def draw_menu(menu: dict[str, list]) -> None:
-    """The menu as section headings and page links. Streamlit's own grouped menu (st.navigation in the sidebar) puts
-    each section's <li> items in a <div> inside one <ul> (Streamlit 1.67), markup that screen readers cannot read as
-    a list (axe's rules `list` and `listitem`, a serious violation on every page). An upstream problem of Streamlit's
-    menu (no issue about it found in streamlit/streamlit's tracker: docs/accessibility.md); until it is fixed there,
-    each section is a heading and each page a link, which need no list."""
+def draw_menu(pages: dict[str, list]) -> None:
+    """The menu: a heading per section and a list of its pages' links (ui/menu.py: one element a run). Streamlit's
+    own grouped menu (st.navigation in the sidebar) puts each section's <li> items in a <div> inside one <ul>
+    (Streamlit 1.67), markup that screen readers cannot read as a list (axe's rules `list` and `listitem`, a serious
+    violation on every page: docs/accessibility.md). Without components v2, `pages` as Streamlit's page links under
+    section headings, which need no list."""
+    here = next((p.url_path for p in ORDER if p.path == current()), "")
+    if menu_links is not None:
+        sections = [[name, [[p.icon, p.title, p.url_path] for p in infos]] for name, infos in SECTIONS.items()]
+        menu_links(key=a11y.MENU_KEY, data={"sections": sections, "here": here})
+        return
     with st.container(key=a11y.MENU_KEY):
-        for section, pages in menu.items():
+        for section, links in pages.items():
             st.subheader(section, anchor=False)
-            for page in pages:
+            for page in links:
                 st.page_link(page)

@@ -1,6 +1,7 @@
-"""Small pieces of JavaScript that watch the page: Streamlit's components v2 (plain JavaScript in the page, no
-iframe). Each defines `scan()`; it runs once per animation frame after the page changed or the window was resized.
-A piece that listens to more of the page registers the listener's removal with `onStop(f)`."""
+"""Small pieces of JavaScript in the page: Streamlit's components v2 (plain JavaScript in the page, no iframe).
+
+A watcher watches the page: it defines `scan()`, which runs once per animation frame after the page changed or the
+window was resized; one that listens to more of the page registers the listener's removal with `onStop(f)`."""
 
 from __future__ import annotations
 
@@ -36,12 +37,18 @@ def script(scan: str) -> str:
     return FRAME % scan
 
 
-def watcher(name: str, scan: str, without: str):
-    """The component `name` running the JavaScript `scan` (code that defines a function scan(), which may call
-    setStateValue and onStop), or None, after one warning that says `without`, when Streamlit has no
-    st.components.v2."""
+def component(name: str, without: str, **parts):
+    """st.components.v2.component(name, **parts), or None, after one warning that says `without`, when Streamlit has
+    no st.components.v2."""
     make = getattr(getattr(getattr(st, "components", None), "v2", None), "component", None)
     if not callable(make):
         log.warning("st.components.v2.component not found: %s", without)
         return None
-    return make(name, js=script(scan))
+    return make(name, **parts)
+
+
+def watcher(name: str, scan: str, without: str):
+    """The component `name` running the JavaScript `scan` (code that defines a function scan(), which may call
+    setStateValue and onStop), or None, after one warning that says `without`, when Streamlit has no
+    st.components.v2."""
+    return component(name, without, js=script(scan))

@@ -126,9 +126,9 @@ def test_a_session_keeps_its_own_pages_between_runs():
     """The menu's st.Page objects are made at a session's first run and kept: st.navigation marks the one it returns
     as the one to run, so two sessions never share them."""
     a, b = run_page("app.py"), run_page("app.py")
-    pages = a.session_state[navigation.MENU_KEY]
+    pages = a.session_state[navigation.PAGES_KEY]
     a.slider(key="w_head").set_value(1).run()
     assert_ok(a)
-    assert a.session_state[navigation.MENU_KEY] is pages
+    assert a.session_state[navigation.PAGES_KEY] is pages
     mine = {id(p) for section in pages.values() for p in section}
-    assert not mine & {id(p) for section in b.session_state[navigation.MENU_KEY].values() for p in section}
+    assert not mine & {id(p) for section in b.session_state[navigation.PAGES_KEY].values() for p in section}

@@ -1,7 +1,8 @@
 """Streamlit internals the app leans on fail soft: when one is missing, one warning and Streamlit's default behaviour.
 
 ui/serving.py wraps the private ScriptRunner._run_script; ui/widths.py mounts a components-v2 component whose
-JavaScript reads Streamlit's DOM test ids; ui/navigation.py clears PagesManager's private uses_pages_directory flag.
+JavaScript reads Streamlit's DOM test ids, and ui/menu.py one that tells Streamlit's router a link was followed;
+ui/navigation.py clears PagesManager's private uses_pages_directory flag.
 Each test removes one of them and checks the app goes on without it, and one test per patch checks that with
 everything present the patch is in place.
 """
@@ -20,10 +21,10 @@ from streamlit.runtime import pages_manager
 from streamlit.runtime.scriptrunner import script_runner
 from streamlit.testing.v1 import AppTest
 
-from ui import fit, navigation, page_script, serving, widths
+from ui import a11y, fit, menu, navigation, page_script, serving, widths
 from ui.watcher import script
 
-from ..apptest_utils import TIMEOUT, assert_ok, charts_by_key, page_path
+from ..apptest_utils import ROOT, TIMEOUT, assert_ok, charts_by_key, page_path
 
 PAGE = page_path("4_Masking")  # first part: two charts, masking_mask and masking_row
 REPORT = {"widths": {"masking_mask": 412.5}}  # as the browser would send it
@@ -197,6 +198,42 @@ def test_the_page_script_without_components_v2_warns_once_and_is_left_out(monkey
     at = run_masking()
     assert_ok(at)
     assert not mounted(at, page_script.KEY) and len(mounted(at, widths.KEY)) == 1
+
+
+
+def menu_of(at: AppTest) -> dict:
+    """The data the sidebar's menu component was mounted with (its sections and the current page's address)."""
+    [menu] = mounted(at, a11y.MENU_KEY)
+    return json.loads(menu.proto.json)
+
+
+def test_the_menu_is_one_component_with_every_page_and_the_current_one_marked():
+    """The menu is one element: the sections and pages of ui/navigation.SECTIONS in reading order, each with its
+    icon, title and address, and the address of the page shown; no Streamlit page link in the sidebar."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
+    assert_ok(at)
+    data = menu_of(at)
+    assert [name for name, _ in data["sections"]] == list(navigation.SECTIONS)
+    listed = [tuple(page) for _, pages in data["sections"] for page in pages]
+    assert listed == [(p.icon, p.title, p.url_path) for p in navigation.ORDER]
+    assert listed[0] == ("🧭", "Home", "") and ("🔍", "One head", "One_head") in listed and len(listed) == 17
+    assert data["here"] == "" and not at.sidebar.get("page_link")
+    at.switch_page("pages/3_One_head.py").run()
+    assert_ok(at)
+    assert menu_of(at)["here"] == "One_head"
+
+
+def test_the_menu_without_components_v2_warns_once_and_draws_page_links(monkeypatch, caplog):
+    monkeypatch.delattr(st.components.v2, "component")
+    with caplog.at_level(logging.WARNING, logger="atlas.watcher"):
+        monkeypatch.setattr(navigation, "menu_links", menu.component())
+    [message] = warnings_from(caplog, "atlas.watcher")
+    assert "components.v2" in message and "page links" in message
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
+    assert_ok(at)
+    assert not mounted(at, a11y.MENU_KEY)
+    assert len(at.sidebar.get("page_link")) == 17
+    assert [h.value for h in at.sidebar.subheader] == list(navigation.SECTIONS)
 
 
 # The fitting JavaScript on a stub page: formulas, each (its box's width, the width it needs at 16 px), chart titles

@@ -43,6 +43,43 @@ def test_a_first_visit_to_a_page_address_gets_the_grouped_menu(profile):
         page.close()
 
 
+
+def shown(page) -> tuple:
+    """The page's title, the sidebar's sentence, the menu's current page, and the mark the test left in the window."""
+    return (
+        page.locator("h1").first.inner_text(),
+        page.locator('[data-testid="stSidebar"] textarea[aria-label="Sentence"]').input_value(),
+        page.locator('nav.atlas-menu [aria-current="page"]').text_content(),
+        page.evaluate("window.__mark"),
+    )
+
+
+def test_the_menu_opens_a_page_in_the_same_session(base_url, tab):
+    """The menu (ui/menu.py) is a navigation landmark with a list per section. A click on a link, Enter on one, and
+    the browser's Back each open their page without loading the app again (the window keeps a mark), with the
+    student's sentence, the current page marked and the address holding the state; the link keeps the focus."""
+    errors = []
+    tab.on("pageerror", lambda e: errors.append(str(e)))
+    tab.goto(base_url + "/One_head?sentence=The+cat+sat+on+the+mat")
+    wait_rendered(tab)
+    tab.evaluate("window.__mark = 'same page load'")
+    nav = tab.get_by_role("navigation", name="Pages")
+    assert nav.get_by_role("list").count() == len(SECTIONS) and nav.get_by_role("link").count() == 17
+    sentence, mark = "The cat sat on the mat", "same page load"
+    nav.get_by_role("link", name="Masking").click()
+    wait_rendered(tab)
+    assert shown(tab) == ("🎭 Masking", sentence, "🎭Masking", mark)
+    assert "/Masking?" in tab.url and "sentence=The+cat+sat" in tab.url
+    tab.go_back()
+    wait_rendered(tab)
+    assert shown(tab)[1:] == (sentence, "🔍One head", mark) and "/One_head?" in tab.url
+    nav.get_by_role("link", name="Home").focus()
+    tab.keyboard.press("Enter")
+    wait_rendered(tab)
+    assert shown(tab)[1:] == (sentence, "🧭Home", mark)
+    assert tab.evaluate("document.activeElement.textContent") == "🧭Home"
+    assert errors == []
+
 def test_presenter_view_is_readable_on_a_projector(base_url, tab):
     tab.goto(base_url + "/One_head?present=true&onehead_step=4+%C2%B7+Mask%2C+then+softmax")
     wait_rendered(tab)

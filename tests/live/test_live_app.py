@@ -134,7 +134,8 @@ def controls(at: AppTest) -> set[str]:
     """The keys of the shared controls the page draws (sidebar and bar), and "menu" if the sidebar has the page menu."""
     keys = {w.key for kind in ("slider", "selectbox", "text_area", "toggle") for w in at.get(kind)}
     shared = {k for k in keys if k and k.split("_", 1)[-1] in state.KEYS + ("preset",)}
-    return shared | ({"menu"} if at.sidebar.get("page_link") else set())
+    menu = [c for c in at.sidebar.get("bidi_component") if c.proto.id.endswith(a11y.MENU_KEY)]
+    return shared | ({"menu"} if menu else set())
 
 
 def says(at: AppTest) -> str:
