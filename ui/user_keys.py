@@ -8,8 +8,7 @@ a class's server that is ~7 % of a rerun's CPU.
 
 `install` puts a view in its place that looks up one key when asked (`key in view`, `view[key]`: the same lookup as
 st.session_state[key]) and builds the dict only to be iterated, counted or printed (st.session_state's `for`, `len`,
-`str`; its `to_dict()` returns the view, a read-only mapping). Measured on a one-process server with 30 students on
-bench/load_students.py's mix (SmolLM2), alternated: 48.8 and 46.2 ms of CPU per rerun, against 49.4 and 49.2 ms.
+`str`; its `to_dict()` returns the view, a read-only mapping). ~3 % of a served rerun's CPU (bench/history/class.md).
 
 filtered_state is private: if a Streamlit release moves it, `install` logs one warning and leaves Streamlit's own
 property.
