@@ -25,7 +25,7 @@ from lessons.words import md
 from . import menu
 from .watcher import watcher
 
-MENU_KEY = "atlas_menu"  # the sidebar menu's container (ui/navigation.py)
+MENU_KEY = "atlas_menu"  # the sidebar menu's key (ui/navigation.py, ui/menu.py)
 ANCHOR_KEY = "atlas_anchor"  # the visually hidden container of the skip link's target
 ANCHOR_ID = "atlas-chart"  # where the skip link moves the focus: just before the page's first chart
 TABLE_SUFFIX = "_as_text"  # a chart's key + this: its "Read as text, data as table" expander, open or not
@@ -63,7 +63,8 @@ CSS = f"""<style>
 .atlas-skip {{ pointer-events: auto; }}
 .atlas-skip:not(:focus) {{ {SR_ONLY} }}
 .st-key-{MENU_KEY} h3 {{ font-size: 1rem; padding: 0.75rem 0 0.25rem; }}
-{menu.CSS}.atlas-skip:focus {{ display: inline-block; padding: 0.3rem 0.6rem; background: #fff; outline: {FOCUS}; }}
+{menu.CSS}
+.atlas-skip:focus {{ display: inline-block; padding: 0.3rem 0.6rem; background: #fff; outline: {FOCUS}; }}
 :focus-visible, [role="slider"]:focus, [data-baseweb="select"]:focus-within,
 [data-testid="stTextArea"] [data-baseweb="textarea"]:focus-within, [data-baseweb="input"]:focus-within,
 label:has(input:focus-visible), summary:focus-visible, div:has(> div > input[type="range"]:focus-visible)

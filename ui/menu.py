@@ -64,7 +64,7 @@ export default function ({ data, parentElement }) {
 """.replace("{cls}", CLASS)
 # In the page's style sheet (ui/a11y.py): a component's own CSS is not applied when it is not isolated in a shadow root.
 CSS = f"""
-.{CLASS} h3 {{ font-size: 1rem; font-weight: 600; margin: 0; padding: 0.75rem 0 0.25rem; }}
+.{CLASS} h3 {{ font-weight: 600; margin: 0; }}  /* its size and padding: ui/a11y.py, as for the fallback */
 .{CLASS} ul {{ list-style: none; margin: 0; padding: 0; }}
 .{CLASS} li {{ margin: 0; padding: 0; }}
 .{CLASS} a {{ display: flex; gap: 0.5rem; align-items: center; padding: 0.125rem 0.5rem; border-radius: 0.5rem;

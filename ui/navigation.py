@@ -208,8 +208,8 @@ def draw_menu(pages: dict[str, list]) -> None:
     (Streamlit 1.67), markup that screen readers cannot read as a list (axe's rules `list` and `listitem`, a serious
     violation on every page: docs/accessibility.md). Without components v2, `pages` as Streamlit's page links under
     section headings, which need no list."""
-    here = next((p.url_path for p in ORDER if p.path == current()), "")
     if menu_links is not None:
+        here = next((p.url_path for p in ORDER if p.path == current()), "")
         sections = [[name, [[p.icon, p.title, p.url_path] for p in infos]] for name, infos in SECTIONS.items()]
         menu_links(key=a11y.MENU_KEY, data={"sections": sections, "here": here})
         return
