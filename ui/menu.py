@@ -74,7 +74,6 @@ CSS = f"""
 """
 
 
-
 def component():
     """The menu component, or None (after one warning) when Streamlit has no st.components.v2.component."""
     return watcher.component("atlas_menu", "the menu is drawn as Streamlit's page links", js=JS, isolate_styles=False)

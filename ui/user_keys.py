@@ -3,8 +3,8 @@
 Streamlit's keyed widgets (select box, radio, text input and area, number input, slider without a value, date and
 time inputs) each read SafeSessionState.filtered_state: the whole session state as a new dict, every entry's value
 looked up and presented, only to ask whether their own key holds None. The sidebar draws five of them on every run,
-and each dict costs ~0.5 ms of the GIL with the ~40 keys of a page (a third of it presenting the components' values): on
-a class's server that is ~7 % of a rerun's CPU.
+and each dict costs ~0.5 ms of the GIL with the ~40 keys of a page (a third of it presenting the components' values):
+~8 % of the time a class's server runs Python, in a profile of a served rerun.
 
 `install` puts a view in its place that looks up one key when asked (`key in view`, `view[key]`: the same lookup as
 st.session_state[key]) and builds the dict only to be iterated, counted or printed (st.session_state's `for`, `len`,

@@ -200,11 +200,10 @@ def test_the_page_script_without_components_v2_warns_once_and_is_left_out(monkey
     assert not mounted(at, page_script.KEY) and len(mounted(at, widths.KEY)) == 1
 
 
-
 def menu_of(at: AppTest) -> dict:
     """The data the sidebar's menu component was mounted with (its sections and the current page's address)."""
-    [menu] = mounted(at, a11y.MENU_KEY)
-    return json.loads(menu.proto.json)
+    [element] = mounted(at, a11y.MENU_KEY)
+    return json.loads(element.proto.json)
 
 
 def test_the_menu_is_one_component_with_every_page_and_the_current_one_marked():

@@ -43,7 +43,6 @@ def test_a_first_visit_to_a_page_address_gets_the_grouped_menu(profile):
         page.close()
 
 
-
 def shown(page) -> tuple:
     """The page's title, the sidebar's sentence, the menu's current page, and the mark the test left in the window."""
     return (
