@@ -122,14 +122,15 @@ def wait_rendered(page, timeout: float = 90_000) -> None:
     page.wait_for_function(DONE, arg=QUIET_MS, timeout=timeout, polling=100)
 
 
-def settled(page, read: str, tries: int = 5):
-    """page.evaluate(read) once two readings, each after the page settled again, agree (a redraw that a width report
-    asks for comes after the first reading on a busy machine: ui/widths.py)."""
+def settled(page, read: str, tries: int = 5, until=lambda reading: True):
+    """page.evaluate(read) once two readings, each after the page settled again, agree and `until` holds for them (a
+    redraw that a width report asks for comes after the first reading on a busy machine, and a chart redrawn at a new
+    width is hidden until drawn again: ui/widths.py); the last reading after `tries` more waits."""
     last = page.evaluate(read)
     for _ in range(tries):
         wait_rendered(page)
         now = page.evaluate(read)
-        if now == last:
+        if now == last and until(now):
             return now
         last = now
     return last

@@ -151,6 +151,17 @@ MEASURE = """() => {
   return {charts, grids, labels};
 }"""
 
+# What the page shows when no chart is visible: its charts' frames (width × height, visibility), the app's run state
+# and the start of the main column's text.
+SHOWN = """() => ({
+  charts: [...document.querySelectorAll('[data-testid="stMain"] .stPlotlyChart')].map((c) => {
+    const r = c.getBoundingClientRect();
+    return `${Math.round(r.width)}×${Math.round(r.height)} ${getComputedStyle(c).visibility}`;
+  }),
+  state: document.querySelector('[data-testid="stApp"]').dataset.testScriptState,
+  text: document.querySelector('[data-testid="stMain"]').innerText.slice(0, 400),
+})"""
+
 
 @pytest.fixture(scope="module")
 def measured(base_url, profile):
@@ -180,7 +191,8 @@ def measured(base_url, profile):
                     page.get_by_role("button", name=button).click()
                     wait_rendered(page)
             assert page.locator('[data-testid="stException"]').count() == 0, (name, width)
-            cache[name, width] = {**settled(page, MEASURE), "cut": page.evaluate(CUT)}
+            m = settled(page, MEASURE, tries=10, until=lambda m: bool(m["charts"]))  # every page here has a chart
+            cache[name, width] = {**m, "cut": page.evaluate(CUT), "shown": "" if m["charts"] else page.evaluate(SHOWN)}
         return cache[name, width]
 
     yield get
@@ -205,8 +217,9 @@ CASES = by_group(PAIRS, [f"{name}-{width}" for name, width in PAIRS], [f"layout-
 def test_legends_and_titles_do_not_overprint(measured, name, width):
     """(Softmax page: the legend over the entropy chart's and the √d_k charts' titles; Cross-attention: the y-axis title
     longer than the plot, into the chart title.) No legend box overlaps a title, and no two titles overlap."""
-    charts = measured(name, width)["charts"]
-    assert charts
+    m = measured(name, width)
+    assert m["charts"], m["shown"]
+    charts = m["charts"]
     bad = []
     for c in charts:
         if c["legend"]:

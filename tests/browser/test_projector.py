@@ -113,11 +113,7 @@ def test_the_main_chart_is_whole_on_the_first_screen(base_url, profile, page):
             if label in FIRST_PRESS and first:
                 tab.get_by_role("button", name=FIRST_PRESS[label]).click()
                 wait_rendered(tab)
-            main = settled(tab, MAIN_CHART)
-            for _ in range(3):  # a chart redrawn at a new width is hidden until drawn again (ui/widths.py)
-                if main is None:
-                    wait_rendered(tab)
-                    main = settled(tab, MAIN_CHART)
+            main = settled(tab, MAIN_CHART, tries=10, until=lambda m: m is not None)
             assert main is not None, (label, width)
             assert main["screen"] == height and tab.evaluate("scrollY") == 0
             checked.append((label, width))
