@@ -385,7 +385,7 @@ def report(args, records: list[Record], samples, rss_start: float, client_cpu: f
     if "," in args.model:
         print(f"  by model (p50, p95 ms): {res['by_model_p50_p95_ms']}")
     print(f"errors: {errors or 'none'}")
-    print(f"bytes: {res['kib_per_rerun']} KiB per rerun (websocket payload, after the message cache)")
+    print(f"bytes: {res['kib_per_rerun']} KiB per rerun (websocket payload)")
     print(
         f"server RSS: start {res['rss_start_mib']} MiB, after warm-up {res['rss_after_warmup_mib']} MiB, "
         f"end {res['rss_end_mib']} MiB, slope after warm-up {res['rss_slope_mib_per_min']} MiB/min"
@@ -510,7 +510,7 @@ async def check(base: str, page: str, model: str = "") -> bool:
     verdict(
         "rerun without a change",
         same.ok and not changed,
-        f"{changed} charts changed (expected 0), {same.nbytes / 1024:.1f} KiB (cached charts come as ref_hash)",
+        f"{changed} charts changed (expected 0), {same.nbytes / 1024:.1f} KiB",
     )
     await s.close()
     return ok

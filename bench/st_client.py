@@ -7,7 +7,8 @@ Handshake, as the frontend does it (streamlit 1.67, Starlette server):
   3. Send BackMsg{rerun_script: ClientState}: the first one names the page by `page_name` (the URL
      path, e.g. "One_head") with an empty `page_script_hash`; later ones carry the page's hash from
      the Navigation message, the query string from the last PageInfo, the state of every widget drawn
-     by the last run, and the hashes of cached messages (large elements the server then sends as `ref_hash`).
+     by the last run, and the hashes of cached messages (large elements the server then sends as `ref_hash`;
+     the app's own config turns that off: .streamlit/config.toml).
   4. Read ForwardMsgs until `script_finished`.
 The server accepts the socket without the XSRF token too (it only guards the auth cookies); this
 client sends it anyway, as the browser does.

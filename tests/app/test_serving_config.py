@@ -8,6 +8,8 @@ import tomllib
 
 import pytest
 from streamlit import config
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from streamlit.runtime.forward_msg_cache import populate_hash_if_needed
 from streamlit.testing.v1 import AppTest
 from streamlit.web.server.server_util import is_xsrf_enabled
 
@@ -24,6 +26,7 @@ SERVING = {
     "browser.gatherUsageStats": False,  # no telemetry from a classroom
     "client.showErrorDetails": "none",  # an uncaught error shows no message, type or traceback
     "runner.postScriptGC": False,  # no full gc (~80 ms holding the GIL with torch loaded) after every rerun
+    "global.minCachedMessageSize": 1e15,  # no message sent as a reference to the browser's cache (config.toml)
 }
 MAX_MESSAGE_MB = 200  # Streamlit's default; a figure never needs more
 
@@ -71,6 +74,15 @@ def test_effective_serving_values(served):
     assert config.get_option("server.enableCORS") is True
     assert 0 < config.get_option("server.maxMessageSize") <= MAX_MESSAGE_MB
     assert is_xsrf_enabled()
+
+
+def test_no_message_is_sent_as_a_reference_to_the_browser_s_cache(served):
+    """A chart of 2 MB (within maxMessageSize, 50 MB) is sent whole: not marked cacheable, so no later run
+    refers to it by its hash (Streamlit's default marks any element of 10 kB or more)."""
+    msg = ForwardMsg()
+    msg.delta.new_element.plotly_chart.spec = "x" * 2_000_000
+    populate_hash_if_needed(msg)
+    assert msg.hash and not msg.metadata.cacheable
 
 
 def _fails():
