@@ -126,6 +126,11 @@ def charts_by_key(at: AppTest) -> dict[str, dict]:
     return {user_key_from_element_id(c.proto.id): checked_spec(c.proto.spec) for c in at.get("plotly_chart")}
 
 
+def mounted(at: AppTest, key: str) -> list:
+    """The sidebar's components v2 elements with the user key `key`."""
+    return [c for c in at.sidebar.get("bidi_component") if c.proto.id.endswith(key)]
+
+
 def chart_keys(at: AppTest) -> list[str]:
     return list(charts_by_key(at))
 

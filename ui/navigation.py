@@ -209,7 +209,7 @@ def draw_menu(pages: dict[str, list]) -> None:
     violation on every page: docs/accessibility.md). Without components v2, `pages` as Streamlit's page links under
     section headings, which need no list."""
     if menu_links is not None:
-        here = next((p.url_path for p in ORDER if p.path == current()), "")
+        here = page_of(path).url_path if (path := current()) else ""
         sections = [[name, [[p.icon, p.title, p.url_path] for p in infos]] for name, infos in SECTIONS.items()]
         menu_links(key=a11y.MENU_KEY, data={"sections": sections, "here": here})
         return

@@ -24,7 +24,7 @@ from streamlit.testing.v1 import AppTest
 from ui import a11y, fit, menu, navigation, page_script, serving, widths
 from ui.watcher import script
 
-from ..apptest_utils import ROOT, TIMEOUT, assert_ok, charts_by_key, page_path
+from ..apptest_utils import ROOT, TIMEOUT, assert_ok, charts_by_key, mounted, page_path
 
 PAGE = page_path("4_Masking")  # first part: two charts, masking_mask and masking_row
 REPORT = {"widths": {"masking_mask": 412.5}}  # as the browser would send it
@@ -95,11 +95,6 @@ def run_masking() -> AppTest:
     at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
     at.session_state[widths.KEY] = REPORT
     return at.run()
-
-
-def mounted(at: AppTest, key: str) -> list:
-    """The sidebar's components v2 elements with the user key `key`."""
-    return [c for c in at.sidebar.get("bidi_component") if c.proto.id.endswith(key)]
 
 
 def drawn_widths(at: AppTest) -> dict:

@@ -79,6 +79,7 @@ def test_the_menu_opens_a_page_in_the_same_session(base_url, tab):
     assert tab.evaluate("document.activeElement.textContent") == "🧭Home"
     assert errors == []
 
+
 def test_presenter_view_is_readable_on_a_projector(base_url, tab):
     tab.goto(base_url + "/One_head?present=true&onehead_step=4+%C2%B7+Mask%2C+then+softmax")
     wait_rendered(tab)

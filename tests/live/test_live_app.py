@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 import ui.live
 from lessons.words import md
-from tests.apptest_utils import ROOT, TIMEOUT, array, charts_by_key, lazy_tabs
+from tests.apptest_utils import ROOT, TIMEOUT, array, charts_by_key, lazy_tabs, mounted
 from transformer.head_scores import probe_scores
 from transformer.trace import run_trace
 from ui import a11y, state
@@ -134,8 +134,7 @@ def controls(at: AppTest) -> set[str]:
     """The keys of the shared controls the page draws (sidebar and bar), and "menu" if the sidebar has the page menu."""
     keys = {w.key for kind in ("slider", "selectbox", "text_area", "toggle") for w in at.get(kind)}
     shared = {k for k in keys if k and k.split("_", 1)[-1] in state.KEYS + ("preset",)}
-    menu = [c for c in at.sidebar.get("bidi_component") if c.proto.id.endswith(a11y.MENU_KEY)]
-    return shared | ({"menu"} if menu else set())
+    return shared | ({"menu"} if mounted(at, a11y.MENU_KEY) else set())
 
 
 def says(at: AppTest) -> str:
