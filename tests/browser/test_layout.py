@@ -151,15 +151,18 @@ MEASURE = """() => {
   return {charts, grids, labels};
 }"""
 
-# What the page shows when no chart is visible: its charts' frames (width × height, visibility), the app's run state
-# and the start of the main column's text.
+# What the page shows when no chart is visible: its charts' frames (width × height, visibility), its tabs (the
+# selected one marked *), the app's run state and the end of the main column's text.
 SHOWN = """() => ({
   charts: [...document.querySelectorAll('[data-testid="stMain"] .stPlotlyChart')].map((c) => {
     const r = c.getBoundingClientRect();
     return `${Math.round(r.width)}×${Math.round(r.height)} ${getComputedStyle(c).visibility}`;
   }),
+  tabs: [...document.querySelectorAll('[data-testid="stMain"] [role="tab"]')]
+    .map((t) => (t.getAttribute('aria-selected') === 'true' ? '*' : '') + t.innerText),
   state: document.querySelector('[data-testid="stApp"]').dataset.testScriptState,
-  text: document.querySelector('[data-testid="stMain"]').innerText.slice(0, 400),
+  url: location.href,
+  end: document.querySelector('[data-testid="stMain"]').innerText.slice(-300),
 })"""
 
 
