@@ -122,7 +122,17 @@ def _init() -> None:
 STALE = "atlas_stale"
 
 
-def _copy(key: str, prefix: str) -> None:
+# Whether the last run drew a twin's value controls: a text box that the browser drops (the bar's, as a window widens
+# past presenter.NARROW_PX; the sidebar's, as it narrows) sends what it holds as it goes, in the next request. That is
+# no move of the user's: under load it came back empty and blanked the sentence.
+DRAWN = {"w_": widths.SIDE_DRAWN_KEY, presenter.BAR_PREFIX: widths.BAR_DRAWN_KEY}
+
+
+def _copy(key: str, prefix: str, drawn: str = "") -> None:
+    """Take the control's value (prefix + key) as the shared one, unless it is stale (STALE) or the control was not on
+    the page (`drawn`: the session key that says whether the last run drew it)."""
+    if drawn and not st.session_state.get(drawn, True):
+        return
     name = prefix + key
     value, (old, since) = st.session_state[name], st.session_state.get(STALE, {}).get(name, ((), 0.0))
     if value not in old or time.monotonic() - since > presenter.STALE_S:
@@ -135,10 +145,10 @@ def _apply_preset(prefix: str) -> None:
         st.session_state["atlas_sentence"] = PRESETS[choice]
 
 
-def _widget(key: str, prefix: str) -> dict:
-    """Arguments that bind a widget (key prefix + key) to the persistent value `key`. The widget's value is set only
-    when it differs: a value set by the script is sent to the browser, which moves the control to it, undoing a key
-    press made on that control while this run was on its way."""
+def _widget(key: str, prefix: str, drawn: str = "") -> dict:
+    """Arguments that bind a widget (key prefix + key) to the persistent value `key` (drawn: see _copy). The widget's
+    value is set only when it differs: a value set by the script is sent to the browser, which moves the control to it,
+    undoing a key press made on that control while this run was on its way."""
     name, value, stale = prefix + key, st.session_state["atlas_" + key], st.session_state.setdefault(STALE, {})
     if name in st.session_state and st.session_state[name] == value:
         stale.pop(name, None)  # the browser shows the value
@@ -146,7 +156,7 @@ def _widget(key: str, prefix: str) -> dict:
         old, _ = stale.get(name, ((), 0.0))
         stale[name] = ((*old, st.session_state.get(name), value), time.monotonic())
         st.session_state[name] = value
-    return {"key": prefix + key, "on_change": _copy, "args": (key, prefix)}
+    return {"key": prefix + key, "on_change": _copy, "args": (key, prefix, drawn)}
 
 
 def current() -> State:
@@ -192,12 +202,13 @@ def _value_controls(prefix: str, where: tuple, cfg, compact: bool) -> None:
     """The sentence, layer, head and τ controls (τ's slider and its switch "τ in every layer"), bound to the shared
     state, drawn in the four containers `where`."""
     sentence, layer, head, tau = where
+    drawn = DRAWN[prefix]
     sentence.text_area(
         "Sentence",
         max_chars=MAX_CHARS,
         height=68 if compact else 90,
         help=f"Any text; the model reads the first {token_limit(cfg)} tokens.",
-        **_widget("sentence", prefix),
+        **_widget("sentence", prefix, drawn),
     )
     pickers = (
         (layer, "layer", cfg.n_layer - 1, "Layer", "Which transformer block to look at (0 = the first)."),
@@ -207,7 +218,7 @@ def _value_controls(prefix: str, where: tuple, cfg, compact: bool) -> None:
     # run to learn whether it is a range slider.
     for box, key, top, label, text in pickers:
         if top > 0:
-            box.slider(label, 0, top, value=st.session_state["atlas_" + key], help=text, **_widget(key, prefix))
+            box.slider(label, 0, top, value=st.session_state["atlas_" + key], help=text, **_widget(key, prefix, drawn))
         else:  # a slider needs two values
             box.caption(f"{label} 0 (the model has only one)")
     tau_help = (
@@ -221,14 +232,14 @@ def _value_controls(prefix: str, where: tuple, cfg, compact: bool) -> None:
         value=st.session_state["atlas_temperature"],
         step=0.05,
         help=tau_help,
-        **_widget("temperature", prefix),
+        **_widget("temperature", prefix, drawn),
     )
     every_help = (
         "On: the whole model runs again with τ in every head of every layer, so later layers, the vectors and the "
         "prediction change too; each τ then takes a forward pass (a moment on a real model). Off: τ reshapes just the "
         "attention weights shown."
     )
-    tau.toggle("τ in every layer", help=every_help, **_widget("tau_every_layer", prefix))
+    tau.toggle("τ in every layer", help=every_help, **_widget("tau_every_layer", prefix, drawn))
 
 
 def sidebar() -> State:
