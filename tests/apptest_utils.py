@@ -11,6 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
+from streamlit.proto.WidgetStates_pb2 import WidgetState
 from streamlit.runtime.state.common import user_key_from_element_id
 from streamlit.testing.v1 import AppTest
 
@@ -129,6 +130,14 @@ def charts_by_key(at: AppTest) -> dict[str, dict]:
 def mounted(at: AppTest, key: str) -> list:
     """The sidebar's components v2 elements with the user key `key`."""
     return [c for c in at.sidebar.get("bidi_component") if c.proto.id.endswith(key)]
+
+
+def run_with_dropped_box(at: AppTest, box_id: str, text: str) -> AppTest:
+    """Run `at` with the request a browser sends after a run that dropped the text box `box_id` (an element id): the
+    page's widgets, and the box with what it held as it went."""
+    request = at._tree.get_widget_states()
+    request.widgets.append(WidgetState(id=box_id, string_value=text))
+    return at._run(request)
 
 
 def chart_keys(at: AppTest) -> list[str]:

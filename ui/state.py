@@ -122,16 +122,17 @@ def _init() -> None:
 STALE = "atlas_stale"
 
 
-# Whether the last run drew a twin's value controls: a text box that the browser drops (the bar's, as a window widens
-# past presenter.NARROW_PX; the sidebar's, as it narrows) sends what it holds as it goes, in the next request. That is
-# no move of the user's: under load it came back empty and blanked the sentence.
-DRAWN = {"w_": widths.SIDE_DRAWN_KEY, presenter.BAR_PREFIX: widths.BAR_DRAWN_KEY}
+# The prefixes of the value controls (sentence, layer, head, τ) the last run drew: "w_" the sidebar's, BAR_PREFIX the
+# bar's. A text box that the browser drops (the bar's as a window widens past presenter.NARROW_PX, the sidebar's as it
+# narrows, both when a student starts following a teacher) sends what it holds with the next request. That is no move
+# of the user's: under load it came back empty and blanked the sentence.
+DRAWN = "atlas_drawn"
 
 
-def _copy(key: str, prefix: str, drawn: str = "") -> None:
-    """Take the control's value (prefix + key) as the shared one, unless it is stale (STALE) or the control was not on
-    the page (`drawn`: the session key that says whether the last run drew it)."""
-    if drawn and not st.session_state.get(drawn, True):
+def _copy(key: str, prefix: str, value_control: bool = False) -> None:
+    """Take the control's value (prefix + key) as the shared one, unless it is stale (STALE) or it is a value control
+    the last run did not draw (DRAWN)."""
+    if value_control and prefix not in st.session_state.get(DRAWN, (prefix,)):
         return
     name = prefix + key
     value, (old, since) = st.session_state[name], st.session_state.get(STALE, {}).get(name, ((), 0.0))
@@ -145,10 +146,10 @@ def _apply_preset(prefix: str) -> None:
         st.session_state["atlas_sentence"] = PRESETS[choice]
 
 
-def _widget(key: str, prefix: str, drawn: str = "") -> dict:
-    """Arguments that bind a widget (key prefix + key) to the persistent value `key` (drawn: see _copy). The widget's
-    value is set only when it differs: a value set by the script is sent to the browser, which moves the control to it,
-    undoing a key press made on that control while this run was on its way."""
+def _widget(key: str, prefix: str, value_control: bool = False) -> dict:
+    """Arguments that bind a widget (key prefix + key) to the persistent value `key` (value_control: see _copy). The
+    widget's value is set only when it differs: a value set by the script is sent to the browser, which moves the
+    control to it, undoing a key press made on that control while this run was on its way."""
     name, value, stale = prefix + key, st.session_state["atlas_" + key], st.session_state.setdefault(STALE, {})
     if name in st.session_state and st.session_state[name] == value:
         stale.pop(name, None)  # the browser shows the value
@@ -156,7 +157,7 @@ def _widget(key: str, prefix: str, drawn: str = "") -> dict:
         old, _ = stale.get(name, ((), 0.0))
         stale[name] = ((*old, st.session_state.get(name), value), time.monotonic())
         st.session_state[name] = value
-    return {"key": prefix + key, "on_change": _copy, "args": (key, prefix, drawn)}
+    return {"key": prefix + key, "on_change": _copy, "args": (key, prefix, value_control)}
 
 
 def current() -> State:
@@ -202,13 +203,12 @@ def _value_controls(prefix: str, where: tuple, cfg, compact: bool) -> None:
     """The sentence, layer, head and τ controls (τ's slider and its switch "τ in every layer"), bound to the shared
     state, drawn in the four containers `where`."""
     sentence, layer, head, tau = where
-    drawn = DRAWN[prefix]
     sentence.text_area(
         "Sentence",
         max_chars=MAX_CHARS,
         height=68 if compact else 90,
         help=f"Any text; the model reads the first {token_limit(cfg)} tokens.",
-        **_widget("sentence", prefix, drawn),
+        **_widget("sentence", prefix, True),
     )
     pickers = (
         (layer, "layer", cfg.n_layer - 1, "Layer", "Which transformer block to look at (0 = the first)."),
@@ -218,7 +218,7 @@ def _value_controls(prefix: str, where: tuple, cfg, compact: bool) -> None:
     # run to learn whether it is a range slider.
     for box, key, top, label, text in pickers:
         if top > 0:
-            box.slider(label, 0, top, value=st.session_state["atlas_" + key], help=text, **_widget(key, prefix, drawn))
+            box.slider(label, 0, top, value=st.session_state["atlas_" + key], help=text, **_widget(key, prefix, True))
         else:  # a slider needs two values
             box.caption(f"{label} 0 (the model has only one)")
     tau_help = (
@@ -232,14 +232,14 @@ def _value_controls(prefix: str, where: tuple, cfg, compact: bool) -> None:
         value=st.session_state["atlas_temperature"],
         step=0.05,
         help=tau_help,
-        **_widget("temperature", prefix, drawn),
+        **_widget("temperature", prefix, True),
     )
     every_help = (
         "On: the whole model runs again with τ in every head of every layer, so later layers, the vectors and the "
         "prediction change too; each τ then takes a forward pass (a moment on a real model). Off: τ reshapes just the "
         "attention weights shown."
     )
-    tau.toggle("τ in every layer", help=every_help, **_widget("tau_every_layer", prefix, drawn))
+    tau.toggle("τ in every layer", help=every_help, **_widget("tau_every_layer", prefix, True))
 
 
 def sidebar() -> State:
@@ -267,19 +267,20 @@ def sidebar() -> State:
             _preset_control("w_", st)
         # Kept in its place when empty, as the bar below (a screen at most presenter.NARROW_PX wide shows the bar)
         with st.container(key="atlas_side_controls"):
-            if widths.side_wanted() and ours:
+            if side := widths.side_wanted() and ours:
                 _value_controls("w_", (st,) * 4, cfg, compact=False)
     presenter.style(presenting)
     # The container always, so that what follows keeps its place in the page (a browser keeps the focus and a key
     # press on a control only if the control stays where it was); its controls not on a screen its CSS hides them on.
     with st.container(key=presenter.BAR_KEY):
-        if widths.bar_wanted(presenting) and ours:
+        if bar := widths.bar_wanted(presenting) and ours:
             preset, *where, keys = st.columns([2.3, 3.4, 1.4, 1.4, 2, 2.3], vertical_alignment="bottom")
             _preset_control(presenter.BAR_PREFIX, preset)
             _value_controls(presenter.BAR_PREFIX, where, cfg, compact=True)
             if presenting:
                 with keys:
                     presenter.step_buttons()
+    st.session_state[DRAWN] = tuple(p for p, drawn in (("w_", side), (presenter.BAR_PREFIX, bar)) if drawn)
     with st.sidebar:
         presenter.toggle()
         export.sidebar()

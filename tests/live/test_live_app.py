@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 import ui.live
 from lessons.words import md
-from tests.apptest_utils import ROOT, TIMEOUT, array, charts_by_key, lazy_tabs, mounted
+from tests.apptest_utils import ROOT, TIMEOUT, array, charts_by_key, lazy_tabs, mounted, run_with_dropped_box
 from transformer.head_scores import probe_scores
 from transformer.trace import run_trace
 from ui import a11y, state
@@ -164,6 +164,20 @@ def test_a_following_student_sees_the_teachers_settings_without_their_controls()
     a.button(key="live_follow").click().run()
     ok(a)
     assert controls(a) == set()
+
+
+def test_the_text_box_a_student_leaves_by_following_does_not_set_the_sentence():
+    """A student explores, types a sentence of their own, and follows again: the run that follows drops their text box,
+    which sends what it held with the next request. The page keeps the teacher's sentence."""
+    teacher, (a, _) = class_of_two()
+    a.button(key="live_explore").click().run()
+    a.text_area(key="w_sentence").set_value("A sentence of my own.").run()
+    box = a.text_area(key="w_sentence").id
+    a.button(key="live_follow").click().run()
+    assert shared_state(a) == shared_state(teacher)
+    run_with_dropped_box(a, box, "A sentence of my own.")
+    ok(a)
+    assert shared_state(a) == shared_state(teacher)
 
 
 def test_a_student_explores_then_follows_again():
