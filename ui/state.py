@@ -125,7 +125,7 @@ STALE = "atlas_stale"
 # The prefixes of the value controls (sentence, layer, head, τ) the last run drew: "w_" the sidebar's, BAR_PREFIX the
 # bar's. A text box that the browser drops (the bar's as a window widens past presenter.NARROW_PX, the sidebar's as it
 # narrows, both when a student starts following a teacher) sends what it holds with the next request. That is no move
-# of the user's: under load it came back empty and blanked the sentence.
+# of the user's: taken, an empty box blanked the sentence, and a student's box put their sentence over the teacher's.
 DRAWN = "atlas_drawn"
 
 
