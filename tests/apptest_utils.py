@@ -134,7 +134,7 @@ def mounted(at: AppTest, key: str) -> list:
 
 def run_with_dropped_box(at: AppTest, box_id: str, text: str) -> AppTest:
     """Run `at` with the request a browser sends after a run that dropped the text box `box_id` (an element id): the
-    page's widgets, and the box with what it held as it went."""
+    page's widgets, and the box with what it held as it went (AppTest's own calls send only the widgets drawn)."""
     request = at._tree.get_widget_states()
     request.widgets.append(WidgetState(id=box_id, string_value=text))
     return at._run(request)

@@ -129,10 +129,10 @@ STALE = "atlas_stale"
 DRAWN = "atlas_drawn"
 
 
-def _copy(key: str, prefix: str, value_control: bool = False) -> None:
+def _copy(key: str, prefix: str) -> None:
     """Take the control's value (prefix + key) as the shared one, unless it is stale (STALE) or it is a value control
-    the last run did not draw (DRAWN)."""
-    if value_control and prefix not in st.session_state.get(DRAWN, (prefix,)):
+    the last run did not draw (DRAWN; the model's select box is drawn apart from them, by _model_control)."""
+    if key != "model" and prefix not in st.session_state.get(DRAWN, (prefix,)):
         return
     name = prefix + key
     value, (old, since) = st.session_state[name], st.session_state.get(STALE, {}).get(name, ((), 0.0))
@@ -146,10 +146,10 @@ def _apply_preset(prefix: str) -> None:
         st.session_state["atlas_sentence"] = PRESETS[choice]
 
 
-def _widget(key: str, prefix: str, value_control: bool = False) -> dict:
-    """Arguments that bind a widget (key prefix + key) to the persistent value `key` (value_control: see _copy). The
-    widget's value is set only when it differs: a value set by the script is sent to the browser, which moves the
-    control to it, undoing a key press made on that control while this run was on its way."""
+def _widget(key: str, prefix: str) -> dict:
+    """Arguments that bind a widget (key prefix + key) to the persistent value `key`. The widget's value is set only
+    when it differs: a value set by the script is sent to the browser, which moves the control to it, undoing a key
+    press made on that control while this run was on its way."""
     name, value, stale = prefix + key, st.session_state["atlas_" + key], st.session_state.setdefault(STALE, {})
     if name in st.session_state and st.session_state[name] == value:
         stale.pop(name, None)  # the browser shows the value
@@ -157,7 +157,7 @@ def _widget(key: str, prefix: str, value_control: bool = False) -> dict:
         old, _ = stale.get(name, ((), 0.0))
         stale[name] = ((*old, st.session_state.get(name), value), time.monotonic())
         st.session_state[name] = value
-    return {"key": prefix + key, "on_change": _copy, "args": (key, prefix, value_control)}
+    return {"key": prefix + key, "on_change": _copy, "args": (key, prefix)}
 
 
 def current() -> State:
@@ -208,7 +208,7 @@ def _value_controls(prefix: str, where: tuple, cfg, compact: bool) -> None:
         max_chars=MAX_CHARS,
         height=68 if compact else 90,
         help=f"Any text; the model reads the first {token_limit(cfg)} tokens.",
-        **_widget("sentence", prefix, True),
+        **_widget("sentence", prefix),
     )
     pickers = (
         (layer, "layer", cfg.n_layer - 1, "Layer", "Which transformer block to look at (0 = the first)."),
@@ -218,7 +218,7 @@ def _value_controls(prefix: str, where: tuple, cfg, compact: bool) -> None:
     # run to learn whether it is a range slider.
     for box, key, top, label, text in pickers:
         if top > 0:
-            box.slider(label, 0, top, value=st.session_state["atlas_" + key], help=text, **_widget(key, prefix, True))
+            box.slider(label, 0, top, value=st.session_state["atlas_" + key], help=text, **_widget(key, prefix))
         else:  # a slider needs two values
             box.caption(f"{label} 0 (the model has only one)")
     tau_help = (
@@ -232,14 +232,14 @@ def _value_controls(prefix: str, where: tuple, cfg, compact: bool) -> None:
         value=st.session_state["atlas_temperature"],
         step=0.05,
         help=tau_help,
-        **_widget("temperature", prefix, True),
+        **_widget("temperature", prefix),
     )
     every_help = (
         "On: the whole model runs again with τ in every head of every layer, so later layers, the vectors and the "
         "prediction change too; each τ then takes a forward pass (a moment on a real model). Off: τ reshapes just the "
         "attention weights shown."
     )
-    tau.toggle("τ in every layer", help=every_help, **_widget("tau_every_layer", prefix, True))
+    tau.toggle("τ in every layer", help=every_help, **_widget("tau_every_layer", prefix))
 
 
 def sidebar() -> State:

@@ -62,3 +62,16 @@ def test_a_text_box_the_page_dropped_does_not_change_the_sentence():
     assert at.text_area(key="w_sentence").value == state.DEFAULT_SENTENCE
     at.text_area(key="w_sentence").set_value("A box on the page.").run()
     assert at.session_state["atlas_sentence"] == "A box on the page."
+
+
+def test_on_a_phone_the_model_still_changes_from_the_sidebar():
+    """On a screen at most NARROW_PX wide the sidebar draws no value controls, but its model select box is there and
+    sets the model."""
+    at = AppTest.from_file(str(ROOT / HOME), default_timeout=TIMEOUT)
+    at.session_state[widths.KEY] = {"widths": {widths.SCREEN: 390.0}}
+    at.run()
+    assert "w_" not in at.session_state[state.DRAWN]
+    other = next(m for m in at.selectbox(key="w_model").options if m != at.session_state["atlas_model"])
+    at.selectbox(key="w_model").set_value(other).run()
+    assert_ok(at)
+    assert at.session_state["atlas_model"] == other
