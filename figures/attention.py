@@ -175,29 +175,35 @@ def mask_heatmap(visible: np.ndarray, labels: Sequence[str], title: str, *, row:
     )
 
 
+WRITTEN_MAX = 24  # a padded batch of up to this many positions writes each cell's token
+WRITTEN_ROW_PX = 24  # … one row per position in a narrow column, this tall
+
+
 @reused
 def padding_heatmap(
-    real: np.ndarray, token_labels: Sequence[Sequence[str]], row_names: Sequence[str], title: str
+    real: np.ndarray, token_labels: Sequence[Sequence[str]], names: Sequence[str], title: str, narrow: bool = False
 ) -> go.Figure:
-    """A padded batch, (B, T): real tokens filled, padding blank; each cell names its token ("[pad]" for padding)."""
+    """A padded batch, real (B, T): one row per text, real tokens filled, padding blank; each cell names its token
+    ("[pad]" for padding), written in it up to WRITTEN_MAX positions. narrow (a phone's column): one column per text and
+    one row per position instead, so that a cell is as wide as a text's column (~150 px, against ~30 px for one of ten
+    positions side by side, where plotly shrinks a token to 5 px) and its token readable."""
     real = np.asarray(real, dtype=bool)
     B, T = real.shape
     cells = [[esc(token_labels[b][j]) if real[b, j] else "[pad]" for j in range(T)] for b in range(B)]
-    text = {
-        "text": cells,
-        "hovertemplate": "row %{y}, position %{x}: %{text}<extra></extra>",
-        "texttemplate": "%{text}" if T <= 24 else None,
-        "showscale": False,
-    }
+    positions = [str(j) for j in range(T)]
+    shown = {"texttemplate": "%{text}" if T <= WRITTEN_MAX else None, "showscale": False}
+    if narrow and T <= WRITTEN_MAX:
+        by_column = {
+            "text": [list(row) for row in zip(*cells, strict=True)],  # (T, B)
+            "customdata": [[esc(name) for name in names]] * T,
+            "hovertemplate": "%{customdata}, position %{y}: %{text}<extra></extra>",
+        }
+        return heatmap(
+            real.T.astype(np.float32), names, positions, title=title, x_title="sentence", y_title="position",
+            zmin=0, zmax=1, masked=~real.T, height=130 + WRITTEN_ROW_PX * T, extra={**shown, **by_column},
+        )
+    by_row = {"text": cells, "hovertemplate": "row %{y}, position %{x}: %{text}<extra></extra>"}
     return heatmap(
-        real.astype(np.float32),
-        [str(j) for j in range(T)],
-        row_names,
-        title=title,
-        x_title="position",
-        zmin=0,
-        zmax=1,
-        masked=~real,
-        height=120 + 60 * B,
-        extra=text,
+        real.astype(np.float32), positions, names, title=title, x_title="position", zmin=0, zmax=1, masked=~real,
+        height=120 + 60 * B, extra={**shown, **by_row},
     )

@@ -127,7 +127,8 @@ def padded() -> None:
     lengths, Tb, names = chk.lengths, chk.real.shape[1], ("A (yours)", "B (second)")
     ui.show_figure(
         fa.padding_heatmap(
-            chk.real, [e.labels for e in chk.encodings], names, f"The batch: {Tb} positions (grey = padding)"
+            chk.real, [e.labels for e in chk.encodings], names, f"The batch: {Tb} positions (grey = padding)",
+            narrow=ui.drawn_narrow("masking_batch"),  # a phone: one column per text, its tokens readable
         ),
         key="masking_batch",
     )

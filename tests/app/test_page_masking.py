@@ -10,6 +10,7 @@ from lessons.words import percent
 from tests import apptest_utils as u
 from tests.apptest_utils import chart_z as z
 from transformer import Interventions, run_trace
+from ui import widths
 from ui.state import DEFAULT_SENTENCE, PRESETS
 
 PAGE = u.page_path("4_Masking")
@@ -146,6 +147,20 @@ def test_padded_batch(lm):
     # causal mask back on: right padding is hidden by it anyway
     at.toggle(key="masking_encoder").set_value(False).run()
     assert max(metrics(at)) <= 1e-5 and "already hides it" in u.texts(at)
+
+
+def test_on_a_phone_the_batch_has_one_column_per_text(lm):
+    """On a phone's column (358 px) one position of ten side by side left ~30 px a cell, too little for a token: there
+    the batch has one column per text and one row per position (figures.attention.padding_heatmap)."""
+    at = u.run_page(PAGE, sentence=REPEATED)
+    at.session_state[widths.KEY] = {"widths": {widths.SCREEN: 390.0, widths.MAIN: 358.0}}
+    at = part(at, 4)
+    u.assert_ok(at)
+    n_a, n_b = len(trace(lm).encoding), len(trace(lm, OTHER).encoding)
+    real = np.stack([np.arange(n_a) < n_a, np.arange(n_a) < n_b], axis=1)  # (positions, texts)
+    np.testing.assert_array_equal(~np.isnan(z(at, "The batch")), real)
+    a, b = zip(*u.chart_titled(at, "The batch")["data"][0]["text"], strict=True)
+    assert list(a) == list(trace(lm).encoding.labels) and b[n_b:] == ("[pad]",) * (n_a - n_b)
 
 
 def test_second_sentence_input(lm):

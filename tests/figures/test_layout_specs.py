@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from figures import margins
+from figures.attention import WRITTEN_MAX, padding_heatmap
 from figures.common import LEGEND_BELOW, grouped_bars
 from figures.context import cosine_lines
 from figures.heads_forming import head_patterns
@@ -13,6 +14,7 @@ from figures.multihead import weight_panels
 from figures.positions import bits_heatmap
 from figures.rope import head_panels
 from figures.softmax import dk_lines, temperature_curves
+from tests.apptest_utils import array
 
 
 def layout(fig) -> dict:
@@ -126,3 +128,21 @@ def test_key_and_value_panels_wrap_like_the_weight_maps():
     )
     assert map_rows(fig) == [[0], [1], [2]]
     assert map_rows(head_panels(arrays, list("abcde"), ["0", "1", "2"], "t", value_name="V")) == [[0, 1, 2]]
+
+
+def test_a_padded_batch_in_a_narrow_column_has_one_column_per_text():
+    """(Masking · 4 on a phone: ten positions side by side left each cell ~30 px, and plotly shrank its token to
+    5 px.) Narrow, up to WRITTEN_MAX positions: one column per text, one row per position, each cell its token or
+    "[pad]", padding blank. Wide, or longer: one row per text (the tokens written up to WRITTEN_MAX positions)."""
+    real = np.array([[1, 1, 1], [1, 0, 0]], dtype=bool)
+    tokens, names = [["A0", "A1", "A2"], ["B0"]], ["A", "B"]
+    trace = padding_heatmap(real, tokens, names, "t", narrow=True).to_dict()["data"][0]
+    assert trace["text"] == [["A0", "B0"], ["A1", "[pad]"], ["A2", "[pad]"]] and trace["texttemplate"] == "%{text}"
+    np.testing.assert_array_equal(~np.isnan(array(trace["z"])), real.T)
+    wide = padding_heatmap(real, tokens, names, "t").to_dict()["data"][0]
+    assert wide["text"] == [["A0", "A1", "A2"], ["B0", "[pad]", "[pad]"]] and wide["texttemplate"] == "%{text}"
+    np.testing.assert_array_equal(~np.isnan(array(wide["z"])), real)
+    T = WRITTEN_MAX + 1
+    long = padding_heatmap(np.ones((2, T), dtype=bool), [list(map(str, range(T)))] * 2, names, "t", narrow=True)
+    trace = long.to_dict()["data"][0]
+    assert array(trace["z"]).shape == (2, T) and "texttemplate" not in trace
