@@ -47,6 +47,20 @@ def view(page) -> tuple:
     return tuple(page.evaluate(VIEW, list(SLIDERS)))
 
 
+# What a page that does not show the view has on screen instead: Streamlit's run status (its status widget: "Running…",
+# a lost connection) and the start of the page's main text (a follow once left a student's page blank at the teacher's
+# address for over 10 s, under the whole suite's load: not seen alone).
+ON_SCREEN = """() => {
+  const status = document.querySelector('[data-testid="stStatusWidget"]');
+  const main = document.querySelector('[data-testid="stMain"]');
+  return {status: status && status.innerText, main: main ? main.innerText.slice(0, 300) : null};
+}"""
+
+
+def on_screen(page) -> dict:
+    return {"url": page.url, **page.evaluate(ON_SCREEN)}
+
+
 def controls(page) -> tuple[int, int]:
     """How many layer sliders and page links the sidebar has (a following student's page draws neither)."""
     side = page.locator('[data-testid="stSidebar"]')
@@ -114,7 +128,7 @@ def test_a_teacher_leads_two_students(browser, base_url):
         for move in moves:
             wanted = teacher_moves(teacher, move)
             for s in students:
-                assert shows(s, wanted), (view(s), wanted)
+                assert shows(s, wanted), (view(s), wanted, on_screen(s))
         assert "One head" in wanted[0] and wanted[1].startswith("3") and wanted[2:] == (1, 2, 0.95)
         assert controls(teacher)[0] == 1 and controls(teacher)[1] > 0
         assert [controls(s) for s in students] == [(0, 0), (0, 0)]
