@@ -10,12 +10,11 @@ import plotly.graph_objects as go
 from transformer import Trace
 
 from .colours import BLACK, BLANK, DIVERGING, HIGHLIGHT
-from .common import Spec, bars, esc, figure, hatch, heatmap, layout_dict, title_dict, token_axis
+from .common import Spec, bars, esc, figure, hatch, heatmap, layout_dict, title_dict, token_axis, with_note
 from .reuse import reused
 
 SHOW_VALUES_MAX = 16  # write numbers into T×T cells only for sentences this short (16 × 16 cells hold 14 px text)
 HIDDEN_NOTE = f"numbers hidden above {SHOW_VALUES_MAX} tokens: hover a cell"
-NOTE_PX = 20  # the room the note takes under the title
 
 
 def pattern_weights(tr: Trace, layer: int, head: int) -> np.ndarray:
@@ -111,10 +110,7 @@ def _hidden_note(fig: go.Figure, hidden: bool) -> go.Figure:
     if not hidden:
         return fig
     spec = fig.to_dict()
-    layout = spec["layout"]
-    title = {**(layout.get("title") or {}), "subtitle": {"text": HIDDEN_NOTE}}
-    margin = {**layout["margin"], "t": layout["margin"]["t"] + NOTE_PX}
-    return Spec({**spec, "layout": {**layout, "title": title, "margin": margin, "height": layout["height"] + NOTE_PX}})
+    return Spec({**spec, "layout": with_note(spec["layout"], HIDDEN_NOTE)})
 
 
 @reused

@@ -148,6 +148,24 @@ def title_dict(text: str) -> dict | None:
     return {"text": esc(text)} if text else None
 
 
+NOTE_PX = 20  # the room a note under a figure's title takes
+
+
+def with_note(layout: dict, note: str) -> dict:
+    """The layout with `note` under its title (a subtitle), and the room for it; a title with a note keeps its own."""
+    title = layout.get("title") or {}
+    title = title if isinstance(title, dict) else {"text": title}
+    if title.get("subtitle"):
+        return layout
+    margin = layout.get("margin") or {}
+    return {
+        **layout,
+        "title": {**title, "subtitle": {"text": note}},
+        "margin": {**margin, "t": margin.get("t", 100) + NOTE_PX},
+        "height": (layout.get("height") or 420) + NOTE_PX,
+    }
+
+
 def esc(text: str) -> str:
     """Text made safe for a plotly label: plotly reads <br>, <a href> … as markup."""
     return html.escape(str(text), quote=False)

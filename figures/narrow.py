@@ -7,8 +7,13 @@ take height instead, and the figure grows by that height, so the plot keeps its 
 
 from __future__ import annotations
 
-from .common import LEGEND_BELOW
-from .margins import TICK_PX, TITLE_PX, axis_margins, colorbar_px, colorbars, legend_px, title_text
+import re
+
+import numpy as np
+
+from .common import LEGEND_BELOW, with_note
+from .export import values
+from .margins import TICK_PX, TITLE_PX, axis_margins, colorbar_px, colorbars, fit, legend_px, title_text
 
 NARROW_PX = 520  # a chart narrower than this puts its colour bar and legend under the plot
 BAR_PX = 12  # the bar's thickness
@@ -66,3 +71,67 @@ def narrow(spec: dict) -> dict:
     margin["b"] = margin.get("b", 0) + grow
     out_layout.update(margin=margin, height=(layout.get("height") or 420) + grow)
     return {**spec, "data": out_traces, "layout": out_layout}
+
+
+# -- numbers written in heatmap cells
+# plotly.js sizes them to the cell (textfont.size "auto"): at most the cell's width / (0.65 · the longest text's
+# characters), its height / 1.3 (its line spacing) and the layout's font size, a cell's size being the smallest
+# distance between two texts' positions (whole pixels). On a phone a 10-token map's cells are ~23 px wide, and "0.35"
+# comes out at 8 px, "−0.35" at 6 px: hard to read. Such numbers are left to the hover (a tap on a phone), the
+# chart's table (ui/a11y.py) and its CSV.
+MIN_CELL_TEXT_PX = 9  # numbers plotly.js would write smaller than this are not written
+CHAR_EM, LINE_SPACING = 0.65, 1.3  # plotly.js's estimates of a character's width and a line's height, in em
+FONT_PX = 12  # the layout's font size when it sets none (plotly's default)
+NUMBERS = re.compile(r"%\{z:\.(\d+)(~?)([fg])\}$")  # d3-format numbers plotly writes: "%{z:.2f}", "%{z:.3~g}"
+CELL_NOTE = "tap or hover a cell for its number"
+
+
+def cell_text_px(z, template: str, plot_w: float, plot_h: float, font_px: float = FONT_PX) -> int | None:
+    """The size (px) plotly.js writes the numbers of a heatmap (rows, cols) at, on a plot plot_w × plot_h px, with
+    texttemplate `template`; None for a template that is not one number ("%{text}": words, left as they are)."""
+    m = NUMBERS.match(template or "")
+    if m is None or z is None:
+        return None
+    z = np.asarray(values(z), dtype=np.float64)  # (rows, cols)
+    if z.ndim != 2 or not z.size:
+        return None
+    shown = z[np.isfinite(z)]
+    spec = f".{m.group(1)}{m.group(3)}"  # d3's ".3~g" trims zeros as Python's ".3g" does
+    # plotly sizes them all to the longest: at a fixed number of decimals, the smallest or the largest
+    ends = (shown.min(), shown.max()) if m.group(3) == "f" and shown.size else shown.tolist()
+    chars = max((len(format(float(v), spec)) for v in ends), default=1)
+    rows, cols = z.shape
+    cell_w, cell_h = plot_w // cols, plot_h // rows  # plotly places the texts at whole pixels: some cells 1 px less
+    return min(int(cell_w / chars / CHAR_EM), int(cell_h / LINE_SPACING), int(font_px))
+
+
+def readable_cells(spec: dict, width: float, narrow_column: bool) -> dict:
+    """The figure (plotly JSON) drawn `width` px wide, without the numbers plotly.js would write in its heatmaps'
+    cells at under MIN_CELL_TEXT_PX; a map that had numbers instead of a colour bar gets its bar back, and the title
+    says where the numbers are (CELL_NOTE). narrow_column: the figure will be drawn narrow (its colour bar under the
+    plot, so the plot has that width too)."""
+    traces, layout = spec["data"], spec["layout"]
+    margin = layout.get("margin") or {}
+    right = max(axis_margins(traces, layout)["r"], 16) if narrow_column else margin.get("r", 80)
+    plot_w = width - margin.get("l", 80) - right
+    plot_h = (layout.get("height") or 420) - margin.get("t", 100) - margin.get("b", 80)
+    font = ((layout.get("font") or {}).get("size")) or FONT_PX
+    out, dropped = [], False
+    for t in traces:
+        w, h = plot_w * _share(layout, t, "x"), plot_h * _share(layout, t, "y")  # its own subplot's
+        px = cell_text_px(t.get("z"), str(t.get("texttemplate") or ""), w, h, font)
+        if t.get("type") == "heatmap" and px is not None and px < MIN_CELL_TEXT_PX:
+            t = {k: v for k, v in t.items() if k != "texttemplate"} | ({"showscale": True} if "showscale" in t else {})
+            dropped = True
+        out.append(t)
+    if not dropped:
+        return spec
+    layout = with_note(layout, CELL_NOTE)
+    return {**spec, "data": out, "layout": {**layout, "margin": fit(out, layout)}}
+
+
+def _share(layout: dict, trace: dict, letter: str) -> float:
+    """The share of the plot area's width (x) or height (y) the trace's axis spans (its domain)."""
+    ref = trace.get(letter + "axis", letter)  # "x", "x2", …
+    lo, hi = (layout.get(letter + "axis" + ref[1:]) or {}).get("domain", (0, 1))
+    return hi - lo

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from figures.common import Spec
-from figures.narrow import narrow
+from figures.narrow import narrow, readable_cells
 from lessons import head_roles
 from transformer import Trace, TraceInputError
 from transformer.shortcuts import Tempered
@@ -124,14 +124,17 @@ def lazy_tabs(parts: dict[str, Callable[[], None]], key: str) -> None:
 
 
 def show_figure(fig: go.Figure, key: str, on_click: Callable[[], None] | None = None) -> None:
-    """Draw `fig` at the width its chart had in the browser last time, when known (see ui/widths.py), with larger
-    text in presenter view, and its text alternative (ui/a11y.py); its numbers go into the page's CSV. on_click: called
+    """Draw `fig` at the width its chart had in the browser last time, when known (see ui/widths.py), without the
+    numbers in heatmap cells that would be too small to read there, with larger text in presenter view, and its text
+    alternative (ui/a11y.py); its numbers go into the page's CSV. on_click: called
     when a click selects points."""
     spec = fig.to_dict()
-    if widths.drawn_narrow(key):
+    width, narrow_column = widths.width_of(key), widths.drawn_narrow(key)
+    if width is not None and not presenter.on():  # (presenter view writes cell numbers at a fixed, larger size)
+        spec = readable_cells(spec, width, narrow_column)
+    if narrow_column:
         spec = narrow(spec)
     layout = dict(spec["layout"])
-    width = widths.width_of(key)
     if width is not None:
         layout["width"] = width
     if presenter.on():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from figures.narrow import CELL_NOTE, MIN_CELL_TEXT_PX
 from scripts.browser import CUT, new_tab, open_tab, settled, wait_rendered
 from tests.browser.groups import by_group
 
@@ -36,7 +37,8 @@ PAGES = {
     "shared": ("RoPE_and_shared_heads?model=smollm2-135m", "4 · Shared key/value heads", None),
     "home": ("", None, None),
     "tokens": ("Tokens_and_embeddings?model=smollm2-135m", None, None),  # its chips: long tokens ("␣hiking")
-    "onehead": ("One_head", "4 · Mask, then softmax", None),
+    # a sentence short enough for numbers in the cells (10 tokens)
+    "onehead": ("One_head?sentence=The+cat+sat+on+the+mat.", "4 · Mask, then softmax", None),
     "block": ("Inside_a_block", None, None),
     "encdec": ("Encoder_vs_decoder", None, None),
     "everyhead": ("Multi_head", "3 · Every head of the model", None),
@@ -139,6 +141,10 @@ MEASURE = """() => {
       svg: box(p), plot: drags[0] || null, titles, legend: legend ? box(legend) : null, below,
       bartext: [...p.querySelectorAll('.bartext')]
         .filter(e => getComputedStyle(e).display !== 'none' && e.textContent).map(box),
+      // the sizes of the numbers written in heatmap cells, and the note under the title
+      cells: [...p.querySelectorAll('.heatmap-label text')].filter(e => /^[−-]?[0-9.]+$/.test(e.textContent.trim()))
+        .map(e => parseFloat(getComputedStyle(e).fontSize)),
+      note: (p.querySelector('text.gtitle-subtitle') || {textContent: ''}).textContent,
     };
   });
   const grids = [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stDataFrame"]')].map((d) => {
@@ -310,6 +316,26 @@ def test_bar_values_do_not_run_together(measured, name, width):
         t = c["bartext"]
         bad += [c["title"] for i, a in enumerate(t) for b in t[i + 1 :] if overlap(a, b)]
     assert bad == []
+
+
+@pytest.mark.parametrize(("name", "width"), CASES)
+def test_numbers_in_heatmap_cells_are_readable(measured, name, width):
+    """(Numbers in heatmap cells were written at 4–8 px on a phone: plotly shrinks them to the cell.) Every number
+    written in a cell is at least MIN_CELL_TEXT_PX."""
+    small = [(c["title"], px) for c in measured(name, width)["charts"] for px in c["cells"] if px < MIN_CELL_TEXT_PX]
+    assert small == []
+
+
+@pytest.mark.parametrize("width", by_group(list(WIDTHS), [str(w) for w in WIDTHS], ["layout-onehead"] * len(WIDTHS)))
+def test_one_heads_maps_have_numbers_or_say_where_they_are(measured, width):
+    """One head's masked scores and weights (10 tokens) write their numbers on a tablet and wider; on a phone, where
+    they would be 6–8 px, the title says to tap a cell instead."""
+    maps = [c for c in measured("onehead", width)["charts"] if c["title"].startswith(("Masked scores", "Attention w"))]
+    assert len(maps) == 2
+    if width == 390:
+        assert [(c["cells"], c["note"]) for c in maps] == [([], CELL_NOTE)] * 2
+    else:
+        assert all(len(c["cells"]) >= 10 * 11 // 2 and not c["note"] for c in maps)  # the lower triangle, at least
 
 
 @pytest.mark.parametrize("width", by_group(list(WIDTHS), [str(w) for w in WIDTHS], ["layout-lecture"] * len(WIDTHS)))

@@ -1,5 +1,5 @@
 """figures.narrow: in a narrow column the colour bar and a legend beside the plot go under
-it, and the plot keeps its height."""
+it, and the plot keeps its height; numbers plotly.js would write too small in heatmap cells are left to the hover."""
 
 from __future__ import annotations
 
@@ -8,10 +8,13 @@ import copy
 import numpy as np
 import plotly.graph_objects as go
 
+from figures.attention import scores_heatmap
 from figures.common import LEGEND_BELOW, figure, heatmap, layout_dict
+from figures.cross_attention import alignment_heatmap
 from figures.multihead import weight_panels
-from figures.narrow import narrow
+from figures.narrow import CELL_NOTE, MIN_CELL_TEXT_PX, cell_text_px, narrow, readable_cells
 from figures.positions import waves
+from figures.prediction import lens_heatmap
 
 
 def plot_box(layout: dict) -> tuple[float, float]:
@@ -73,3 +76,61 @@ def test_figures_with_nothing_beside_the_plot_or_two_colour_bars_stay_as_they_ar
         [{"type": "heatmap", "z": z}, {"type": "heatmap", "z": z, "xaxis": "x2"}], layout_dict("two bars", 300)
     ).to_dict()
     assert narrow(two) == two
+
+
+PHONE_PX = 358  # a phone's chart: its whole column
+
+
+def test_the_size_plotly_writes_cell_numbers_at():
+    """plotly.js: at most the cell's width / (0.65 · characters), its height / 1.3, and the layout's font."""
+    z = np.array([[0.25, 1.0], [0.5, 0.0]])  # "0.25": 4 characters at .2f
+    assert cell_text_px(z, "%{z:.2f}", 200, 200) == 12  # cells 100 × 100 px: the layout's 12 px
+    assert cell_text_px(z, "%{z:.2f}", 40, 200) == 7  # 20 px / 4 / 0.65 = 7.7
+    assert cell_text_px(z, "%{z:.2f}", 200, 20) == 7  # 10 px / 1.3 = 7.7
+    assert cell_text_px(-12 * z, "%{z:.2f}", 60, 200) == 7  # "-12.00": 30 px / 6 / 0.65 = 7.7
+    assert cell_text_px(z, "%{z:.3~g}", 40, 200) == 7  # "0.25" again
+    assert cell_text_px(z, "%{text}", 40, 200) is None  # words, not numbers: not judged here
+    # 10 columns on 235 px: texts 23 or 24 px apart, and 23 / 4 / 0.65 = 8.8 (Chromium drew them at 8 px)
+    assert cell_text_px(np.full((10, 10), 0.25), "%{z:.2f}", 235, 300) == 8
+
+
+def ten_token_scores() -> dict:
+    scores = np.random.default_rng(3).normal(0, 3, (10, 10))  # "−5.12": 5 characters
+    return scores_heatmap(scores, [f"tok{i}" for i in range(10)], "Raw scores").to_dict()
+
+
+def test_numbers_too_small_on_a_phone_are_left_to_the_hover():
+    spec = ten_token_scores()
+    before = copy.deepcopy(spec)
+    out = readable_cells(spec, PHONE_PX, narrow_column=True)
+    assert spec == before  # the cached figure is not changed
+    assert "texttemplate" not in out["data"][0] and "texttemplate" in spec["data"][0]
+    assert out["data"][0]["hovertemplate"] == spec["data"][0]["hovertemplate"]  # a tap still gives the number
+    assert out["layout"]["title"]["subtitle"]["text"] == CELL_NOTE
+    assert plot_box(out["layout"])[0] == plot_box(spec["layout"])[0]  # the note has its own room
+    go.Figure(narrow(out))
+
+
+def test_numbers_large_enough_stay():
+    spec = ten_token_scores()
+    assert readable_cells(spec, 1000, narrow_column=False) is spec
+    m = spec["layout"]["margin"]
+    cells = (1000 - m["l"] - m["r"]) / 10
+    assert cells / 5 / 0.65 >= MIN_CELL_TEXT_PX  # (the hand sum: 5 characters a number)
+
+
+def test_a_map_whose_numbers_stood_for_its_colour_bar_gets_the_bar_back():
+    weights = np.random.default_rng(4).dirichlet(np.ones(12), size=10)  # (10, 12)
+    spec = alignment_heatmap(weights, [f"mot{i}" for i in range(10)], [f"word{j}" for j in range(12)]).to_dict()
+    assert spec["data"][0]["showscale"] is False and spec["data"][0]["texttemplate"]
+    out = readable_cells(spec, PHONE_PX, narrow_column=True)
+    assert out["data"][0]["showscale"] is True and "texttemplate" not in out["data"][0]
+    bar = narrow(out)["data"][0]["colorbar"]
+    assert bar["orientation"] == "h"  # under the plot, as any colour bar in a narrow column
+
+
+def test_words_written_in_cells_stay():
+    probs = np.full((6, 10), 0.5)
+    spec = lens_heatmap(probs, [["word"] * 10] * 6, [f"s{i}" for i in range(6)], list(range(10)), list("abcdefghij"))
+    spec = spec.to_dict()
+    assert readable_cells(spec, PHONE_PX, narrow_column=True) is spec
