@@ -7,6 +7,7 @@ take height instead, and the figure grows by that height, so the plot keeps its 
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -86,47 +87,59 @@ NUMBERS = re.compile(r"%\{z:\.(\d+)(~?)([fg])\}$")  # d3-format numbers plotly w
 CELL_NOTE = "tap or hover a cell for its number"
 
 
-def cell_text_px(z, template: str, plot_w: float, plot_h: float, font_px: float = FONT_PX) -> int | None:
-    """The size (px) plotly.js writes the numbers of a heatmap (rows, cols) at, on a plot plot_w × plot_h px, with
-    texttemplate `template`; None for a template that is not one number ("%{text}": words, left as they are)."""
-    m = NUMBERS.match(template or "")
-    if m is None or z is None:
+def cell_numbers(trace: dict) -> tuple[int, int, int] | None:
+    """A heatmap trace's numbers written in its cells: (rows, cols, characters of the longest); None when it writes
+    none, or words ("%{text}": left as they are)."""
+    m = NUMBERS.match(str(trace.get("texttemplate") or "")) if trace.get("type") == "heatmap" else None
+    if m is None or trace.get("z") is None:
         return None
-    z = np.asarray(values(z), dtype=np.float64)  # (rows, cols)
+    z = np.asarray(values(trace["z"]), dtype=np.float64)  # (rows, cols)
     if z.ndim != 2 or not z.size:
         return None
     shown = z[np.isfinite(z)]
     spec = f".{m.group(1)}{m.group(3)}"  # d3's ".3~g" trims zeros as Python's ".3g" does
     # plotly sizes them all to the longest: at a fixed number of decimals, the smallest or the largest
     ends = (shown.min(), shown.max()) if m.group(3) == "f" and shown.size else shown.tolist()
-    chars = max((len(format(float(v), spec)) for v in ends), default=1)
-    rows, cols = z.shape
+    return *z.shape, max((len(format(float(v), spec)) for v in ends), default=1)
+
+
+def cell_text_px(rows: int, cols: int, chars: int, plot_w: float, plot_h: float, font_px: float = FONT_PX) -> int:
+    """The size (px) plotly.js writes a heatmap's numbers at: `chars` characters a cell, on a plot plot_w × plot_h."""
     cell_w, cell_h = plot_w // cols, plot_h // rows  # plotly places the texts at whole pixels: some cells 1 px less
     return min(int(cell_w / chars / CHAR_EM), int(cell_h / LINE_SPACING), int(font_px))
 
 
-def readable_cells(spec: dict, width: float, narrow_column: bool) -> dict:
-    """The figure (plotly JSON) drawn `width` px wide, without the numbers plotly.js would write in its heatmaps'
-    cells at under MIN_CELL_TEXT_PX; a map that had numbers instead of a colour bar gets its bar back, and the title
-    says where the numbers are (CELL_NOTE). narrow_column: the figure will be drawn narrow (its colour bar under the
-    plot, so the plot has that width too)."""
+def readable_from(spec: dict, narrow_column: bool) -> float | None:
+    """The least width (px) at which plotly.js writes every number in the figure's heatmap cells at MIN_CELL_TEXT_PX
+    or more (math.inf: its rows are too short at any width); None when it writes none. narrow_column: the figure is
+    drawn narrow (its colour bar under the plot: figures.narrow.narrow)."""
     traces, layout = spec["data"], spec["layout"]
     margin = layout.get("margin") or {}
     right = max(axis_margins(traces, layout)["r"], 16) if narrow_column else margin.get("r", 80)
-    plot_w = width - margin.get("l", 80) - right
+    sides = margin.get("l", 80) + right
     plot_h = (layout.get("height") or 420) - margin.get("t", 100) - margin.get("b", 80)
-    font = ((layout.get("font") or {}).get("size")) or FONT_PX
-    out, dropped = [], False
+    font = (layout.get("font") or {}).get("size") or FONT_PX
+    least = None
     for t in traces:
-        w, h = plot_w * _share(layout, t, "x"), plot_h * _share(layout, t, "y")  # its own subplot's
-        px = cell_text_px(t.get("z"), str(t.get("texttemplate") or ""), w, h, font)
-        if t.get("type") == "heatmap" and px is not None and px < MIN_CELL_TEXT_PX:
-            t = {k: v for k, v in t.items() if k != "texttemplate"} | ({"showscale": True} if "showscale" in t else {})
-            dropped = True
-        out.append(t)
-    if not dropped:
-        return spec
-    layout = with_note(layout, CELL_NOTE)
+        if (numbers := cell_numbers(t)) is None:
+            continue
+        rows, cols, chars = numbers
+        if min(plot_h * _share(layout, t, "y") // rows / LINE_SPACING, font) < MIN_CELL_TEXT_PX:
+            return math.inf  # too short a row, or too small a font, at any width
+        cell_w = math.ceil(MIN_CELL_TEXT_PX * CHAR_EM * chars)  # the least cell width that holds them
+        least = max(least or 0.0, sides + cell_w * cols / _share(layout, t, "x"))  # its own subplot's share
+    return least
+
+
+def without_cell_numbers(spec: dict) -> dict:
+    """The figure (plotly JSON) without the numbers written in its heatmaps' cells: a map that had them instead of a
+    colour bar gets its bar back, and the title says where the numbers are (CELL_NOTE)."""
+    out = [
+        {k: v for k, v in t.items() if k != "texttemplate"} | ({"showscale": True} if "showscale" in t else {})
+        if cell_numbers(t) is not None else t
+        for t in spec["data"]
+    ]
+    layout = with_note(spec["layout"], CELL_NOTE)
     return {**spec, "data": out, "layout": {**layout, "margin": fit(out, layout)}}
 
 

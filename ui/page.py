@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from figures.common import Spec
-from figures.narrow import narrow, readable_cells
+from figures.narrow import narrow, readable_from, without_cell_numbers
 from lessons import head_roles
 from transformer import Trace, TraceInputError
 from transformer.shortcuts import Tempered
@@ -126,15 +126,17 @@ def lazy_tabs(parts: dict[str, Callable[[], None]], key: str) -> None:
 def show_figure(fig: go.Figure, key: str, on_click: Callable[[], None] | None = None) -> None:
     """Draw `fig` at the width its chart had in the browser last time, when known (see ui/widths.py), without the
     numbers in heatmap cells that would be too small to read there, with larger text in presenter view, and its text
-    alternative (ui/a11y.py); its numbers go into the page's CSV. on_click: called
-    when a click selects points."""
+    alternative (ui/a11y.py); its numbers go into the page's CSV. on_click: called when a click selects points."""
     spec = fig.to_dict()
-    width, narrow_column = widths.width_of(key), widths.drawn_narrow(key)
-    if width is not None and not presenter.on():  # (presenter view writes cell numbers at a fixed, larger size)
-        spec = readable_cells(spec, width, narrow_column)
+    narrow_column = widths.drawn_narrow(key)
+    # (presenter view writes the numbers in cells at a size of its own, and makes the rows tall enough for it)
+    least = None if presenter.on() else readable_from(spec, narrow_column)
+    if not widths.drawn_with_cell_numbers(key, least):
+        spec = without_cell_numbers(spec)
     if narrow_column:
         spec = narrow(spec)
     layout = dict(spec["layout"])
+    width = widths.width_of(key)
     if width is not None:
         layout["width"] = width
     if presenter.on():

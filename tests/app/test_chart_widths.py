@@ -6,6 +6,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
+from figures.narrow import CELL_NOTE
 from tests.apptest_utils import ROOT, TIMEOUT, assert_ok, charts_by_key, page_path
 from ui import presenter, widths
 
@@ -237,3 +238,40 @@ def test_a_page_says_where_its_layer_and_head_are_chosen(page, screen, place):
     words = " ".join(m.value for m in at.markdown)
     assert f"({place})" in words
     assert "(sidebar)" not in words or place == "sidebar"
+
+
+def scores_at(width: float | None) -> tuple[AppTest, dict]:
+    """One head's raw scores (step 3) on a 10-token sentence, drawn for a report of `width` px (None: no report)."""
+    at = AppTest.from_file(page_path("3_One_head"), default_timeout=TIMEOUT)
+    at.query_params["sentence"] = "The cat sat on the mat."  # 10 tokens on the bundled model: numbers in the cells
+    at.query_params["onehead_step"] = "3 · Scores and scaling"
+    if width is not None:
+        at.session_state[widths.KEY] = {"widths": {widths.SCREEN: 1024.0, "onehead_raw": width}}
+    at.run()
+    assert_ok(at)
+    return at, charts_by_key(at)["onehead_raw"]
+
+
+def test_cell_numbers_too_small_for_the_chart_are_left_to_the_hover():
+    """(Numbers in heatmap cells written at 4–8 px on a phone.) A chart measured too narrow for readable numbers in its
+    cells draws none, and says where they are; measured wide enough, or not yet measured, it writes them."""
+    at, wide = scores_at(1000.0)
+    least, kept = at.session_state[widths.CELLS_KEY]["onehead_raw"]
+    assert kept and 400 < least < 1000 and wide["data"][0]["texttemplate"]
+    _, unknown = scores_at(None)
+    assert unknown["data"][0]["texttemplate"]
+    _, narrow = scores_at(least - 1)
+    assert "texttemplate" not in narrow["data"][0]
+    assert narrow["layout"]["title"]["subtitle"]["text"] == CELL_NOTE
+    assert narrow["data"][0]["z"] == wide["data"][0]["z"]  # the same numbers, on hover
+
+
+def test_a_report_across_the_width_cell_numbers_need_asks_for_a_redraw(monkeypatch):
+    box = {presenter.KEY: False, widths.CELLS_KEY: {"onehead_raw": (500.0, True)}}  # drawn with its numbers
+    monkeypatch.setattr(st, "session_state", box)
+    box[widths.KEY] = {"widths": {"onehead_raw": 520.0}}
+    widths._check_drawn()
+    assert widths.REDRAW_KEY not in box
+    box[widths.KEY] = {"widths": {"onehead_raw": 480.0}}  # the window was made narrower
+    widths._check_drawn()
+    assert box[widths.REDRAW_KEY] is True

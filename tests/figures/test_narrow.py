@@ -4,15 +4,25 @@ it, and the plot keeps its height; numbers plotly.js would write too small in he
 from __future__ import annotations
 
 import copy
+import math
 
 import numpy as np
 import plotly.graph_objects as go
+import pytest
 
 from figures.attention import scores_heatmap
 from figures.common import LEGEND_BELOW, figure, heatmap, layout_dict
 from figures.cross_attention import alignment_heatmap
 from figures.multihead import weight_panels
-from figures.narrow import CELL_NOTE, MIN_CELL_TEXT_PX, cell_text_px, narrow, readable_cells
+from figures.narrow import (
+    CELL_NOTE,
+    MIN_CELL_TEXT_PX,
+    cell_numbers,
+    cell_text_px,
+    narrow,
+    readable_from,
+    without_cell_numbers,
+)
 from figures.positions import waves
 from figures.prediction import lens_heatmap
 
@@ -83,15 +93,19 @@ PHONE_PX = 358  # a phone's chart: its whole column
 
 def test_the_size_plotly_writes_cell_numbers_at():
     """plotly.js: at most the cell's width / (0.65 · characters), its height / 1.3, and the layout's font."""
-    z = np.array([[0.25, 1.0], [0.5, 0.0]])  # "0.25": 4 characters at .2f
-    assert cell_text_px(z, "%{z:.2f}", 200, 200) == 12  # cells 100 × 100 px: the layout's 12 px
-    assert cell_text_px(z, "%{z:.2f}", 40, 200) == 7  # 20 px / 4 / 0.65 = 7.7
-    assert cell_text_px(z, "%{z:.2f}", 200, 20) == 7  # 10 px / 1.3 = 7.7
-    assert cell_text_px(-12 * z, "%{z:.2f}", 60, 200) == 7  # "-12.00": 30 px / 6 / 0.65 = 7.7
-    assert cell_text_px(z, "%{z:.3~g}", 40, 200) == 7  # "0.25" again
-    assert cell_text_px(z, "%{text}", 40, 200) is None  # words, not numbers: not judged here
+    assert cell_text_px(2, 2, 4, 200, 200) == 12  # "0.25" in cells 100 × 100 px: the layout's 12 px
+    assert cell_text_px(2, 2, 4, 40, 200) == 7  # 20 px / 4 / 0.65 = 7.7
+    assert cell_text_px(2, 2, 4, 200, 20) == 7  # 10 px / 1.3 = 7.7
     # 10 columns on 235 px: texts 23 or 24 px apart, and 23 / 4 / 0.65 = 8.8 (Chromium drew them at 8 px)
-    assert cell_text_px(np.full((10, 10), 0.25), "%{z:.2f}", 235, 300) == 8
+    assert cell_text_px(10, 10, 4, 235, 300) == 8
+
+
+def test_the_numbers_a_heatmap_writes():
+    z = np.array([[0.25, 1.0], [-12.0, np.nan]])  # NaN: a masked cell, blank
+    assert cell_numbers({"type": "heatmap", "z": z, "texttemplate": "%{z:.2f}"}) == (2, 2, 6)  # "-12.00"
+    assert cell_numbers({"type": "heatmap", "z": z, "texttemplate": "%{z:.3~g}"}) == (2, 2, 4)  # "0.25", "-12"
+    assert cell_numbers({"type": "heatmap", "z": z, "texttemplate": "%{text}"}) is None  # words: left as they are
+    assert cell_numbers({"type": "heatmap", "z": z}) is None
 
 
 def ten_token_scores() -> dict:
@@ -99,10 +113,25 @@ def ten_token_scores() -> dict:
     return scores_heatmap(scores, [f"tok{i}" for i in range(10)], "Raw scores").to_dict()
 
 
+@pytest.mark.parametrize("narrow_column", [False, True])
+def test_the_least_width_for_readable_numbers_is_where_plotly_writes_them_at_9_px(narrow_column):
+    spec = ten_token_scores()
+    least = readable_from(spec, narrow_column)
+    layout, t = spec["layout"], spec["data"][0]
+    m = layout["margin"]
+    right = 16 if narrow_column else m["r"]  # a narrow column's colour bar goes under the plot
+
+    def px(width: float) -> int:
+        return cell_text_px(*cell_numbers(t), width - m["l"] - right, layout["height"] - m["t"] - m["b"])
+
+    assert px(least) >= MIN_CELL_TEXT_PX > px(least - 1)
+    assert PHONE_PX < least < 1000
+
+
 def test_numbers_too_small_on_a_phone_are_left_to_the_hover():
     spec = ten_token_scores()
     before = copy.deepcopy(spec)
-    out = readable_cells(spec, PHONE_PX, narrow_column=True)
+    out = without_cell_numbers(spec)
     assert spec == before  # the cached figure is not changed
     assert "texttemplate" not in out["data"][0] and "texttemplate" in spec["data"][0]
     assert out["data"][0]["hovertemplate"] == spec["data"][0]["hovertemplate"]  # a tap still gives the number
@@ -111,26 +140,24 @@ def test_numbers_too_small_on_a_phone_are_left_to_the_hover():
     go.Figure(narrow(out))
 
 
-def test_numbers_large_enough_stay():
-    spec = ten_token_scores()
-    assert readable_cells(spec, 1000, narrow_column=False) is spec
-    m = spec["layout"]["margin"]
-    cells = (1000 - m["l"] - m["r"]) / 10
-    assert cells / 5 / 0.65 >= MIN_CELL_TEXT_PX  # (the hand sum: 5 characters a number)
+def test_rows_too_short_for_readable_numbers_never_keep_them():
+    spec = heatmap(np.zeros((40, 3)), show_values=True, height=300).to_dict()  # 40 rows in ~200 px: 5 px each
+    assert readable_from(spec, narrow_column=False) == math.inf
 
 
 def test_a_map_whose_numbers_stood_for_its_colour_bar_gets_the_bar_back():
     weights = np.random.default_rng(4).dirichlet(np.ones(12), size=10)  # (10, 12)
     spec = alignment_heatmap(weights, [f"mot{i}" for i in range(10)], [f"word{j}" for j in range(12)]).to_dict()
     assert spec["data"][0]["showscale"] is False and spec["data"][0]["texttemplate"]
-    out = readable_cells(spec, PHONE_PX, narrow_column=True)
+    assert readable_from(spec, narrow_column=True) > PHONE_PX
+    out = without_cell_numbers(spec)
     assert out["data"][0]["showscale"] is True and "texttemplate" not in out["data"][0]
+    assert out["layout"]["margin"]["r"] > spec["layout"]["margin"]["r"]  # room for the bar beside the plot…
     bar = narrow(out)["data"][0]["colorbar"]
-    assert bar["orientation"] == "h"  # under the plot, as any colour bar in a narrow column
+    assert bar["orientation"] == "h"  # …or under it, in a narrow column
 
 
-def test_words_written_in_cells_stay():
+def test_words_written_in_cells_are_not_judged():
     probs = np.full((6, 10), 0.5)
     spec = lens_heatmap(probs, [["word"] * 10] * 6, [f"s{i}" for i in range(6)], list(range(10)), list("abcdefghij"))
-    spec = spec.to_dict()
-    assert readable_cells(spec, PHONE_PX, narrow_column=True) is spec
+    assert readable_from(spec.to_dict(), narrow_column=True) is None
