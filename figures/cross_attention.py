@@ -59,10 +59,16 @@ def alignment_heatmap(
         "name": "gold alignment",
         "text": hover,
         "hovertemplate": "%{text}<extra></extra>",
+        "cliponaxis": False,  # a square at the edge stands out of the plot…
     }
     legend = {"orientation": "h", "x": 1, "y": 1.01, "xanchor": "right", "yanchor": "bottom"}
     base = fig.to_dict()
-    return figure([*base["data"], squares], {**base["layout"], "showlegend": True, "legend": legend})
+    layout = base["layout"]
+    cells = {  # …rather than pad the axes (autorange would): the cells keep the whole plot, and their numbers its size
+        "xaxis": {**layout["xaxis"], "range": [-0.5, S - 0.5], "autorange": False},
+        "yaxis": {**layout["yaxis"], "range": [T - 0.5, -0.5], "autorange": False},  # row 0 at the top
+    }
+    return figure([*base["data"], squares], {**layout, **cells, "showlegend": True, "legend": legend})
 
 
 @reused

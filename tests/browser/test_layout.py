@@ -24,6 +24,8 @@ PAGES = {
     "context": ("Context", None, None),
     "ablation": ("Multi_head", "5 · Switch heads off", None),
     "cross": ("Cross_attention", None, None),
+    # 8 English words, 9 French: the alignment's numbers in cells ~26 px wide on a phone
+    "crosslong": ("Cross_attention?phrase=my+two+black+cats+eat+the+white+cheeses", None, None),
     "positions": ("Positional_encoding?model=shakespeare-gpt", None, None),  # learned positions: the input panels show
     "future": ("Masking", "3 · Seeing the future", None),
     "lecture": ("Lecture_example", None, None),
@@ -66,6 +68,10 @@ NARROW_IN_COLUMNS = {
     ("cross", "Step "): (390,),  # 233
     ("cross", "Encoder self-attention"): (390,),  # 207
     ("cross", "Decoder masked self-attention"): (390,),  # 155
+    ("crosslong", "Cross-attention, layer"): (390,),  # 207
+    ("crosslong", "Step "): (390,),  # 233, 213
+    ("crosslong", "Encoder self-attention"): (390,),  # 217
+    ("crosslong", "Decoder masked self-attention"): (390,),  # 207
     ("positions", "A few dimensions as waves"): (390,),  # 233
     ("positions", "token embedding W_E[id]"): (390,),  # 228
     ("positions", "+ position W_pos"): (390,),
