@@ -43,7 +43,9 @@ PALETTE = (
 )
 
 QUERY, KEY = BLUE, ORANGE  # a query and a key, on every page
+KEY_TEXT = "#8F6200"  # a key's words written on a chart: its orange darker, for a contrast of 5.4 on white (2.3)
 HIGHLIGHT = VERMILLION  # the chosen row, head or word; the "red box", drawn as an outline, never a fill alone
+HIGHLIGHT_TEXT = "#B34F00"  # words written in the highlight's colour: darker, for a contrast of 5.2 on white (3.9)
 
 # light tints: chips with dark text on them, a vector before it turns
 LIGHT_BLUE, LIGHT_ORANGE, LIGHT_RED, LIGHT_GREEN, LIGHT_GREY = "#9ECAE1", "#FDD0A2", "#F4A582", "#7FCDBB", "#F7F7F7"
@@ -58,7 +60,7 @@ WHITE, INK = "#FFFFFF", "#111111"  # the plot's ground (line charts), text on li
 FAINT = "#BBBBBB"  # points and lines in the background (the vocabulary, every step's own loss)
 GREY = "#888888"  # borders, guide lines
 DARK = "#444444"  # marks to read against the data: the current step, lines between blocks
-TEXT_MUTED = "#555555"  # notes written on a chart
+TEXT_MUTED = "#555555"  # notes written on a chart (contrast 7.5 on white), and its panels' titles
 BLANK = "#D9D9D9"  # behind a heatmap: its masked (blank) cells, hatched (figures.common.hatch)
 HATCH_LINE = "#8C8C8C"
 

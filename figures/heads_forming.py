@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .colours import DARK, FAINT, GREY, HIGHLIGHT, LAYER_FAMILIES, rgba
+from .colours import DARK, FAINT, GREY, HIGHLIGHT, HIGHLIGHT_TEXT, LAYER_FAMILIES, rgba
 from .common import LEGEND_BELOW, Spec, esc, figure, layout_dict, title_dict
 from .multihead import PANELS_PER_ROW, weight_panels
 from .reuse import reused
@@ -123,7 +123,7 @@ def step_lines(
                 "y": 0.02,
                 "yanchor": "bottom",
                 "showarrow": False,
-                "font": {"size": 11, "color": HIGHLIGHT},
+                "font": {"size": 11, "color": HIGHLIGHT_TEXT},
             }
         )
     if threshold is not None:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .colours import DARK, KEY, QUERY, WHITE, rgba
+from .colours import DARK, KEY, KEY_TEXT, QUERY, WHITE, rgba
 from .common import LEGEND_BELOW, esc, figure, layout_dict, title_dict
 from .multihead import pair_markers
 from .reuse import reused
@@ -60,13 +60,13 @@ def qk_scatter(
             "marker": {"symbol": symbol, "size": 10, "color": color, "line": {"width": 1, "color": WHITE}},
             "text": names,
             "textposition": "top center",
-            "textfont": {"color": color},
+            "textfont": {"color": text},
             "customdata": np.arange(len(names)),
             "hovertemplate": f"{role} %{{customdata}}: %{{text}}<extra></extra>",
         }
-        for p, name, role, symbol, color in (
-            (q2, "queries", "query", "circle", QUERY),
-            (k2, "keys", "key", "diamond", KEY),
+        for p, name, role, symbol, color, text in (
+            (q2, "queries", "query", "circle", QUERY, QUERY),
+            (k2, "keys", "key", "diamond", KEY, KEY_TEXT),
         )
     ]
     lay = {

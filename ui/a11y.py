@@ -34,6 +34,14 @@ FIRST_KEY = "atlas_first_chart"  # set at the start of a run (skip_link); the fi
 # Streamlit's light theme falls short: captions (2.9), and the code colours of keywords (3.6), numbers and strings (2.5)
 # and comments (3.5).
 CAPTION = "#5c5e69"  # 6.4 on white, 5.8 on the sidebar
+# Chart text the theme greys (3.7 on white): tick labels (ticks of the axes and colour bars), axis and colour bar
+# titles, a title's note. Written darker, as captions; words plotly colours itself (a token's highlight) keep theirs.
+CHART_TEXT = ", ".join(
+    f".js-plotly-plot {s}" for s in (
+        '[class$="tick"] > text', ".infolayer text.gtitle-subtitle",
+        '.infolayer text[class$="title"]:not(.gtitle)', ".infolayer .cbtitle text",
+    )
+)
 CODE = {"#0d5fa8": "keyword builtin function class-name boolean", "#127a6a": "number string char constant symbol",
         "#5d6170": "comment prolog doctype cdata"}  # 6.1, 4.9, 5.8 on a code block
 FOCUS = "2px solid #1c4e80"  # the focus outline: contrast 8.9 on white
@@ -57,6 +65,7 @@ CODE_CSS = " ".join(
 CSS = f"""<style>
 [data-testid="stCaptionContainer"] {{ opacity: 1 !important; }}
 [data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] * {{ color: {CAPTION} !important; }}
+{CHART_TEXT} {{ fill: {CAPTION} !important; }}
 {CODE_CSS}
 .st-key-{ANCHOR_KEY} {{ {SR_ONLY} }}
 .st-key-{SKIP_KEY} {{ position: absolute; z-index: 1000; width: auto; pointer-events: none; }}

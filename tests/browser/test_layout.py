@@ -126,6 +126,11 @@ MAX_LISTED_BLANK_PX = 110
 TABLES = ("softmax_worked", "masking_table", "masking_top")
 
 MEASURE = """() => {
+  const contrast = (fill) => {  // against white
+    const v = (fill.match(/[\\d.]+/g) || []).slice(0, 3).map((c) => c / 255)
+      .map((c) => (c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4));
+    return v.length === 3 ? 1.05 / (0.2126 * v[0] + 0.7152 * v[1] + 0.0722 * v[2] + 0.05) : 21;
+  };
   const box = (e) => {
     const r = e.getBoundingClientRect();
     return {l: r.left, r: r.right, t: r.top, b: r.bottom, w: r.width, h: r.height};
@@ -151,6 +156,10 @@ MEASURE = """() => {
       cells: [...p.querySelectorAll('.heatmap-label text')].filter(e => /^[−-]?[0-9.]+$/.test(e.textContent.trim()))
         .map(e => parseFloat(getComputedStyle(e).fontSize)),
       note: (p.querySelector('text.gtitle-subtitle') || {textContent: ''}).textContent,
+      // texts (and their coloured parts) written on the white of the chart under WCAG AA's 4.5:1, and their colour
+      // (the numbers in heatmap cells take a colour against their cell's, and are left out)
+      faint: [...p.querySelectorAll('text, tspan')].filter(e => e.textContent.trim() && !e.closest('.heatmap-label'))
+        .map(e => [e.textContent.slice(0, 20), getComputedStyle(e).fill]).filter(([, f]) => contrast(f) < 4.5),
     };
   });
   const grids = [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stDataFrame"]')].map((d) => {
@@ -330,6 +339,13 @@ def test_numbers_in_heatmap_cells_are_readable(measured, name, width):
     written in a cell is at least MIN_CELL_TEXT_PX."""
     small = [(c["title"], px) for c in measured(name, width)["charts"] for px in c["cells"] if px < MIN_CELL_TEXT_PX]
     assert small == []
+
+
+@pytest.mark.parametrize(("name", "width"), CASES)
+def test_chart_text_has_the_contrast_of_body_text(measured, name, width):
+    """(Tick labels, axis titles, panel titles, notes, values over bars and words beside points were the theme's grey,
+    3.7:1 on white; a key's words orange, 2.3:1.) Every text on a chart has a contrast of at least 4.5:1 on white."""
+    assert [(c["title"], *f) for c in measured(name, width)["charts"] for f in c["faint"]] == []
 
 
 @pytest.mark.parametrize("width", by_group(list(WIDTHS), [str(w) for w in WIDTHS], ["layout-onehead"] * len(WIDTHS)))
