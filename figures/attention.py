@@ -177,18 +177,19 @@ WRITTEN_ROW_PX = 24  # … one row per position in a narrow column, this tall
 
 @reused
 def padding_heatmap(
-    real: np.ndarray, token_labels: Sequence[Sequence[str]], names: Sequence[str], title: str, narrow: bool = False
+    real: np.ndarray, token_labels: Sequence[Sequence[str]], names: Sequence[str], title: str, by_column: bool = False
 ) -> go.Figure:
     """A padded batch, real (B, T): one row per text, real tokens filled, padding blank; each cell names its token
-    ("[pad]" for padding), written in it up to WRITTEN_MAX positions. narrow (a phone's column): one column per text and
-    one row per position instead, so that a cell is as wide as a text's column (~150 px, against ~30 px for one of ten
-    positions side by side, where plotly shrinks a token to 5 px) and its token readable."""
+    ("[pad]" for padding), written in it up to WRITTEN_MAX positions. by_column (where one row per text would write
+    its tokens too small to read: a phone's column, or many positions): one column per text and one row per position
+    instead, so that a cell is as wide as a text's column (~150 px on a phone, against ~30 px for one of ten positions
+    side by side, where plotly shrinks a token to 5 px) and its token readable."""
     real = np.asarray(real, dtype=bool)
     B, T = real.shape
     cells = [[esc(token_labels[b][j]) if real[b, j] else "[pad]" for j in range(T)] for b in range(B)]
     positions = [str(j) for j in range(T)]
     shown = {"texttemplate": "%{text}" if T <= WRITTEN_MAX else None, "showscale": False}
-    if narrow and T <= WRITTEN_MAX:
+    if by_column and T <= WRITTEN_MAX:
         by_column = {
             "text": [list(row) for row in zip(*cells, strict=True)],  # (T, B)
             "customdata": [[esc(name) for name in names]] * T,

@@ -7,6 +7,7 @@ take height instead, and the figure grows by that height, so the plot keeps its 
 
 from __future__ import annotations
 
+import html
 import math
 import re
 
@@ -87,10 +88,16 @@ NUMBERS = re.compile(r"%\{z:\.(\d+)(~?)([fg])\}$")  # d3-format numbers plotly w
 CELL_NOTE = "tap or hover a cell for its number"
 
 
-def cell_numbers(trace: dict) -> tuple[int, int, int] | None:
-    """A heatmap trace's numbers written in its cells: (rows, cols, characters of the longest); None when it writes
-    none, or words ("%{text}": left as they are)."""
-    m = NUMBERS.match(str(trace.get("texttemplate") or "")) if trace.get("type") == "heatmap" else None
+def cell_texts(trace: dict, words: bool = False) -> tuple[int, int, int] | None:
+    """A heatmap trace's texts written in its cells: (rows, cols, characters of the longest); None when it writes none
+    of that kind. The numbers of its z ("%{z:.2f}"), or with `words` its own texts ("%{text}": tokens)."""
+    template = str(trace.get("texttemplate") or "") if trace.get("type") == "heatmap" else ""
+    if words:
+        if template != "%{text}" or not trace.get("text"):
+            return None
+        cells = [[html.unescape(str(c)) for c in row] for row in trace["text"]]  # (rows, cols) as drawn
+        return len(cells), len(cells[0]), max(len(c) for row in cells for c in row)
+    m = NUMBERS.match(template)
     if m is None or trace.get("z") is None:
         return None
     z = np.asarray(values(trace["z"]), dtype=np.float64)  # (rows, cols)
@@ -109,10 +116,10 @@ def cell_text_px(rows: int, cols: int, chars: int, plot_w: float, plot_h: float,
     return min(int(cell_w / chars / CHAR_EM), int(cell_h / LINE_SPACING), int(font_px))
 
 
-def readable_from(spec: dict, narrow_column: bool) -> float | None:
-    """The least width (px) at which plotly.js writes every number in the figure's heatmap cells at MIN_CELL_TEXT_PX
-    or more (math.inf: its rows are too short at any width); None when it writes none. narrow_column: the figure is
-    drawn narrow (its colour bar under the plot: figures.narrow.narrow)."""
+def readable_from(spec: dict, narrow_column: bool, words: bool = False) -> float | None:
+    """The least width (px) at which plotly.js writes every number in the figure's heatmap cells (with `words`: every
+    word, cell_texts) at MIN_CELL_TEXT_PX or more (math.inf: its rows are too short at any width); None when it writes
+    none. narrow_column: the figure is drawn narrow (its colour bar under the plot: figures.narrow.narrow)."""
     traces, layout = spec["data"], spec["layout"]
     margin = layout.get("margin") or {}
     right = max(axis_margins(traces, layout)["r"], 16) if narrow_column else margin.get("r", 80)
@@ -121,9 +128,9 @@ def readable_from(spec: dict, narrow_column: bool) -> float | None:
     font = (layout.get("font") or {}).get("size") or FONT_PX
     least = None
     for t in traces:
-        if (numbers := cell_numbers(t)) is None:
+        if (texts := cell_texts(t, words)) is None:
             continue
-        rows, cols, chars = numbers
+        rows, cols, chars = texts
         if min(plot_h * _share(layout, t, "y") // rows / LINE_SPACING, font) < MIN_CELL_TEXT_PX:
             return math.inf  # too short a row, or too small a font, at any width
         cell_w = math.ceil(MIN_CELL_TEXT_PX * CHAR_EM * chars)  # the least cell width that holds them
@@ -136,7 +143,7 @@ def without_cell_numbers(spec: dict) -> dict:
     colour bar gets its bar back, and the title says where the numbers are (CELL_NOTE)."""
     out = [
         {k: v for k, v in t.items() if k != "texttemplate"} | ({"showscale": True} if "showscale" in t else {})
-        if cell_numbers(t) is not None else t
+        if cell_texts(t) is not None else t
         for t in spec["data"]
     ]
     layout = with_note(spec["layout"], CELL_NOTE)

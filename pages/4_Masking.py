@@ -4,6 +4,7 @@ import streamlit as st
 
 import ui
 from figures import attention as fa
+from figures.narrow import readable_from
 from lessons import one_head, padding
 from transformer import TraceInputError, visible_mask
 from ui.caches import masking as cached
@@ -125,13 +126,13 @@ def padded() -> None:
         st.info(f"Second sentence: {err}")
         return
     lengths, Tb, names = chk.lengths, chk.real.shape[1], ("A (yours)", "B (second)")
-    ui.show_figure(
-        fa.padding_heatmap(
-            chk.real, [e.labels for e in chk.encodings], names, f"The batch: {Tb} positions (grey = padding)",
-            narrow=ui.drawn_narrow("masking_batch"),  # a phone: one column per text, its tokens readable
-        ),
-        key="masking_batch",
+    batch = (chk.real, [e.labels for e in chk.encodings], names, f"The batch: {Tb} positions (grey = padding)")
+    by_row = fa.padding_heatmap(*batch)
+    # one column per text where one row per text would write its tokens too small to read (a phone, many positions)
+    by_column = ui.drawn_narrow("masking_batch") or not ui.drawn_at_least(
+        "masking_batch", readable_from(by_row.to_dict(), False, words=True), "tokens in rows"
     )
+    ui.show_figure(fa.padding_heatmap(*batch, by_column=True) if by_column else by_row, key="masking_batch")
     b = int(lengths[1] < lengths[0])  # the shorter sentence
     col1, col2 = st.columns(2)
     with col1:

@@ -23,7 +23,7 @@ from .page import (
     trace_or_stop,
 )
 from .state import PRESETS, State, controls_place, sidebar
-from .widths import drawn_narrow, panels_per_row
+from .widths import drawn_at_least, drawn_narrow, panels_per_row
 
 serving.install()  # one script run at a time per process (ui/serving.py)
 user_keys.install()  # widgets look up their own key, not the whole session state (ui/user_keys.py)
@@ -40,6 +40,7 @@ __all__ = [
     "as_trained",
     "choice",
     "controls_place",
+    "drawn_at_least",
     "drawn_narrow",
     "explain",
     "folded",

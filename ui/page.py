@@ -131,7 +131,7 @@ def show_figure(fig: go.Figure, key: str, on_click: Callable[[], None] | None = 
     narrow_column = widths.drawn_narrow(key)
     # (presenter view writes the numbers in cells at a size of its own, and makes the rows tall enough for it)
     least = None if presenter.on() else readable_from(spec, narrow_column)
-    if not widths.drawn_with_cell_numbers(key, least):
+    if not widths.drawn_at_least(key, least, "cell numbers"):
         spec = without_cell_numbers(spec)
     if narrow_column:
         spec = narrow(spec)

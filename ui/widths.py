@@ -46,7 +46,8 @@ PANEL_PX = 150  # one map, readable from ~140 px, and the gap to the next
 PANEL_FRAME_PX = 260
 PANELS_KEY = "atlas_panels_per_row"  # chart key → (its number of maps, the maps per row it was drawn with)
 NARROW_KEY = "atlas_narrow"  # chart key → whether it was drawn for a narrow column (figures.narrow)
-CELLS_KEY = "atlas_cell_numbers"  # chart key → (the least width its cell numbers need, whether it was drawn with them)
+# (chart key, what) → (the least width `what` needs, whether the chart was drawn with it): its cell numbers, …
+LEAST_KEY = "atlas_least_widths"
 REDRAW_KEY = "atlas_redraw"
 SCREEN = ""  # the report's key for the window's width (no chart has an empty key)
 MAIN = "#main"  # the report's key for the main column's width (no chart key holds "#")
@@ -139,12 +140,12 @@ def _check_drawn() -> None:
     ones: a report that comes before the page's first charts are drawn holds the main column's width, and a page
     rerun asked then would run without the widgets' values the browser has not sent yet.)"""
     panels, narrowed = st.session_state.get(PANELS_KEY, {}), st.session_state.get(NARROW_KEY, {})
-    cells = st.session_state.get(CELLS_KEY, {})
+    least_widths = st.session_state.get(LEAST_KEY, {})
     heights = st.session_state.get(HEIGHTS_KEY, {}) if presenter.on() else {}
     if (
         any(min(n, per_row_at(w)) != per_row for key, (n, per_row) in panels.items() if (w := _measured(key)))
         or any(narrow_at(w) != was for key, was in narrowed.items() if (w := _measured(key)))
-        or any((w >= least) != kept for key, (least, kept) in cells.items() if (w := _measured(key)))
+        or any((w >= least) != kept for (key, _), (least, kept) in least_widths.items() if (w := _measured(key)))
         or any(_fit(key, asked, least) != drawn for key, (asked, least, drawn) in heights.items())
         or not st.session_state.get(BAR_DRAWN_KEY, True) and _bar_needed(presenter.on())
         or not st.session_state.get(SIDE_DRAWN_KEY, True) and side_needed()
@@ -208,15 +209,15 @@ def drawn_narrow(key: str) -> bool:
     return narrow
 
 
-def drawn_with_cell_numbers(key: str, least: float | None) -> bool:
-    """Whether the chart `key` keeps the numbers in its heatmap cells: its width is not known yet, or at least `least`
-    (what they need to be readable: figures.narrow.readable_from; None: it has none, or they are not judged);
+def drawn_at_least(key: str, least: float | None, what: str) -> bool:
+    """Whether the chart `key` is drawn with `what` (e.g. the numbers in its cells), which needs it to be `least` px
+    wide (None: it has no such thing, or it is not judged): its width is not known yet, or at least `least`;
     remembered, so that a width reported on the other side of `least` redraws the page."""
     if least is None:
-        st.session_state.get(CELLS_KEY, {}).pop(key, None)
+        st.session_state.get(LEAST_KEY, {}).pop((key, what), None)
         return True
     width = width_of(key)
-    st.session_state.setdefault(CELLS_KEY, {})[key] = (least, kept := width is None or width >= least)
+    st.session_state.setdefault(LEAST_KEY, {})[key, what] = (least, kept := width is None or width >= least)
     return kept
 
 

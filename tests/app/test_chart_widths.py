@@ -256,7 +256,7 @@ def test_cell_numbers_too_small_for_the_chart_are_left_to_the_hover():
     """(Numbers in heatmap cells written at 4–8 px on a phone.) A chart measured too narrow for readable numbers in its
     cells draws none, and says where they are; measured wide enough, or not yet measured, it writes them."""
     at, wide = scores_at(1000.0)
-    least, kept = at.session_state[widths.CELLS_KEY]["onehead_raw"]
+    least, kept = at.session_state[widths.LEAST_KEY]["onehead_raw", "cell numbers"]
     assert kept and 400 < least < 1000 and wide["data"][0]["texttemplate"]
     _, unknown = scores_at(None)
     assert unknown["data"][0]["texttemplate"]
@@ -267,7 +267,7 @@ def test_cell_numbers_too_small_for_the_chart_are_left_to_the_hover():
 
 
 def test_a_report_across_the_width_cell_numbers_need_asks_for_a_redraw(monkeypatch):
-    box = {presenter.KEY: False, widths.CELLS_KEY: {"onehead_raw": (500.0, True)}}  # drawn with its numbers
+    box = {presenter.KEY: False, widths.LEAST_KEY: {("onehead_raw", "cell numbers"): (500.0, True)}}  # with numbers
     monkeypatch.setattr(st, "session_state", box)
     box[widths.KEY] = {"widths": {"onehead_raw": 520.0}}
     widths._check_drawn()

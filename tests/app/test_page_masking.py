@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from lessons.next_token import top_tokens
@@ -161,6 +162,20 @@ def test_on_a_phone_the_batch_has_one_column_per_text(lm):
     np.testing.assert_array_equal(~np.isnan(z(at, "The batch")), real)
     a, b = zip(*u.chart_titled(at, "The batch")["data"][0]["text"], strict=True)
     assert list(a) == list(trace(lm).encoding.labels) and b[n_b:] == ("[pad]",) * (n_a - n_b)
+
+
+@pytest.mark.parametrize(("chart_px", "by_column"), [(564.0, True), (1100.0, False)])
+def test_a_batch_too_long_for_its_row_of_tokens_has_one_column_per_text(lm, chart_px, by_column):
+    """(Masking · 4 on a 1,024 px laptop: 19 positions side by side in a 564 px chart wrote each token at 7 px.) Where
+    one row per text would write its tokens under 9 px, the batch has one column per text, as on a phone."""
+    sentence = "The hiking trail led us through bear country."  # 19 tokens on the bundled model
+    at = u.run_page(PAGE, sentence=sentence)
+    at.session_state[widths.KEY] = {"widths": {widths.SCREEN: 1024.0, "masking_batch": chart_px}}
+    at = part(at, 4)
+    u.assert_ok(at)
+    n = len(trace(lm, sentence).encoding)
+    assert n > 16
+    assert z(at, "The batch").shape == ((n, 2) if by_column else (2, n))
 
 
 def test_second_sentence_input(lm):

@@ -136,13 +136,13 @@ def test_a_padded_batch_in_a_narrow_column_has_one_column_per_text():
     "[pad]", padding blank. Wide, or longer: one row per text (the tokens written up to WRITTEN_MAX positions)."""
     real = np.array([[1, 1, 1], [1, 0, 0]], dtype=bool)
     tokens, names = [["A0", "A1", "A2"], ["B0"]], ["A", "B"]
-    trace = padding_heatmap(real, tokens, names, "t", narrow=True).to_dict()["data"][0]
+    trace = padding_heatmap(real, tokens, names, "t", by_column=True).to_dict()["data"][0]
     assert trace["text"] == [["A0", "B0"], ["A1", "[pad]"], ["A2", "[pad]"]] and trace["texttemplate"] == "%{text}"
     np.testing.assert_array_equal(~np.isnan(array(trace["z"])), real.T)
     wide = padding_heatmap(real, tokens, names, "t").to_dict()["data"][0]
     assert wide["text"] == [["A0", "A1", "A2"], ["B0", "[pad]", "[pad]"]] and wide["texttemplate"] == "%{text}"
     np.testing.assert_array_equal(~np.isnan(array(wide["z"])), real)
     T = WRITTEN_MAX + 1
-    long = padding_heatmap(np.ones((2, T), dtype=bool), [list(map(str, range(T)))] * 2, names, "t", narrow=True)
+    long = padding_heatmap(np.ones((2, T), dtype=bool), [list(map(str, range(T)))] * 2, names, "t", by_column=True)
     trace = long.to_dict()["data"][0]
     assert array(trace["z"]).shape == (2, T) and "texttemplate" not in trace

@@ -17,8 +17,8 @@ from figures.multihead import weight_panels
 from figures.narrow import (
     CELL_NOTE,
     MIN_CELL_TEXT_PX,
-    cell_numbers,
     cell_text_px,
+    cell_texts,
     narrow,
     readable_from,
     without_cell_numbers,
@@ -91,7 +91,7 @@ def test_figures_with_nothing_beside_the_plot_or_two_colour_bars_stay_as_they_ar
 PHONE_PX = 358  # a phone's chart: its whole column
 
 
-def test_the_size_plotly_writes_cell_numbers_at():
+def test_the_size_plotly_writes_cell_texts_at():
     """plotly.js: at most the cell's width / (0.65 · characters), its height / 1.3, and the layout's font."""
     assert cell_text_px(2, 2, 4, 200, 200) == 12  # "0.25" in cells 100 × 100 px: the layout's 12 px
     assert cell_text_px(2, 2, 4, 40, 200) == 7  # 20 px / 4 / 0.65 = 7.7
@@ -102,10 +102,10 @@ def test_the_size_plotly_writes_cell_numbers_at():
 
 def test_the_numbers_a_heatmap_writes():
     z = np.array([[0.25, 1.0], [-12.0, np.nan]])  # NaN: a masked cell, blank
-    assert cell_numbers({"type": "heatmap", "z": z, "texttemplate": "%{z:.2f}"}) == (2, 2, 6)  # "-12.00"
-    assert cell_numbers({"type": "heatmap", "z": z, "texttemplate": "%{z:.3~g}"}) == (2, 2, 4)  # "0.25", "-12"
-    assert cell_numbers({"type": "heatmap", "z": z, "texttemplate": "%{text}"}) is None  # words: left as they are
-    assert cell_numbers({"type": "heatmap", "z": z}) is None
+    assert cell_texts({"type": "heatmap", "z": z, "texttemplate": "%{z:.2f}"}) == (2, 2, 6)  # "-12.00"
+    assert cell_texts({"type": "heatmap", "z": z, "texttemplate": "%{z:.3~g}"}) == (2, 2, 4)  # "0.25", "-12"
+    assert cell_texts({"type": "heatmap", "z": z, "texttemplate": "%{text}"}) is None  # words: left as they are
+    assert cell_texts({"type": "heatmap", "z": z}) is None
 
 
 def ten_token_scores() -> dict:
@@ -122,7 +122,7 @@ def test_the_least_width_for_readable_numbers_is_where_plotly_writes_them_at_9_p
     right = 16 if narrow_column else m["r"]  # a narrow column's colour bar goes under the plot
 
     def px(width: float) -> int:
-        return cell_text_px(*cell_numbers(t), width - m["l"] - right, layout["height"] - m["t"] - m["b"])
+        return cell_text_px(*cell_texts(t), width - m["l"] - right, layout["height"] - m["t"] - m["b"])
 
     assert px(least) >= MIN_CELL_TEXT_PX > px(least - 1)
     assert PHONE_PX < least < 1000
