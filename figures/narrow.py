@@ -110,16 +110,10 @@ def cell_texts(trace: dict, words: bool = False) -> tuple[int, int, int] | None:
     return *z.shape, max((len(format(float(v), spec)) for v in ends), default=1)
 
 
-def cell_text_px(rows: int, cols: int, chars: int, plot_w: float, plot_h: float, font_px: float = FONT_PX) -> int:
-    """The size (px) plotly.js writes a heatmap's numbers at: `chars` characters a cell, on a plot plot_w × plot_h."""
-    cell_w, cell_h = plot_w // cols, plot_h // rows  # plotly places the texts at whole pixels: some cells 1 px less
-    return min(int(cell_w / chars / CHAR_EM), int(cell_h / LINE_SPACING), int(font_px))
-
-
 def readable_from(spec: dict, narrow_column: bool, words: bool = False) -> float | None:
     """The least width (px) at which plotly.js writes every number in the figure's heatmap cells (with `words`: every
     word, cell_texts) at MIN_CELL_TEXT_PX or more (math.inf: its rows are too short at any width); None when it writes
-    none. narrow_column: the figure is drawn narrow (its colour bar under the plot: figures.narrow.narrow)."""
+    none. narrow_column: the figure is drawn narrow (its colour bar under the plot: narrow())."""
     traces, layout = spec["data"], spec["layout"]
     margin = layout.get("margin") or {}
     right = max(axis_margins(traces, layout)["r"], 16) if narrow_column else margin.get("r", 80)

@@ -10,14 +10,13 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from figures.attention import scores_heatmap
+from figures.attention import padding_heatmap, scores_heatmap
 from figures.common import LEGEND_BELOW, figure, heatmap, layout_dict
 from figures.cross_attention import alignment_heatmap
 from figures.multihead import weight_panels
 from figures.narrow import (
     CELL_NOTE,
     MIN_CELL_TEXT_PX,
-    cell_text_px,
     cell_texts,
     narrow,
     readable_from,
@@ -91,13 +90,19 @@ def test_figures_with_nothing_beside_the_plot_or_two_colour_bars_stay_as_they_ar
 PHONE_PX = 358  # a phone's chart: its whole column
 
 
-def test_the_size_plotly_writes_cell_texts_at():
-    """plotly.js: at most the cell's width / (0.65 · characters), its height / 1.3, and the layout's font."""
-    assert cell_text_px(2, 2, 4, 200, 200) == 12  # "0.25" in cells 100 × 100 px: the layout's 12 px
-    assert cell_text_px(2, 2, 4, 40, 200) == 7  # 20 px / 4 / 0.65 = 7.7
-    assert cell_text_px(2, 2, 4, 200, 20) == 7  # 10 px / 1.3 = 7.7
+def plotly_px(rows: int, cols: int, chars: int, plot_w: float, plot_h: float, font_px: float = 12) -> int:
+    """The size plotly.js (src/traces/heatmap/plot.js) gives a heatmap's cell texts, `chars` characters each, on a plot
+    plot_w × plot_h px: the smallest distance between two texts (whole pixels) / (0.65 em a character) across, / 1.3
+    (its line spacing) down, at most the layout's font."""
+    return min(int(plot_w // cols / chars / 0.65), int(plot_h // rows / 1.3), int(font_px))
+
+
+def test_the_reference_rule_gives_the_hand_sums_and_what_chromium_drew():
+    assert plotly_px(2, 2, 4, 200, 200) == 12  # "0.25" in cells 100 × 100 px: the layout's 12 px
+    assert plotly_px(2, 2, 4, 40, 200) == 7  # 20 px / 4 / 0.65 = 7.7
+    assert plotly_px(2, 2, 4, 200, 20) == 7  # 10 px / 1.3 = 7.7
     # 10 columns on 235 px: texts 23 or 24 px apart, and 23 / 4 / 0.65 = 8.8 (Chromium drew them at 8 px)
-    assert cell_text_px(10, 10, 4, 235, 300) == 8
+    assert plotly_px(10, 10, 4, 235, 300) == 8
 
 
 def test_the_numbers_a_heatmap_writes():
@@ -113,19 +118,29 @@ def ten_token_scores() -> dict:
     return scores_heatmap(scores, [f"tok{i}" for i in range(10)], "Raw scores").to_dict()
 
 
-@pytest.mark.parametrize("narrow_column", [False, True])
-def test_the_least_width_for_readable_numbers_is_where_plotly_writes_them_at_9_px(narrow_column):
-    spec = ten_token_scores()
-    least = readable_from(spec, narrow_column)
+def nineteen_token_batch() -> dict:
+    tokens = [["The", "␣h", "i", "k", "ing", "␣t", "ra", "il", "␣l", "ed", "␣us", "␣th", "r", "ough", "␣bear", "␣cou",
+               "nt", "ry", "."], ["The", "␣c", "at", "␣s", "at", "."]]  # the bundled model's tokens
+    real = np.array([[True] * 19, [True] * 6 + [False] * 13])
+    return padding_heatmap(real, tokens, ["A (yours)", "B (second)"], "The batch").to_dict()
+
+
+@pytest.mark.parametrize(
+    ("spec", "words", "narrow_column"),
+    [(ten_token_scores(), False, False), (ten_token_scores(), False, True), (nineteen_token_batch(), True, False)],
+    ids=["numbers", "numbers-narrow", "tokens"],
+)
+def test_the_least_width_for_readable_texts_is_where_plotly_writes_them_at_9_px(spec, words, narrow_column):
+    least = readable_from(spec, narrow_column, words=words)
     layout, t = spec["layout"], spec["data"][0]
     m = layout["margin"]
     right = 16 if narrow_column else m["r"]  # a narrow column's colour bar goes under the plot
 
     def px(width: float) -> int:
-        return cell_text_px(*cell_texts(t), width - m["l"] - right, layout["height"] - m["t"] - m["b"])
+        return plotly_px(*cell_texts(t, words), width - m["l"] - right, layout["height"] - m["t"] - m["b"])
 
     assert px(least) >= MIN_CELL_TEXT_PX > px(least - 1)
-    assert PHONE_PX < least < 1000
+    assert PHONE_PX < least < 1000  # a phone's chart is too narrow for them, a desktop's wide enough
 
 
 def test_numbers_too_small_on_a_phone_are_left_to_the_hover():
