@@ -27,6 +27,7 @@ SERVING = {
     "client.showErrorDetails": "none",  # an uncaught error shows no message, type or traceback
     "runner.postScriptGC": False,  # no full gc (~80 ms holding the GIL with torch loaded) after every rerun
     "global.minCachedMessageSize": 1e15,  # no message sent as a reference to the browser's cache (config.toml)
+    "theme.base": "light",  # the theme whose colours ui/a11y.py checks, whatever the student's system prefers
 }
 MAX_MESSAGE_MB = 200  # Streamlit's default; a figure never needs more
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import pytest
 
-from scripts.browser import CUT, new_tab, wait_rendered
+from scripts.browser import CUT, new_tab, open_tab, wait_rendered
 from tests.browser.axe import AXE
 from tests.browser.groups import by_group
+from ui.a11y import CAPTION
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.browser
@@ -58,5 +59,33 @@ def test_at_200_percent_zoom_nothing_is_cut(browser, base_url, address):
         wait_rendered(tab)
         assert tab.evaluate(CUT) == []
         assert tab.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+    finally:
+        tab.close()
+
+
+# The page's background, a caption's colour, and the colours of a chart's tick labels and axis titles.
+COLOURS = """() => ({
+  page: getComputedStyle(document.querySelector('[data-testid="stApp"]')).backgroundColor,
+  caption: getComputedStyle(document.querySelector('[data-testid="stCaptionContainer"]')).color,
+  chart: [...new Set([...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')]
+    .filter((p) => p.getBoundingClientRect().width > 0)
+    .flatMap((p) => [...p.querySelectorAll('[class$="tick"] > text, text.xtitle, text.ytitle')])
+    .map((t) => getComputedStyle(t).fill))],
+})"""
+
+
+@pytest.mark.parametrize("scheme", by_group(["dark"], ["dark"], ["a11y-dark"]))
+def test_a_system_that_prefers_dark_gets_the_light_theme(browser, base_url, scheme):
+    """(A browser whose system prefers dark got Streamlit's dark theme, in which the captions' and charts' text,
+    darkened for 4.5:1 on white, was 2.4–3.4:1 on the dark background; viewer mode has no menu to change it.) The page
+    is white, with the captions and the charts' tick labels and axis titles in the checked colour."""
+    tab = new_tab(browser, viewport={"width": WIDE, "height": 900}, color_scheme=scheme)
+    try:
+        tab.goto(f"{base_url}/One_head")
+        wait_rendered(tab)
+        open_tab(tab, "4 · Mask, then softmax")
+        shown = tab.evaluate(COLOURS)
+        caption = "rgb({}, {}, {})".format(*(int(CAPTION[i:i + 2], 16) for i in (1, 3, 5)))
+        assert shown == {"page": "rgb(255, 255, 255)", "caption": caption, "chart": [caption]}
     finally:
         tab.close()
