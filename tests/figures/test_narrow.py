@@ -113,6 +113,15 @@ def test_the_numbers_a_heatmap_writes():
     assert cell_texts({"type": "heatmap", "z": z}) is None
 
 
+def test_the_words_a_heatmap_writes():
+    """With `words`, the tokens as drawn (escaped for HTML in the figure, read unescaped): 2 texts, 19 positions, the
+    longest "␣bear" or "[pad]" (5 characters); a heatmap of numbers writes no words."""
+    assert cell_texts(nineteen_token_batch()["data"][0], words=True) == (2, 19, 5)
+    tags = {"type": "heatmap", "texttemplate": "%{text}", "text": [["&lt;b&gt;", "a"]]}
+    assert cell_texts(tags, words=True) == (1, 2, 3)  # "<b>", drawn as such
+    assert cell_texts(ten_token_scores()["data"][0], words=True) is None
+
+
 def ten_token_scores() -> dict:
     scores = np.random.default_rng(3).normal(0, 3, (10, 10))  # "−5.12": 5 characters
     return scores_heatmap(scores, [f"tok{i}" for i in range(10)], "Raw scores").to_dict()
