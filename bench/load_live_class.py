@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.st_client import Session  # noqa: E402
 from scripts.serve import free_port, serving  # noqa: E402
-from ui.live import REDIS_ENV  # noqa: E402
+from ui.live import REDIS_ENV, panel  # noqa: E402
 from ui.live.redis_store import PREFIX, own_server  # noqa: E402
 from ui.live.wake import poll_s  # noqa: E402
 
@@ -87,6 +87,7 @@ async def lesson(base: str, r: redis.Redis, args) -> dict:
     teacher = Session(base)
     await teacher.open()
     await teacher.rerun()
+    await teacher.rerun({panel.OPEN_KEY: True})  # the sidebar's "Live class", whose controls show when it is open
     await teacher.press("live_start")
     code = class_code(r)
     students = [Student(base, code, args.screen) for _ in range(args.students)]

@@ -286,9 +286,14 @@ class Session:
                 self.widgets[wid] = value
 
     def _block(self, block, path: tuple[int, ...]) -> None:
-        """A lazy tab container is a widget whose value is the open tab's label; its tabs follow as child blocks."""
+        """A lazy tab container is a widget whose value is the open tab's label; its tabs follow as child blocks.
+        A lazy expander is a widget whose value is whether it is open."""
         kind = block.WhichOneof("type")
-        if kind == "tab_container" and block.tab_container.id:
+        if kind == "expandable" and block.expandable.id:
+            wid = block.expandable.id
+            self._seen.add(wid)
+            self.widgets.setdefault(wid, WidgetState(id=wid, bool_value=block.expandable.expanded))
+        elif kind == "tab_container" and block.tab_container.id:
             wid = block.tab_container.id
             self._seen.add(wid)
             self._tab_paths[path] = (wid, block.tab_container.default_tab_index)

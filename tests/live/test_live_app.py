@@ -57,8 +57,14 @@ def histogram(at: AppTest) -> dict | None:
     return charts_by_key(at).get("live_histogram")
 
 
+def open_live_class(at: AppTest) -> AppTest:
+    """Open the sidebar's "Live class" (its controls are drawn only when it is open)."""
+    at.session_state[panel.OPEN_KEY] = True
+    return at.run()
+
+
 def class_of_two():
-    teacher = app()
+    teacher = open_live_class(app())
     teacher.button(key="live_start").click().run()
     code = teacher.session_state[panel.ROLE_KEY].code
     students = [app(**{"class": code}) for _ in range(2)]
@@ -196,9 +202,16 @@ def test_a_student_explores_then_follows_again():
     assert (a.session_state["atlas_layer"], a.session_state["atlas_head"]) == (3, 0)
 
 
+def test_the_sidebars_live_class_draws_its_controls_only_when_open():
+    at = app()
+    assert "live_start" not in {b.key for b in at.button}
+    assert "live_start" in {b.key for b in open_live_class(at).button}
+
+
 def test_a_student_has_no_teachers_controls():
     _, (a, _) = class_of_two()
-    keys = {w.key for w in a.button} | {w.key for w in a.get("popover")}
+    keys = {w.key for w in open_live_class(a).button} | {w.key for w in a.get("popover")}
+    assert "live_leave" in keys  # the sidebar's "Live class", open, has the student's control
     assert not keys & {"live_end", "live_ask", "live_reveal", "live_start"}
     assert "live_csv" not in {d.key for d in a.get("download_button")}
 

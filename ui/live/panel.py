@@ -46,6 +46,7 @@ from .classroom import (
 ROLE_KEY = "live_role"
 CLIENT_KEY = "live_client"  # this browser session, for the limit on wrong codes
 NOTE_KEY = "live_note"  # a message for the next run ("This class has ended.")
+OPEN_KEY = "live_open"  # whether the sidebar's "Live class" is open
 CLASS_PARAM = "class"
 PRIVATE = {"present", CLASS_PARAM}  # address parameters each person keeps for themselves
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}  # a join link with these works only on the teacher's computer
@@ -414,7 +415,12 @@ def _join(text: str) -> None:
 
 
 def _sidebar(current: Teacher | Student | None) -> None:
-    with st.sidebar.expander("Live class", expanded=False):
+    """The sidebar's "Live class": its controls are drawn only when it is opened (on_change="rerun"), so a closed one
+    costs each run one element."""
+    box = st.sidebar.expander("Live class", key=OPEN_KEY, on_change="rerun")
+    if not box.open:
+        return
+    with box:
         if current is None:
             st.caption("Lead the class: every student's page follows yours, and you can ask them questions.")
             st.button("Start a class", key="live_start", on_click=_start)
