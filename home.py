@@ -27,15 +27,8 @@ navigation.page_link(
 
 
 def pipeline() -> None:
-    """Each section's pages in reading order, one link per page that holds its title and what it shows: one element
-    a page (every student's page runs again at each move of a live class's teacher)."""
     st.subheader("The pipeline at a glance")
-    for section, pages in navigation.SECTIONS.items():
-        if section == "Start":
-            continue
-        st.markdown(f"**{section}**")
-        for page in pages:
-            navigation.page_link(page, label=f"**{page.title}** · {page.blurb}", icon=page.icon)
+    navigation.draw_pipeline()
 
 
 def live() -> None:

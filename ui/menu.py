@@ -7,6 +7,7 @@ link does.
 One element a run, where one Streamlit page link per page and a heading per section were 22 (a run of One head
 sends 77 messages instead of 97): ~10 % of a served rerun's CPU, and ~8 % of the browser's CPU per run
 (bench/history/class.md). Without components v2, ui/navigation.py draws Streamlit's page links (one warning).
+The home page's pipeline is the same component: its links also say what each page shows, under its own headings.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from __future__ import annotations
 from . import watcher
 
 CLASS = "atlas-menu"
-# data: {sections: [[heading, [[icon, title, address], ...]], ...], here: the current page's address}. Built once and
-# then only marked again (so that a link that has the focus keeps it when its page opens), unless the pages changed.
+# data: {sections: [[heading, [[icon, title, address, blurb?], ...]], ...], here: the current page's address, and
+# optionally label: the landmark's name ("Pages"), heading: the headings' tag ("h3")}. A link with a blurb reads
+# "**title** · blurb". Built once and then only marked again (so that a link that has the focus keeps it when its page
+# opens), unless the pages changed.
 JS = """
 export default function ({ data, parentElement }) {
   const path = location.pathname.replace(/\\/+$/, '');
@@ -25,20 +28,26 @@ export default function ({ data, parentElement }) {
   if (!nav || nav.dataset.built !== built) {
     nav = document.createElement('nav');
     nav.className = '{cls}';
-    nav.setAttribute('aria-label', 'Pages');
+    nav.setAttribute('aria-label', data.label || 'Pages');
     nav.dataset.built = built;
     for (const [heading, pages] of data.sections) {
-      const h = document.createElement('h3');
+      const h = document.createElement(data.heading || 'h3');
       h.textContent = heading;
       const list = document.createElement('ul');
-      for (const [icon, title, address] of pages) {
+      for (const [icon, title, address, blurb] of pages) {
         const mark = document.createElement('span');
         mark.textContent = icon;
         mark.setAttribute('aria-hidden', 'true');
         const a = document.createElement('a');
         a.href = base + address;
         a.dataset.address = address;
-        a.append(mark, title);
+        if (blurb) {
+          const name = document.createElement('strong');
+          name.textContent = title;
+          const words = document.createElement('span');
+          words.append(name, ' · ' + blurb);
+          a.append(mark, words);
+        } else a.append(mark, title);
         const item = document.createElement('li');
         item.append(a);
         list.append(item);
@@ -71,6 +80,8 @@ CSS = f"""
   color: inherit; text-decoration: none; line-height: 2; }}
 .{CLASS} a:hover {{ background: rgba(151, 166, 195, 0.15); }}
 .{CLASS} a[aria-current="page"] {{ background: rgba(151, 166, 195, 0.25); font-weight: 600; }}
+.{CLASS} h4 {{ font-size: inherit; font-weight: 600; margin: 0; padding: 0.75rem 0 0.25rem; }}  /* the pipeline's */
+.{CLASS} a:has(strong) {{ line-height: 1.5; align-items: baseline; padding: 0.25rem 0.5rem; }}  /* with a blurb */
 """
 
 

@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CURRENT_KEY = "atlas_page"
 PAGES_KEY = "atlas_pages"  # this session's st.Page of each page, by section (menu())
 LED_KEY = "atlas_led"  # this run shows a view someone else leads (led())
+PIPELINE_KEY = "home_pipeline"  # the home page's pipeline (draw_pipeline)
 
 
 @dataclass(frozen=True)
@@ -218,3 +219,20 @@ def draw_menu(pages: dict[str, list]) -> None:
             st.subheader(section, anchor=False)
             for page in links:
                 st.page_link(page)
+
+
+def draw_pipeline() -> None:
+    """The home page's pipeline: each section's pages after "Start", in reading order, a link per page that holds its
+    title and what it shows, as one element (ui/menu.py, as the menu: a run of each student's page in a live class
+    draws it again at each of the teacher's moves). Without components v2, Streamlit's page links under the sections'
+    names."""
+    sections = {name: infos for name, infos in SECTIONS.items() if name != "Start"}
+    if menu_links is not None:
+        links = [[name, [[p.icon, p.title, p.url_path, p.blurb] for p in infos]] for name, infos in sections.items()]
+        data = {"sections": links, "here": "", "label": "The pipeline", "heading": "h4"}  # under the page's h3
+        menu_links(key=PIPELINE_KEY, data=data)
+        return
+    for section, infos in sections.items():
+        st.markdown(f"**{section}**")
+        for page in infos:
+            page_link(page, label=f"**{page.title}** · {page.blurb}", icon=page.icon)

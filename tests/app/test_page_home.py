@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -31,12 +33,17 @@ def test_default_page_shows_the_models_pattern_and_the_pipeline():
     assert_ok(at)
     np.testing.assert_allclose(shown(at), pattern(DEFAULT_SENTENCE, 0, 0), atol=1e-6)
     assert "Model card: shakespeare-gpt" in [e.label for e in at.expander]
-    links = at.main.get("page_link")  # the sidebar's menu links them too
-    # every page, once, in reading order, each link with what the page shows
-    assert [link.proto.page for link in links] == [p.url_path for p in navigation.ORDER if p is not navigation.HOME]
+    [tour] = at.main.get("page_link")
+    assert tour.proto.page == navigation.TOUR.url_path
+    # the pipeline, one element (ui/menu.py): every other page, once, in reading order, with what the page shows
+    [pipeline] = [c for c in at.main.get("bidi_component") if c.proto.id.endswith(navigation.PIPELINE_KEY)]
+    data = json.loads(pipeline.proto.json)
+    assert (data["label"], data["heading"], data["here"]) == ("The pipeline", "h4", "")
+    assert [name for name, _ in data["sections"]] == ["Inputs", "One head", "The whole model", "Beyond"]
+    listed = [tuple(link) for _, links in data["sections"] for link in links]
     pages = [p for p in navigation.ORDER if p not in (navigation.HOME, navigation.TOUR)]
-    labels = [link.proto.label for link in links[1:]]
-    assert all(p.title in label and p.blurb in label for p, label in zip(pages, labels, strict=True))
+    assert listed == [(p.icon, p.title, p.url_path, p.blurb) for p in pages] and len(listed) == 15
+    assert ("🎭", "Masking", "Masking", "A decoder may not look at the future.") in listed
 
 
 def test_the_tests_page_lists_are_the_menus():

@@ -228,6 +228,11 @@ def test_the_menu_without_components_v2_warns_once_and_draws_page_links(monkeypa
     assert not mounted(at, a11y.MENU_KEY)
     assert len(at.sidebar.get("page_link")) == 17
     assert [h.value for h in at.sidebar.subheader] == list(navigation.SECTIONS)
+    # the home page's pipeline too: the tour's link, then a link per page with what it shows
+    pipeline = at.main.get("page_link")[1:]
+    pages = [p for p in navigation.ORDER if p not in (navigation.HOME, navigation.TOUR)]
+    assert [link.proto.label for link in pipeline] == [f"**{p.title}** · {p.blurb}" for p in pages]
+    assert not [c for c in at.main.get("bidi_component") if c.proto.id.endswith(navigation.PIPELINE_KEY)]
 
 
 # The fitting JavaScript on a stub page: formulas, each (its box's width, the width it needs at 16 px), chart titles

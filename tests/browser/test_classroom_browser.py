@@ -80,6 +80,23 @@ def test_the_menu_opens_a_page_in_the_same_session(base_url, tab):
     assert errors == []
 
 
+def test_the_home_pages_pipeline_opens_a_page_in_the_same_session(base_url, tab):
+    """The home page's pipeline (ui/navigation.draw_pipeline) is a navigation landmark: a heading and a list per
+    section, each link with what its page shows. A click opens the page without loading the app again."""
+    tab.goto(base_url + "/?sentence=The+cat+sat+on+the+mat")
+    wait_rendered(tab)
+    tab.evaluate("window.__mark = 'same page load'")
+    nav = tab.get_by_role("navigation", name="The pipeline")
+    assert nav.get_by_role("heading", level=4).all_inner_texts() == ["Inputs", "One head", "The whole model", "Beyond"]
+    assert nav.get_by_role("list").count() == 4 and nav.get_by_role("link").count() == 15
+    link = nav.get_by_role("link", name="Masking")
+    assert link.text_content() == "🎭Masking · A decoder may not look at the future."
+    link.click()
+    wait_rendered(tab)
+    assert shown(tab) == ("🎭 Masking", "The cat sat on the mat", "🎭Masking", "same page load")
+    assert "/Masking?" in tab.url
+
+
 def test_presenter_view_is_readable_on_a_projector(base_url, tab):
     tab.goto(base_url + "/One_head?present=true&onehead_step=4+%C2%B7+Mask%2C+then+softmax")
     wait_rendered(tab)
