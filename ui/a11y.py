@@ -23,7 +23,6 @@ from figures.export import COLUMNS, rows
 from lessons.words import md
 
 from . import menu
-from .watcher import watcher
 
 MENU_KEY = "atlas_menu"  # the sidebar menu's key (ui/navigation.py, ui/menu.py)
 ANCHOR_KEY = "atlas_anchor"  # the visually hidden container of the skip link's target
@@ -92,7 +91,7 @@ label:has(input:focus-visible), summary:focus-visible, div:has(> div > input[typ
 # Formulas and code wider than their column scroll sideways: each such box takes the keyboard focus (tabindex 0), so
 # that the arrow keys can scroll it (WCAG 2.1.1; axe's scrollable-region-focusable), and gives it back once it fits.
 SCROLLABLE_JS = """
-  const scan = () => {
+  const focusScrollable = () => {
     for (const box of document.querySelectorAll('[data-testid="stMain"] :is(.katex-display, pre)')) {
       const scrolls = box.scrollWidth > box.clientWidth + 1;
       if (scrolls && box.tabIndex < 0) box.tabIndex = 0;
@@ -118,22 +117,17 @@ TAB_FOCUS_JS = """
   };
   document.addEventListener('focusout', left, true);
   onStop(() => { document.removeEventListener('focusout', left, true); forget(); });"""
-_keyboard = watcher(
-    "atlas_keyboard", SCROLLABLE_JS + TAB_FOCUS_JS,
-    "a formula or code wider than its column takes no focus, and a tab being redrawn drops the focus",
-)
+KEYBOARD_JS = SCROLLABLE_JS + TAB_FOCUS_JS  # run by the page's script (ui/page_script.py)
 
 
 def skip_link() -> None:
     """At the top of the page: a link that moves the focus to the page's first chart (the keyboard skips the
-    sidebar and the controls), the page's accessibility CSS, and the script that lets wide formulas take the focus and
-    gives a tab back the focus a redraw took from it."""
+    sidebar and the controls), and the page's accessibility CSS. (The script that lets wide formulas take the focus
+    and gives a tab back the focus a redraw took from it, KEYBOARD_JS, is part of the page's script.)"""
     st.session_state[FIRST_KEY] = True
     st.html(CSS)
     with st.container(key=SKIP_KEY):  # out of the page's flow: it takes no room until focused
         st.markdown(SKIP_LINK, unsafe_allow_html=True)  # a fixed string
-        if _keyboard is not None:
-            _keyboard(key="atlas_keyboard", height=0)
 
 
 _DESCRIBED: dict[int, str] = {}  # id(figure) → its description, for as long as the figure lives

@@ -189,7 +189,7 @@ def test_the_page_script_without_components_v2_warns_once_and_is_left_out(monkey
     with caplog.at_level(logging.WARNING, logger="atlas.watcher"):
         monkeypatch.setattr(page_script, "_script", page_script.component())
     [message] = warnings_from(caplog, "atlas.watcher")
-    assert "components.v2" in message and "hover" in message and "scrolls" in message
+    assert "components.v2" in message and "hover" in message and "scrolls" in message and "takes no focus" in message
     at = run_masking()
     assert_ok(at)
     assert not mounted(at, page_script.KEY) and len(mounted(at, widths.KEY)) == 1
@@ -244,7 +244,10 @@ const sized = (e, drawn, size) => Object.assign(e, { style: { fontSize: drawn },
 const px = (e) => parseFloat(e.style.fontSize);
 const formulas = boxes.map(([room, need]) => {
   const katex = sized({}, '16px');
-  return { clientWidth: room, get scrollWidth() { return need * px(katex) / 16; }, querySelector: () => katex, katex };
+  return {
+    clientWidth: room, get scrollWidth() { return need * px(katex) / 16; }, querySelector: () => katex, katex,
+    tabIndex: -1, hasAttribute: () => false,
+  };
 });
 const text = ([width, x, w]) => {
   const t = sized({ ownerSVGElement: { getBoundingClientRect: () => ({ width }) } }, '14px');
@@ -257,6 +260,8 @@ const frames = [];
 Object.assign(globalThis, {
   document: {
     body: {},
+    addEventListener() {},
+    removeEventListener() {},
     querySelectorAll: (sel) => (sel.includes('katex-display') ? formulas : sel.includes('gtitle') ? titles
       : sel.includes('$="title"') ? axes : sel.includes('data-atlas-px') ? all.filter((e) => 'atlasPx' in e.dataset)
       : []),
