@@ -142,10 +142,11 @@ def _check_drawn() -> None:
     panels, narrowed = st.session_state.get(PANELS_KEY, {}), st.session_state.get(NARROW_KEY, {})
     least_widths = st.session_state.get(LEAST_KEY, {})
     heights = st.session_state.get(HEIGHTS_KEY, {}) if presenter.on() else {}
+    report = _report()
     if (
-        any(min(n, per_row_at(w)) != per_row for key, (n, per_row) in panels.items() if (w := _measured(key)))
-        or any(narrow_at(w) != was for key, was in narrowed.items() if (w := _measured(key)))
-        or any((w >= least) != kept for (key, _), (least, kept) in least_widths.items() if (w := _measured(key)))
+        any(min(n, per_row_at(w)) != per_row for key, (n, per_row) in panels.items() if (w := _width(report, key)))
+        or any(narrow_at(w) != was for key, was in narrowed.items() if (w := _width(report, key)))
+        or any((w >= least) != kept for (key, _), (least, kept) in least_widths.items() if (w := _width(report, key)))
         or any(_fit(key, asked, least) != drawn for key, (asked, least, drawn) in heights.items())
         or not st.session_state.get(BAR_DRAWN_KEY, True) and _bar_needed(presenter.on())
         or not st.session_state.get(SIDE_DRAWN_KEY, True) and side_needed()
@@ -225,19 +226,24 @@ def width_of(key: str) -> float | None:
     """The width the browser last measured for the chart `key` at this window's width; for a chart not measured yet
     on a window narrower than STACKED_PX, the main column's; else None (not measured yet, a bad report, no
     component)."""
-    w = _measured(key)
-    if w is None and key not in (SCREEN, MAIN) and (_measured(SCREEN) or STACKED_PX) < STACKED_PX:
-        return _measured(MAIN)
+    report = _report()
+    w = _width(report, key)
+    if w is None and key not in (SCREEN, MAIN) and (_width(report, SCREEN) or STACKED_PX) < STACKED_PX:
+        return _width(report, MAIN)
     return w
 
 
-def _measured(key: str) -> float | None:
-    """The width the last report holds under `key`, if it is one a chart can have."""
+def _report() -> dict | None:
+    """The last report's widths, if it is one. (One read of the component's state: Streamlit builds the value anew
+    on each read, ~0.1 ms.)"""
     state = st.session_state.get(KEY) if _measure is not None else None
     widths = state.get("widths") if state is not None else None
-    if not isinstance(widths, dict) or len(widths) > MAX_CHARTS:
-        return None
-    w = widths.get(key)
+    return widths if isinstance(widths, dict) and len(widths) <= MAX_CHARTS else None
+
+
+def _width(report: dict | None, key: str) -> float | None:
+    """The width `report` holds under `key`, if it is one a chart can have."""
+    w = report.get(key) if report is not None else None
     if isinstance(w, int | float) and not isinstance(w, bool) and math.isfinite(w) and MIN_W <= w <= MAX_W:
         return float(w)
     return None
