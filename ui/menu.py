@@ -81,7 +81,8 @@ CSS = f"""
 .{CLASS} a:hover {{ background: rgba(151, 166, 195, 0.15); }}
 .{CLASS} a[aria-current="page"] {{ background: rgba(151, 166, 195, 0.25); font-weight: 600; }}
 .{CLASS} h4 {{ font-size: inherit; font-weight: 600; margin: 0; padding: 0.75rem 0 0.25rem; }}  /* the pipeline's */
-.{CLASS} a:has(strong) {{ line-height: 1.5; align-items: baseline; padding: 0.25rem 0.5rem; }}  /* with a blurb */
+/* a link with a blurb: the size of Streamlit's page links (the guided tour's, above the pipeline) */
+.{CLASS} a:has(strong) {{ font-size: 0.875rem; line-height: 1.5; align-items: baseline; padding: 0.25rem 0.5rem; }}
 """
 
 
