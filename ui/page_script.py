@@ -1,8 +1,9 @@
 """The page's own script: one small component in the sidebar (ui/watcher.py: plain JavaScript in the page, nothing
 sent back) that, after each change of the page and each resize, fits formulas and chart titles to their column
 (ui/fit.py), hooks the line views' hover (ui/line_hover.py), lets a formula or code box still wider than its column
-take the keyboard focus, and gives a tab back the focus a redraw took from it (ui/a11y.py). One element a run: each
-component mounted costs a served run ~1 ms. Without components v2 none of this happens (one warning).
+take the keyboard focus, and gives a tab back the focus a redraw took from it (ui/a11y.py). One element a run, not
+one per script: each component mounted is a widget that every served run registers. Without components v2 none of
+this happens (one warning).
 """
 
 from __future__ import annotations
