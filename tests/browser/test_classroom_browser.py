@@ -11,7 +11,7 @@ import urllib.parse
 import numpy as np
 import pytest
 
-from scripts.browser import CUT, new_tab, serve_app, wait_rendered
+from scripts.browser import CUT, new_tab, serve_app, settled, wait_rendered
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.browser
@@ -97,18 +97,19 @@ def test_the_home_pages_pipeline_opens_a_page_in_the_same_session(base_url, tab)
     assert "/Masking?" in tab.url
 
 
+# The font sizes of the charts' tick labels, and of their titles.
+FONT_SIZES = """() => ['.js-plotly-plot .xtick text', '.js-plotly-plot .gtitle'].map((s) =>
+  [...document.querySelectorAll(s)].map((t) => parseFloat(getComputedStyle(t).fontSize)))"""
+
+
 def test_presenter_view_is_readable_on_a_projector(base_url, tab):
     tab.goto(base_url + "/One_head?present=true&onehead_step=4+%C2%B7+Mask%2C+then+softmax")
     wait_rendered(tab)
     assert tab.locator('[data-testid="stSidebar"]').evaluate("e => e.getBoundingClientRect().right") <= 1  # collapsed
     sentence = tab.locator('[data-testid="stMain"]').get_by_role("textbox", name="Sentence")
     assert sentence.is_visible() and sentence.bounding_box()["y"] < 300  # the controls sit above the page
-    ticks = tab.locator(".js-plotly-plot .xtick text").evaluate_all(
-        "ts => ts.map(t => parseFloat(getComputedStyle(t).fontSize))"
-    )
-    titles = tab.locator(".js-plotly-plot .gtitle").evaluate_all(
-        "ts => ts.map(t => parseFloat(getComputedStyle(t).fontSize))"
-    )
+    # read once the page has settled: under the whole suite's load a reading during a redraw gave every size as NaN
+    ticks, titles = settled(tab, FONT_SIZES, tries=10, until=lambda r: all(np.isfinite(x) for xs in r for x in xs))
     assert ticks and min(ticks) >= 16 and titles and min(titles) >= 20
     assert tab.evaluate(CUT) == []  # the bar's preset box showed "(choose" in its narrow column
 
