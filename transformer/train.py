@@ -5,13 +5,14 @@ from __future__ import annotations
 import math
 import sys
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+from .cards import config_table, parameter_count
 from .config import ModelConfig
 from .families.gpt import GPT
 from .loading import save_model
@@ -144,7 +145,7 @@ def train(corpus: Path, out: Path, model_cfg: ModelConfig, tc: TrainConfig, comm
         "bigram_k": bigram_k,
         "train_tokens": len(train_ids),
         "val_tokens": val_y.numel(),
-        "params": sum(p.numel() for p in model.parameters()),
+        "params": parameter_count(model),
         "minutes": (time.time() - t_start) / 60,
         "history": history,
     }
@@ -167,7 +168,6 @@ def generate_sample(model: GPT, tok: Tokenizer, prompt: str, n: int, seed: int) 
 
 def model_card(name: str, corpus: Path, cfg: ModelConfig, tc: TrainConfig, n: dict, sample: str, command: str) -> str:
     rows = "\n".join(f"| {h['step']} | {h['train_loss']:.3f} | {h['val_loss']:.3f} |" for h in n["history"])
-    cfg_rows = "\n".join(f"| {k} | {v} |" for k, v in asdict(cfg).items())
     return f"""# {name}
 
 A small decoder-only transformer trained by Attention Atlas for teaching: every attention
@@ -183,9 +183,7 @@ The byte-level BPE tokenizer ({cfg.vocab_size} tokens) was trained on the traini
 ## Size
 {n['params']:,} parameters (float32).
 
-| config | value |
-|---|---|
-{cfg_rows}
+{config_table(cfg)}
 
 ## Training
     {command}

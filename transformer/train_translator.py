@@ -23,6 +23,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from .cards import config_table, parameter_count
 from .data import phrases as td
 from .decoding import greedy_decode
 from .families.seq2seq import Seq2Seq, Seq2SeqConfig
@@ -171,7 +172,7 @@ def train(out: Path, cfg: Seq2SeqConfig, tc: TranslatorTrainConfig, command: str
     numbers = {
         "exact_match": acc,
         "misses": [(" ".join(p.source), p.french_text, td.french_text(o)) for p, o in misses[:10]],
-        "params": sum(p.numel() for p in model.parameters()),
+        "params": parameter_count(model),
         "minutes": train_minutes,
         "history": history,
         "agreement": agreement.round(3).tolist(),
@@ -204,7 +205,6 @@ def model_card(name: str, cfg: Seq2SeqConfig, tc: TranslatorTrainConfig, n: dict
     rows = "\n".join(
         f"| {h['step']} | {h['loss']:.4f} | {h['exact_match']:.1%} | {h['minutes']} |" for h in n["history"]
     )
-    cfg_rows = "\n".join(f"| {k} | {v} |" for k, v in asdict(cfg).items())
     heads = "\n".join(
         f"| {layer} | " + " | ".join(f"{a:.0%}" for a in row) + " |" for layer, row in enumerate(n["agreement"])
     )
@@ -230,9 +230,7 @@ saved as `tokenizer.json` (Hugging Face `tokenizers` WordLevel).
 {n['params']:,} parameters (float32): {cfg.n_layer} encoder and {cfg.n_layer} decoder blocks, {cfg.n_head} heads,
 shared (tied) word embedding.
 
-| config | value |
-|---|---|
-{cfg_rows}
+{config_table(cfg)}
 
 ## Training
     {command}

@@ -314,3 +314,10 @@ def test_home_page(model, request):
     np.testing.assert_allclose(np.nan_to_num(shown), tr["blocks.3.attn.hook_pattern"][2], atol=1e-5)
     assert np.isnan(shown).any() == (model == SMOL)  # a decoder's future is blank; an encoder has none
     assert ("no grey triangle" in texts(at)) == (model == MINI)
+    # its card, written by the app (the package has none): where it comes from, the file, its size
+    [card] = [e for e in at.expander if e.label == f"Model card: {model}"]
+    card = " ".join(m.value for m in card.markdown)
+    source = "HuggingFaceTB/SmolLM2-135M-Instruct" if model == SMOL else "sentence-transformers/all-MiniLM-L6-v2"
+    assert source in card and "Licence: Apache-2.0" in card and "No model card." not in card
+    assert ("Q4_1" in card) == (model == SMOL) and ("pooler" in card) == (model == MINI)
+    assert "| n_layer | 30 |" in card if model == SMOL else "| n_layer | 6 |" in card

