@@ -216,6 +216,12 @@ def key_text(key) -> str:
 KEY_HASH = {TraceKey: key_text, BatchKey: key_text}
 
 
+# Entries of a shared cache whose results are small (KiB) but cost forward passes or a full unembedding to make (the
+# logit lens: ~1 s of CPU per SmolLM2 sentence): enough for a class's sentences, which a cache of 16 or 32 entries
+# would keep evicting (a class of 50, each typing a sentence; the presets).
+CLASS_SENTENCES = 256
+
+
 def shared(max_entries: int):
     """st.cache_resource for a page's computation (ui/caches): at most max_entries results, shared by every session,
     no spinner, and keys hashed by their fields (key_text)."""

@@ -13,7 +13,7 @@ from lessons import heads
 from lessons.words import noun
 from transformer.head_scores import HeadScores, probe_scores
 
-from ..models import TraceKey, get_model, get_trace, shared
+from ..models import CLASS_SENTENCES, TraceKey, get_model, get_trace, shared
 
 THUMB = 32  # overview thumbnails are at most THUMB × THUMB cells
 
@@ -110,7 +110,7 @@ def concat_figures(key: TraceKey, layer: int, t: int) -> tuple[go.Figure, go.Fig
     return concat_fig, wo_fig, out_fig, sh.error
 
 
-@shared(max_entries=32)
+@shared(max_entries=CLASS_SENTENCES)
 def ablation(key: TraceKey, ablate: tuple[tuple[int, int], ...], k: int) -> tuple[go.Figure, dict | None, heads.Effect]:
     """What switching the heads `ablate` off changes: a decoder's next-token probabilities (figure, table of the top k
     before and after, the share of probability moved and the top token before and after); an encoder's final vectors

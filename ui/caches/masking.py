@@ -9,10 +9,10 @@ import plotly.graph_objects as go
 from figures import attention as fa
 from lessons import one_head, padding
 
-from ..models import TraceKey, get_model, get_trace, shared, together
+from ..models import CLASS_SENTENCES, TraceKey, get_model, get_trace, shared, together
 
 
-@shared(max_entries=32)
+@shared(max_entries=CLASS_SENTENCES)
 def future_comparison(key: TraceKey, n_rows: int) -> tuple[list[dict], one_head.Changes]:
     """The next-token table of the first n_rows positions of key's trace and of the same text without the causal mask,
     and how many predictions changed (softmax over the whole vocabulary at every position: ~0.1 s for SmolLM2 at 64
@@ -23,7 +23,7 @@ def future_comparison(key: TraceKey, n_rows: int) -> tuple[list[dict], one_head.
     return one_head.future_table(with_mask, without, names, n_rows), one_head.changes(with_mask, without)
 
 
-@shared(max_entries=64)
+@shared(max_entries=CLASS_SENTENCES)
 def padding_check(key: TraceKey, other: str, use_padding_mask: bool) -> padding.PaddingCheck:
     """key's text and `other` (same model and interventions) as one right-padded batch: its mask, and each text's final
     output in the batch against the text alone. Keeps no logits (SmolLM2's are 48 MiB per 256 tokens): only the mask

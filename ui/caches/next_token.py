@@ -10,12 +10,12 @@ import plotly.graph_objects as go
 from figures.prediction import lens_heatmap
 from lessons import logit_lens as ll
 
-from ..models import TraceKey, get_model, get_trace, shared
+from ..models import CLASS_SENTENCES, TraceKey, get_model, get_trace, shared
 
 LENS_TOP = 10  # the lens table lists up to this many tokens per stage
 
 
-@shared(max_entries=16)
+@shared(max_entries=CLASS_SENTENCES)
 def lens_columns(key: TraceKey) -> tuple[dict[int, tuple[np.ndarray, np.ndarray]], threading.Lock]:
     """Position → the lens's top-1 token ids and probabilities at every stage, (L+1,) each: filled as windows need
     them, so moving the chosen position computes only the positions new to the window (in one batch: SmolLM2's
@@ -23,7 +23,7 @@ def lens_columns(key: TraceKey) -> tuple[dict[int, tuple[np.ndarray, np.ndarray]
     return {}, threading.Lock()
 
 
-@shared(max_entries=32)
+@shared(max_entries=CLASS_SENTENCES)
 def lens_figure(key: TraceKey, pos: int) -> tuple[go.Figure, range]:
     """The logit-lens heatmap on the window of positions around `pos` (pos outlined), and the window."""
     loaded, tr = get_model(key.model), get_trace(key)
@@ -40,7 +40,7 @@ def lens_figure(key: TraceKey, pos: int) -> tuple[go.Figure, range]:
     return lens_heatmap(top_probs, top_labels, stages, window, shown, chosen=pos), window
 
 
-@shared(max_entries=64)
+@shared(max_entries=CLASS_SENTENCES)
 def lens_column(key: TraceKey, pos: int) -> ll.LensColumn:
     """The logit lens at one position, with the LENS_TOP most probable tokens of every stage."""
     loaded = get_model(key.model)
