@@ -181,11 +181,16 @@ async def sample(
 # --------------------------------------------------------------------------- students
 
 
-def choose(rng: random.Random, s: Session, weights: dict[str, float]) -> tuple[str, dict[str, object]]:
-    """One student move, as the widget changes it makes: with the sidebar's controls ("w_…"), or the bar's above the
-    page on a window at most presenter.NARROW_PX wide (--screen), where the sidebar has no copy of them."""
+def control_prefix(s: Session) -> str:
+    """The prefix of the controls a student moves: the sidebar's ("w_…"), or the bar's above the page on a window at
+    most presenter.NARROW_PX wide (--screen), where the sidebar has no copy of them."""
     prefixes = sorted(k.rsplit("-", 1)[-1].removesuffix("sentence") for k in s.widgets if k.endswith("sentence"))
-    prefix = "w_" if "w_" in prefixes or not prefixes else prefixes[0]
+    return "w_" if "w_" in prefixes or not prefixes else prefixes[0]
+
+
+def choose(rng: random.Random, s: Session, weights: dict[str, float]) -> tuple[str, dict[str, object]]:
+    """One student move, as the widget changes it makes (see control_prefix)."""
+    prefix = control_prefix(s)
     have = {
         a: w
         for a, w in weights.items()
@@ -212,6 +217,18 @@ def choose(rng: random.Random, s: Session, weights: dict[str, float]) -> tuple[s
     return action, {prefix + "sentence": rng.choice(SENTENCES)}
 
 
+def first_moves(args, s: Session, i: int) -> list[tuple[str, dict[str, object]]]:
+    """The moves a student makes right after the page opens: type a sentence of their own (--own-sentence), open the
+    lazy tab whose label begins with --tab."""
+    moves = []
+    if args.own_sentence:
+        own = f"{SENTENCES[i % len(SENTENCES)]} Student {i} wrote this."
+        moves.append(("sentence", {control_prefix(s) + "sentence": own}))
+    for wid, labels in s.tabs.items() if args.tab else ():
+        moves += [("step", {wid.rsplit("-", 1)[-1]: label}) for label in labels if label.startswith(args.tab)][:1]
+    return moves
+
+
 async def student(
     i: int, args, base: str, page: str, model: str, t0: float, records: list[Record], stop_at: float
 ) -> None:
@@ -224,7 +241,7 @@ async def student(
     while time.perf_counter() < stop_at:
         s = Session(base, page_name(page), screen=args.screen)
         s.query_string = url_query
-        action, changes = "load", {}
+        action, changes, first = "load", {}, None
         try:
             await s.open()
             while True:
@@ -248,6 +265,10 @@ async def student(
                     print(f"student {i} {action}: {run.exceptions[:2]}", file=sys.stderr)
                 if run.status != "FINISHED_SUCCESSFULLY" or run.exceptions:
                     break  # an error on screen or a dead connection: the student reloads the tab
+                first = first_moves(args, s, i) if first is None else first
+                if first:  # no think time: the student is getting the page ready
+                    action, changes = first.pop(0)
+                    continue
                 await asyncio.sleep(rng.uniform(*args.think))
                 if time.perf_counter() >= stop_at:
                     return
@@ -567,6 +588,12 @@ def main() -> None:
             "temperature=0.4,head=0.25,sentence=0.15,step=0.2)"
         ),
     )
+    ap.add_argument(
+        "--own-sentence",
+        action="store_true",
+        help="each student first types a sentence of their own (a bench sentence with the student's number)",
+    )
+    ap.add_argument("--tab", help='each student first opens the lazy tab whose label begins with this (e.g. "3 ·")')
     ap.add_argument(
         "--screen",
         type=float,
