@@ -134,7 +134,8 @@ CLASS = 50  # students on one process, each with a sentence of their own
 def test_a_class_of_sentences_stays_in_the_costly_caches(monkeypatch, module, lesson, made_by, cached_call):
     """A class on one page, each student with a sentence of their own, every student moving a control again (τ on the
     weights: the same key for these results): each result was made once, not again at every move (with a cache of 16
-    or 32 entries, 50 students evicted one another: on SmolLM2's lens, 1.2 s of CPU a move, p50 31 s for 40 students)."""
+    or 32 entries, 50 students evicted one another: on SmolLM2's lens, 1.4 s of CPU a move, p50 31 s for 40
+    students)."""
     import importlib
 
     cache = importlib.import_module(f"ui.caches.{module}")
