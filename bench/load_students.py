@@ -220,10 +220,9 @@ def choose(rng: random.Random, s: Session, weights: dict[str, float]) -> tuple[s
 def first_moves(args, s: Session, i: int) -> list[tuple[str, dict[str, object]]]:
     """The moves a student makes right after the page opens: type a sentence of their own (--own-sentence), open the
     lazy tab whose label begins with --tab."""
-    moves = []
-    if args.own_sentence:
-        own = f"{SENTENCES[i % len(SENTENCES)]} Student {i} wrote this."
-        moves.append(("sentence", {control_prefix(s) + "sentence": own}))
+    moves, sentence = [], control_prefix(s) + "sentence"
+    if args.own_sentence and any(k.endswith("-" + sentence) for k in s.widgets):  # (a page may have none)
+        moves.append(("sentence", {sentence: f"{SENTENCES[i % len(SENTENCES)]} Student {i} wrote this."}))
     for wid, labels in s.tabs.items() if args.tab else ():
         moves += [("step", {wid.rsplit("-", 1)[-1]: label}) for label in labels if label.startswith(args.tab)][:1]
     return moves
