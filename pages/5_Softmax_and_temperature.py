@@ -26,41 +26,44 @@ st.latex(
     r"\qquad \alpha_i > 0, \quad \sum_i \alpha_i = 1"
 )
 
-st.subheader("1. From scores to weights")
-c1, c2, c3 = st.columns([2, 1, 1])
-text = c1.text_input(
-    "Scores s",
-    "2, 4, 5",
-    bind="query-params",
-    key="softmax_scores",
-    help="Any numbers, separated by commas (at most 64). The lecture's example is 2, 4, 5.",
-)
-tau = c2.slider(
-    "τ on this page",
-    0.05,
-    5.0,
-    1.0,
-    0.05,
-    bind="query-params",
-    key="softmax_temperature",
-    help=(
-        "Scores are divided by τ before softmax, here and in section 3; "
-        f"the attention temperature every page shares ({ui.controls_place()}) stays as it is."
-    ),
-)
-help_scale = "Multiply every score: what softmax does with large scores (raw q·k are large when d_k is)."
-scale = c3.select_slider(
-    "Scale the scores",
-    SCALES,
-    value=1,
-    bind="query-params",
-    key="softmax_scale",
-    format_func="×{}".format,
-    help=help_scale,
-)
+
+def page_tau(where=st) -> float:
+    """The page's own τ (parts 1 and 3 share it; kept while neither is open)."""
+    return where.slider(
+        "τ on this page",
+        0.05,
+        5.0,
+        step=0.05,
+        **ui.kept("softmax_temperature", 1.0),
+        help=(
+            "Scores are divided by τ before softmax, in parts 1 and 3 of this page; "
+            f"the attention temperature every page shares ({ui.controls_place()}) stays as it is."
+        ),
+    )
 
 
-def scores_section(s: np.ndarray) -> None:
+def scores_part() -> None:
+    """The page's scores, τ and scale; then softmax of those scores, worked."""
+    c1, c2, c3 = st.columns([2, 1, 1])
+    text = c1.text_input(
+        "Scores s",
+        **ui.kept("softmax_scores", "2, 4, 5"),
+        help="Any numbers, separated by commas (at most 64). The lecture's example is 2, 4, 5.",
+    )
+    tau = page_tau(c2)
+    help_scale = "Multiply every score: what softmax does with large scores (raw q·k are large when d_k is)."
+    scale = c3.select_slider(
+        "Scale the scores", SCALES, **ui.kept("softmax_scale", 1), format_func="×{}".format, help=help_scale
+    )
+    try:
+        scores = lab.parse_scores(text)
+    except lab.ScoreInputError as err:
+        st.error(f"{err} The page's other parts still work.")
+    else:
+        scores_section(scores, tau, scale)
+
+
+def scores_section(s: np.ndarray, tau: float, scale: int) -> None:
     """Bars, the worked numbers, and entropy / top probability versus τ for the score vector s."""
     labels = [f"s{i + 1} = {v:g}" for i, v in enumerate(s)]
     p = lab.softmax_t(s, tau, scale)
@@ -117,7 +120,6 @@ def scores_section(s: np.ndarray) -> None:
 
 def dk_section() -> None:
     """The √d_k experiment: spread of q·k for random vectors, with and without the division, and softmax saturation."""
-    st.subheader("2. Why divide by √d_k?")
     ui.explain(
         "A query and a key are vectors with d_k numbers. If each number is random with spread 1, "
         "their dot product is a sum of d_k random terms, so its spread grows like √d_k. Big scores push softmax "
@@ -128,27 +130,26 @@ def dk_section() -> None:
         r"\operatorname{Var}(q\cdot k) = \sum_{i=1}^{d_k} \operatorname{Var}(q_i k_i) "
         r"= d_k \quad\Rightarrow\quad \operatorname{std}\!\left(\frac{q\cdot k}{\sqrt{d_k}}\right) = 1"
     )
-    c1, c2 = st.columns([3, 1])
-    d_k = c1.select_slider(
-        "d_k",
-        list(lab.D_KS),
-        value=64,
-        bind="query-params",
-        key="softmax_dk",
-        help="Size of the query and key vectors in the example below (marked on the curves).",
-    )
-    seed = int(
-        c2.number_input(
-            "Seed", 0, 1_000_000, 0, 1, bind="query-params", key="softmax_seed", help="Draw other random vectors."
+    with ui.after_figures("softmax_dk_controls"):  # presenter view: under the charts, which then fit on the screen
+        c1, c2 = st.columns([3, 1])
+        d_k = c1.select_slider(
+            "d_k",
+            list(lab.D_KS),
+            **ui.kept("softmax_dk", 64),
+            help="Size of the query and key vectors in the example below (marked on the curves).",
         )
-    )
-    ex = cached.sqrt_dk_experiment(seed=seed)
+        seed = int(
+            c2.number_input(
+                "Seed", 0, 1_000_000, step=1, **ui.kept("softmax_seed", 0), help="Draw other random vectors."
+            )
+        )
+        ex = cached.sqrt_dk_experiment(seed=seed)
+        n_q, n_k = ex.scores.shape[1:]
+        st.caption(
+            f"{n_q} random queries, each against {n_k} random keys, "
+            f"every entry drawn from a normal distribution with mean 0 and spread 1 (seed {seed})."
+        )
     i = list(lab.D_KS).index(d_k)
-    n_q, n_k = ex.scores.shape[1:]
-    st.caption(
-        f"{n_q} random queries, each against {n_k} random keys, "
-        f"every entry drawn from a normal distribution with mean 0 and spread 1 (seed {seed})."
-    )
     spread = {"q·k": ex.std_raw, "q·k / √d_k": ex.std_scaled, "√d_k": np.sqrt(ex.d_ks)}
     top = {
         "softmax(q·k)": ex.top_raw,
@@ -176,25 +177,27 @@ def dk_section() -> None:
 
 def real_row_section() -> None:
     """The page's τ applied to one query row of the sidebar's layer and head."""
-    st.subheader("3. The same temperature on one of the model's rows")
-    st.markdown(lab.real_row_text(ui.get_model(state.model).cfg, state.layer, state.head))
+    ui.explain(lab.real_row_text(ui.get_model(state.model).cfg, state.layer, state.head))
     key1 = state.key.untempered.but(temperature=1.0)  # the model as trained, its own weights
     tr1 = ui.trace_or_stop(key1)
     labels = tr1.encoding.labels
-    q = st.selectbox(
-        "Query token",
-        range(len(labels)),
-        format_func=ui.token_names(labels),
-        **ui.choice("softmax_query", range(len(labels)), len(labels) - 1),
-        help="Whose row of scores to use.",
-    )
+    with ui.after_figures("softmax_row_controls"):  # presenter view: under the charts, which then fit on the screen
+        c1, c2 = st.columns([2, 1])
+        q = c1.selectbox(
+            "Query token",
+            range(len(labels)),
+            format_func=ui.token_names(labels),
+            **ui.choice("softmax_query", range(len(labels)), len(labels) - 1),
+            help="Whose row of scores to use.",
+        )
+        tau = page_tau(c2)
+        st.latex(
+            rf"\alpha_{{{q},j}} = "
+            rf"\operatorname{{softmax}}_j\!\left(\frac{{q_{{{q}}}\cdot k_j}}{{\sqrt{{d_k}}\;\tau}}\right), "
+            rf"\quad \tau = {tau:g}"
+        )
     r = lab.real_row(tr1, cached.tempered_pattern(key1, state.layer, state.head, tau), state.layer, state.head, q, tau)
     key_labels = [labels[j] for j in r.keys]
-    st.latex(
-        rf"\alpha_{{{q},j}} = "
-        rf"\operatorname{{softmax}}_j\!\left(\frac{{q_{{{q}}}\cdot k_j}}{{\sqrt{{d_k}}\;\tau}}\right), "
-        rf"\quad \tau = {tau:g}"
-    )
     weights = {
         f"softmax at this page's τ = {tau:g}": r.weights,
         f"the model with τ = {tau:g} on this head only": r.model,
@@ -209,11 +212,9 @@ def real_row_section() -> None:
     st.caption(lab.real_row_note(r, tau))
 
 
-try:
-    scores = lab.parse_scores(text)
-except lab.ScoreInputError as err:
-    st.error(f"{err} The other sections still work.")
-else:
-    scores_section(scores)
-dk_section()
-real_row_section()
+PARTS = {
+    "1 · From scores to weights": scores_part,
+    "2 · Why divide by √d_k?": dk_section,
+    "3 · τ on one of the model's rows": real_row_section,
+}
+ui.lazy_tabs(PARTS, "softmax_part")  # only the open part runs and is sent

@@ -28,6 +28,7 @@ STOPS = [
             "The model never sees letters: the sentence is cut into tokens, each a number from its vocabulary. "
             "Each token then becomes a vector, its embedding."
         ),
+        ("tokens_part", "1 · Text → tokens"),
     ),
     Stop(
         "Where each token stands",
@@ -74,6 +75,7 @@ STOPS = [
         "Softmax turns scores into weights",
         "pages/5_Softmax_and_temperature.py",
         "Softmax makes each row of scores positive and sum to 1. The temperature decides how sharp the choice is.",
+        ("softmax_part", "1 · From scores to weights"),
     ),
     Stop(
         "A weighted sum of values",

@@ -27,7 +27,12 @@ MODEL = {"13_RoPE_and_shared_heads": "smollm2-135m"}  # its controls need a mode
 # what a link needs beside the controls it changes for the page to draw them all (Context: exact words only would
 # leave "bear" in one sentence, and the page stops before its other controls)
 KEEPS_DRAWING = {"10_Context": {"context_word": "the"}}
-TAB_PAGES = ["3_One_head", "4_Masking", "7_Multi_head", "13_RoPE_and_shared_heads", "14_Encoder_vs_decoder"]
+# the tab a link opens where the first one has no controls of its own
+FIRST_CONTROLS = {"1_Tokens_and_embeddings": {"tokens_part": "3 · A map of the space"}}
+TAB_PAGES = [
+    "1_Tokens_and_embeddings", "3_One_head", "4_Masking", "5_Softmax_and_temperature", "7_Multi_head",
+    "13_RoPE_and_shared_heads", "14_Encoder_vs_decoder",
+]
 
 
 def page_controls(at: AppTest) -> list:
@@ -59,6 +64,7 @@ def other_value(w) -> tuple[str, object]:
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.stem)
 def test_a_link_brings_back_the_pages_own_controls(page):
     model = {"model": MODEL[page.stem]} if page.stem in MODEL else {}
+    model |= FIRST_CONTROLS.get(page.stem, {})
     at = run_page(str(page), **model)
     assert_ok(at)
     controls = page_controls(at)[:3]

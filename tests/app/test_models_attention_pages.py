@@ -257,7 +257,7 @@ def test_masking_on_smollm2_future_and_padding(smol):
 @pytest.mark.parametrize("model", [pytest.param(SMOL, marks=SLOW), MINI])
 def test_softmax_real_row(model, request):
     lm = request.getfixturevalue("smol" if model == SMOL else "mini")
-    at = page("5_Softmax_and_temperature", model, layer="4", head="5")
+    at = page("5_Softmax_and_temperature", model, layer="4", head="5", softmax_part="3 · τ on one of the model's rows")
     at.slider(key="softmax_temperature").set_value(0.5).run()
     at.selectbox(key="softmax_query").set_value(3).run()
     assert_ok(at)

@@ -46,15 +46,20 @@ def ys(at, key: str) -> list[np.ndarray]:
 # ---- Tokens & embeddings ----
 
 
+def tokens_part(at, n: int):
+    return open_tab(at, "tokens_part", f"{n} ·")
+
+
 @pytest.mark.slow
 def test_tokens_on_smollm2_byte_level_bpe_and_king_man_woman(smol):
     at = page("1_Tokens_and_embeddings", SMOL)
     enc = smol.tokenizer.encode(SENTENCE)
     assert [t.split("<br>")[0] for t in chart(at, "tokens_chips")["data"][0]["text"]] == [esc(s) for s in enc.labels]
     W = smol.model.W_E.detach().numpy().astype(np.float64)
-    np.testing.assert_array_equal(array(chart(at, "tokens_embed")["data"][0]["z"]), W[list(enc.ids)])
+    np.testing.assert_array_equal(array(chart(tokens_part(at, 2), "tokens_embed")["data"][0]["z"]), W[list(enc.ids)])
     # king − man + woman: every word is one token here, and the nearest token is ␣queen (by brute force over W_E, every
     # spelling of the three words left out: King, ␣kings, …)
+    tokens_part(at, 6)
     assert [at.text_input(key=f"tokens_analogy_{n}").value for n in "abc"] == ["king", "man", "woman"]
     unit = W / np.linalg.norm(W, axis=1, keepdims=True)
     a, b, c = (smol.tokenizer.encode(" " + w).ids[0] for w in ("king", "man", "woman"))
@@ -67,14 +72,15 @@ def test_tokens_on_smollm2_byte_level_bpe_and_king_man_woman(smol):
     np.testing.assert_allclose(array(bars["y"]), cos[top], rtol=1e-4)
     assert "gives ␣queen here" in texts(at) and "byte-pair encoding" in texts(at)
     # the controls: the map's size and 3-D, another token's neighbours
-    at.slider(key="tokens_n_vocab").set_value(1000).run()
+    tokens_part(at, 3).slider(key="tokens_n_vocab").set_value(1000).run()
     at.toggle(key="tokens_pca_3d").set_value(True).run()
-    at.selectbox(key="tokens_query").set_value(1).run()
     assert_ok(at)
     assert (
         chart(at, "tokens_pca")["data"][0]["type"] == "scatter3d"
         and len(chart(at, "tokens_pca")["data"][0]["hovertext"]) == 1000
     )
+    tokens_part(at, 5).selectbox(key="tokens_query").set_value(1).run()
+    assert_ok(at)
     q = enc.ids[1]
     cos = unit @ unit[q]
     cos[q] = -np.inf
@@ -89,11 +95,12 @@ def test_tokens_on_minilm_wordpiece(mini):
     assert labels[0] == "[CLS]" and labels[-1] == "[SEP]" and "didn" in labels
     shown = texts(at)
     assert "WordPiece" in shown and "##" in shown and "[CLS]" in shown and "[UNK]" in shown
+    assert "In this vocabulary bank is a single token" in texts(tokens_part(at, 2))
+    vocab = chart(tokens_part(at, 3), "tokens_pca")["data"][0]["hovertext"]
+    assert vocab[:3] == ["the", "of", "and"] and not any(v.startswith("[") for v in vocab)  # words, not [unused…] slots
+    shown = texts(tokens_part(at, 6))
     assert "tokens_analogy_space" not in [c.key for c in at.checkbox] and "no leading-space tokens" in shown
     assert chart(at, "tokens_analogy")["data"][0]["text"][0] == "queen" and "gives queen here" in shown
-    vocab = chart(at, "tokens_pca")["data"][0]["hovertext"]
-    assert vocab[:3] == ["the", "of", "and"] and not any(v.startswith("[") for v in vocab)  # words, not [unused…] slots
-    assert "In this vocabulary bank is a single token" in shown
     at.text_input(key="tokens_analogy_c").input("Walking").run()  # lowercased; one WordPiece token?
     assert_ok(at)
     assert "tokens_analogy" in charts_by_key(at) or "must be ONE token" in texts(at)

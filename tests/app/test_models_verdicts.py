@@ -35,7 +35,7 @@ def brute_rank(smol, words: tuple[str, str, str], expected: str) -> tuple[list[s
 
 @pytest.mark.slow
 def test_paris_france_italy_on_smollm2_leaves_paris_out_and_says_rome_is_not_first(smol):
-    at = run_page(page_path("1_Tokens_and_embeddings"), model=SMOL, sentence=SENTENCE)
+    at = run_page(page_path("1_Tokens_and_embeddings"), model=SMOL, sentence=SENTENCE, tokens_part="6 · a − b + c")
     assert_ok(at)
     assert "the analogy **works** here (rank 1)" in texts(at)  # king − man + woman → queen, the default
     at.button(key="tokens_analogy_preset_Paris_France").click().run()

@@ -7,13 +7,18 @@ import pytest
 
 import ui
 from lessons import softmax_lab as lab
-from tests.apptest_utils import BAD_INPUTS, array, assert_ok, charts_by_key, page_path, run_page, texts
+from tests.apptest_utils import BAD_INPUTS, array, assert_ok, charts_by_key, open_tab, page_path, run_page, texts
 from transformer import Interventions, run_trace
 
 PAGE = page_path("5_Softmax_and_temperature")
-TOY = ("softmax_bars", "softmax_curves")  # need a valid score vector
-DK = ("softmax_dk_spread", "softmax_dk_top", "softmax_dk_example")  # always shown
-REAL = ("softmax_real_scores", "softmax_real_weights")  # need a sentence
+TOY = ("softmax_bars", "softmax_curves")  # part 1; need a valid score vector
+DK = ("softmax_dk_spread", "softmax_dk_top", "softmax_dk_example")  # part 2; always shown
+REAL = ("softmax_real_scores", "softmax_real_weights")  # part 3; need a sentence
+
+
+def part(at, n: int):
+    """Open part n's tab ("2 · Why divide by √d_k?" for 2); only the open part runs."""
+    return open_tab(at, "softmax_part", f"{n} ·")
 
 
 def y(fig: dict, i: int = 0) -> np.ndarray:
@@ -44,7 +49,7 @@ def test_default_is_softmax_2_4_5():
     at = run_page(PAGE)
     assert_ok(at)
     figs = charts_by_key(at)
-    assert set(figs) == {*TOY, *DK, *REAL}
+    assert set(figs) == set(TOY)  # part 1 opens first
     s = np.array([2.0, 4.0, 5.0])
     p = np.exp(s) / np.exp(s).sum()
     np.testing.assert_allclose(y(figs["softmax_bars"], 0), p, rtol=1e-6)
@@ -134,16 +139,16 @@ def test_bad_score_vectors(text, message):
     at.text_input(key="softmax_scores").set_value(text).run()
     assert_ok(at)
     assert any(message in e.value for e in at.error)
-    figs = charts_by_key(at)
-    assert not set(TOY) & set(figs)  # nothing drawn from a bad vector
-    assert set(figs) == {*DK, *REAL}  # the other sections still work
+    assert not charts_by_key(at)  # nothing drawn from a bad vector
+    assert set(charts_by_key(part(at, 2))) == set(DK)  # the other parts still work
+    assert set(charts_by_key(part(at, 3))) == set(REAL)
 
 
 # ---- section 2: √d_k ----
 
 
 def test_dk_slider_and_seed():
-    at = run_page(PAGE)
+    at = part(run_page(PAGE), 2)
     ex = lab.sqrt_dk_experiment(seed=0)
     figs = charts_by_key(at)
     np.testing.assert_allclose(y(figs["softmax_dk_spread"], 0), ex.std_raw, rtol=1e-5)
@@ -189,7 +194,7 @@ def real_row(sentence, layer, head, q, tau_page):
 
 def test_real_row_default_and_query():
     sentence = "The cat and the dog sat."
-    at = run_page(PAGE, sentence=sentence)
+    at = part(run_page(PAGE, sentence=sentence), 3)
     assert_ok(at)
     labels = trace(sentence).encoding.labels
     assert at.selectbox(key="softmax_query").value == len(labels) - 1  # the last token by default
@@ -213,7 +218,7 @@ def test_real_row_default_and_query():
 
 def test_real_row_page_temperature_equals_model_with_that_head_tempered():
     sentence = "The hiking trail led us through bear country."
-    at = run_page(PAGE, sentence=sentence, layer="1", head="2")
+    at = part(run_page(PAGE, sentence=sentence, layer="1", head="2"), 3)
     at.slider(key="softmax_temperature").set_value(0.5).run()
     assert_ok(at)
     q = at.selectbox(key="softmax_query").value
@@ -236,7 +241,7 @@ def test_real_row_page_temperature_equals_model_with_that_head_tempered():
 
 def test_real_row_follows_sidebar_layer_head_and_temperature():
     sentence = "Time flies like an arrow."
-    at = run_page(PAGE, sentence=sentence)
+    at = part(run_page(PAGE, sentence=sentence), 3)
     before = y(charts_by_key(at)["softmax_real_scores"])
     at.slider(key="w_layer").set_value(3).run()
     at.slider(key="w_head").set_value(1).run()
@@ -259,8 +264,8 @@ def test_real_row_follows_sidebar_layer_head_and_temperature():
 def test_bad_sentences(name, text):
     at = run_page(PAGE, sentence=text)
     assert_ok(at)
-    figs = charts_by_key(at)
-    assert {*TOY, *DK} <= set(figs)  # the sections without a sentence always work
+    assert set(charts_by_key(at)) == set(TOY) and set(charts_by_key(part(at, 2))) == set(DK)  # no sentence needed
+    figs = charts_by_key(part(at, 3))
     if not text.strip():
         assert not set(REAL) & set(figs)
         assert any("empty" in i.value or "whitespace" in i.value for i in at.info)
@@ -277,10 +282,33 @@ def test_bad_sentences(name, text):
 
 
 def test_sentence_change_resets_an_out_of_range_query():
-    at = run_page(PAGE, sentence="The hiking trail led us through bear country.")
+    at = part(run_page(PAGE, sentence="The hiking trail led us through bear country."), 3)
     at.selectbox(key="softmax_query").set_value(8).run()
     at.text_area(key="w_sentence").set_value("Hi there").run()
     assert_ok(at)
     n = len(trace("Hi there").encoding)
     assert at.selectbox(key="softmax_query").value == n - 1
     assert len(y(charts_by_key(at)["softmax_real_weights"])) == n
+
+
+# ---- the parts ----
+
+
+def test_only_the_open_part_runs_and_the_page_tau_is_shared_by_parts_1_and_3():
+    sentence = "The hiking trail led us through bear country."
+    at = run_page(PAGE, sentence=sentence)
+    at.slider(key="softmax_temperature").set_value(0.5).run()
+    at.select_slider(key="softmax_scale").set_value(10).run()
+    at = part(at, 2)
+    assert set(charts_by_key(at)) == set(DK) and not at.get("metric")  # part 1 sent nothing
+    at = part(at, 3)
+    assert set(charts_by_key(at)) == set(REAL)
+    assert at.slider(key="softmax_temperature").value == 0.5  # the same τ, kept while part 1 was open
+    q = at.selectbox(key="softmax_query").value
+    _, p, model, _ = real_row(sentence, 0, 0, q, 0.5)
+    np.testing.assert_allclose(y(charts_by_key(at)["softmax_real_weights"], 0), p, rtol=1e-4, atol=1e-6)
+    at = part(at, 1)
+    assert at.select_slider(key="softmax_scale").value == 10  # kept while closed
+    np.testing.assert_allclose(
+        y(charts_by_key(at)["softmax_bars"], 1), np_softmax(10 * np.array([2.0, 4.0, 5.0]) / 0.5), rtol=1e-5, atol=1e-7
+    )

@@ -64,10 +64,16 @@ def sentence_of(at) -> str:
     return at.text_area(key="w_sentence").value
 
 
+def part(at, n: int):
+    """Open part n's tab ("3 · A map of the space" for 3); only the open part runs."""
+    return u.open_tab(at, "tokens_part", f"{n} ·")
+
+
 # ---- the default page: every figure against the engine ------------------------------------------------
 
 
 def test_chips_show_every_token_with_id_and_covered_characters(default_page, lm):
+    part(default_page, 1)
     enc = lm.tokenizer.encode(sentence_of(default_page))
     bar = u.chart(default_page, "tokens_chips")["data"][0]
     assert len(bar["text"]) == len(enc)
@@ -84,7 +90,7 @@ def test_chips_show_every_token_with_id_and_covered_characters(default_page, lm)
 
 def test_embedding_heatmap_equals_trace_and_W_E(default_page, lm, W_E):
     tr = run_trace(lm.model, lm.tokenizer, sentence_of(default_page))
-    z = u.array(u.chart(default_page, "tokens_embed")["data"][0]["z"])
+    z = u.array(u.chart(part(default_page, 2), "tokens_embed")["data"][0]["z"])
     np.testing.assert_array_equal(z, tr["hook_embed"])
     np.testing.assert_allclose(z, W_E[list(tr.encoding.ids)], rtol=1e-6)
 
@@ -102,7 +108,7 @@ def assert_same_up_to_sign(coords: np.ndarray, ref: np.ndarray):
 
 
 def test_pca_map_is_the_vocabulary_pca(default_page, lm, W_E):
-    fig = u.chart(default_page, "tokens_pca")
+    fig = u.chart(part(default_page, 3), "tokens_pca")
     vocab, sent = fig["data"]
     n = default_page.slider(key="tokens_n_vocab").value
     ids = first_merged(lm.tokenizer, n)
@@ -116,13 +122,13 @@ def test_pca_map_is_the_vocabulary_pca(default_page, lm, W_E):
 
 def test_cosine_matrix_equals_formula(default_page, lm, W_E):
     ids = list(lm.tokenizer.encode(sentence_of(default_page)).ids)
-    z = u.array(u.chart(default_page, "tokens_cosine")["data"][0]["z"])
+    z = u.array(u.chart(part(default_page, 4), "tokens_cosine")["data"][0]["z"])
     ref = np.array([[cosines(W_E[[a]], W_E[b])[0] for b in ids] for a in ids])
     np.testing.assert_allclose(z, ref, atol=1e-5)
 
 
 def test_neighbours_are_the_brute_force_nearest(default_page, lm, W_E):
-    enc = lm.tokenizer.encode(sentence_of(default_page))
+    enc = lm.tokenizer.encode(sentence_of(part(default_page, 5)))
     pos = default_page.selectbox(key="tokens_query").value
     k = default_page.slider(key="tokens_k").value
     qid = enc.ids[pos]
@@ -134,6 +140,7 @@ def test_neighbours_are_the_brute_force_nearest(default_page, lm, W_E):
 
 def test_analogy_default_is_the_brute_force_answer(default_page, lm, W_E):
     tok = lm.tokenizer
+    part(default_page, 6)
     a, b, c = (tok.encode(" " + w).ids[0] for w in ("king", "he", "she"))
     unit = W_E / np.linalg.norm(W_E, axis=1, keepdims=True)
     ref_ids, ref_cos = brute_top(
@@ -144,12 +151,15 @@ def test_analogy_default_is_the_brute_force_answer(default_page, lm, W_E):
     assert fig["data"][0]["text"] == escaped(tok, ref_ids)
     assert "␣king − ␣he + ␣she" in fig["layout"]["title"]["text"]
     assert "honest note" in u.texts(default_page)
+
+
+def test_the_bank_problem_is_told_beside_the_lookup(default_page, lm):
     bank = lm.tokenizer.encode(" bank").labels
-    assert ("␣bank is a single token" if len(bank) == 1 else " + ".join(bank)) in u.texts(default_page)
+    assert ("␣bank is a single token" if len(bank) == 1 else " + ".join(bank)) in u.texts(part(default_page, 2))
 
 
 def test_formulas_are_shown(default_page):
-    latex = " ".join(el.value for el in default_page.get("latex"))
+    latex = " ".join(el.value for n in (2, 4, 6) for el in part(default_page, n).get("latex"))
     assert "W_E" in latex and r"\cos" in latex and r"\hat w_a - \hat w_b + \hat w_c" in latex
 
 
@@ -157,7 +167,7 @@ def test_formulas_are_shown(default_page):
 
 
 def test_vocabulary_size_slider_changes_the_map():
-    at = u.run_page(PAGE)
+    at = part(u.run_page(PAGE), 3)
     before = u.chart(at, "tokens_pca")["data"]
     n = min(1000, at.slider(key="tokens_n_vocab").max)  # the vocabulary may hold fewer merged tokens
     at.slider(key="tokens_n_vocab").set_value(n).run()
@@ -168,7 +178,7 @@ def test_vocabulary_size_slider_changes_the_map():
 
 
 def test_3d_toggle_draws_three_components(lm, W_E):
-    at = u.run_page(PAGE)
+    at = part(u.run_page(PAGE), 3)
     assert u.chart(at, "tokens_pca")["data"][1]["type"] == "scatter"
     at.toggle(key="tokens_pca_3d").set_value(True).run()
     u.assert_ok(at)
@@ -182,7 +192,7 @@ def test_3d_toggle_draws_three_components(lm, W_E):
 
 
 def test_token_choice_and_k_change_the_neighbours(lm, W_E):
-    at = u.run_page(PAGE)
+    at = part(u.run_page(PAGE), 5)
     first = u.chart(at, "tokens_neighbours")["data"][0]
     at.selectbox(key="tokens_query").set_value(0).run()
     second = u.chart(at, "tokens_neighbours")["data"][0]
@@ -196,7 +206,7 @@ def test_token_choice_and_k_change_the_neighbours(lm, W_E):
 
 
 def test_analogy_boxes_change_the_answer_and_reject_multi_token_words(lm):
-    at = u.run_page(PAGE)
+    at = part(u.run_page(PAGE), 6)
     before = u.chart(at, "tokens_analogy")["data"][0]["text"]
     at.text_input(key="tokens_analogy_a").input("queen").run()
     assert "␣queen − ␣he + ␣she" in u.chart(at, "tokens_analogy")["layout"]["title"]["text"]
@@ -214,7 +224,7 @@ def test_analogy_boxes_change_the_answer_and_reject_multi_token_words(lm):
 
 
 def test_leading_space_checkbox_switches_tokens(lm):
-    at = u.run_page(PAGE)
+    at = part(u.run_page(PAGE), 6)
     at.checkbox(key="tokens_analogy_space").uncheck().run()
     u.assert_ok(at)
     if all(len(lm.tokenizer.encode(w)) == 1 for w in ("king", "he", "she")):  # true of the bundled vocabulary
@@ -225,7 +235,7 @@ def test_leading_space_checkbox_switches_tokens(lm):
 
 
 def test_analogy_k_slider():
-    at = u.run_page(PAGE)
+    at = part(u.run_page(PAGE), 6)
     at.slider(key="tokens_analogy_k").set_value(20).run()
     assert len(u.array(u.chart(at, "tokens_analogy")["data"][0]["y"])) == 20
 
@@ -233,15 +243,16 @@ def test_analogy_k_slider():
 def test_changing_the_sentence_changes_every_sentence_figure(lm):
     at = u.run_page(PAGE)
     chips = u.chart(at, "tokens_chips")["data"][0]["text"]
-    embed, cos = (u.array(u.chart(at, k)["data"][0]["z"]) for k in ("tokens_embed", "tokens_cosine"))
+    embed = u.array(u.chart(part(at, 2), "tokens_embed")["data"][0]["z"])
+    cos = u.array(u.chart(part(at, 4), "tokens_cosine")["data"][0]["z"])
     at.text_area(key="w_sentence").set_value("We sat on the bank of the river.").run()
     u.assert_ok(at)
-    new = u.chart(at, "tokens_chips")["data"][0]["text"]
+    assert u.array(u.chart(at, "tokens_cosine")["data"][0]["z"]).shape != cos.shape
+    assert u.array(u.chart(part(at, 2), "tokens_embed")["data"][0]["z"]).shape != embed.shape
+    new = u.chart(part(at, 1), "tokens_chips")["data"][0]["text"]
     assert new != chips and [t.split("<br>")[0] for t in new] == [
         esc(s) for s in lm.tokenizer.encode("We sat on the bank of the river.").labels
     ]
-    assert u.array(u.chart(at, "tokens_embed")["data"][0]["z"]).shape != embed.shape
-    assert u.array(u.chart(at, "tokens_cosine")["data"][0]["z"]).shape != cos.shape
 
 
 # ---- repeated tokens, presets, bad inputs -----------------------------------------------------------------
@@ -250,15 +261,15 @@ def test_changing_the_sentence_changes_every_sentence_figure(lm):
 def test_repeated_token_keeps_both_rows(lm):
     at, labels, the = u.run_repeated(PAGE, lm.tokenizer)
     T = len(labels)
-    z = u.array(u.chart(at, "tokens_embed")["data"][0]["z"])
+    assert len(u.chart(at, "tokens_chips")["data"][0]["text"]) == T
+    z = u.array(u.chart(part(at, 2), "tokens_embed")["data"][0]["z"])
     assert z.shape[0] == T
     np.testing.assert_array_equal(z[the[0]], z[the[1]])
-    cos = u.array(u.chart(at, "tokens_cosine")["data"][0]["z"])
-    assert cos.shape == (T, T) and cos[the[0], the[1]] == pytest.approx(1, abs=1e-6)
     assert u.chart(at, "tokens_embed")["layout"]["yaxis"]["tickvals"] == list(range(T))
-    assert len(u.chart(at, "tokens_chips")["data"][0]["text"]) == T
-    assert len(u.array(u.chart(at, "tokens_pca")["data"][1]["x"])) == T
     assert "Your sentence has 1 repeated token:" in u.texts(at)
+    assert len(u.array(u.chart(part(at, 3), "tokens_pca")["data"][1]["x"])) == T
+    cos = u.array(u.chart(part(at, 4), "tokens_cosine")["data"][0]["z"])
+    assert cos.shape == (T, T) and cos[the[0], the[1]] == pytest.approx(1, abs=1e-6)
 
 
 @pytest.mark.parametrize("name", list(PRESETS))
@@ -267,7 +278,7 @@ def test_presets(name):
     at.selectbox(key="w_preset").set_value(name).run()
     u.assert_ok(at)
     assert sentence_of(at) == PRESETS[name]
-    chips, embed = u.chart(at, "tokens_chips"), u.chart(at, "tokens_embed")
+    chips, embed = u.chart(at, "tokens_chips"), u.chart(part(at, 2), "tokens_embed")
     assert len(chips["data"][0]["text"]) == len(u.array(embed["data"][0]["z"]))
 
 
@@ -279,16 +290,35 @@ def test_bad_inputs(name, text):
     if not text.strip():
         assert "type" in shown.lower() and not at.get("plotly_chart")
         return
-    assert (
-        {"tokens_chips", "tokens_embed", "tokens_pca", "tokens_cosine", "tokens_neighbours", "tokens_analogy"}
-        <= set(u.chart_keys(at))
-    )
     if name == "very_long":
         assert "reads at most 256" in shown and len(u.chart(at, "tokens_chips")["data"][0]["text"]) == 256
-    shown = " ".join(s for key in u.chart_keys(at) for s in strings(u.chart(at, key)))
+    charts = {key: u.chart(at, key) for _ in u.each_tab(at) for key in u.chart_keys(at)}
+    assert {
+        "tokens_chips",
+        "tokens_embed",
+        "tokens_pca",
+        "tokens_cosine",
+        "tokens_neighbours",
+        "tokens_analogy",
+    } <= set(charts)
+    shown = " ".join(s for fig in charts.values() for s in strings(fig))
     # no markup, no invisible text reversal
     assert "<script" not in shown and "<img" not in shown and "\u202e" not in shown
     if name in ("script", "img"):
         assert "&lt;" in shown
     if name == "control":
         assert "⟨U+202E⟩" in shown and "␛" in shown
+
+
+# ---- the parts ------------------------------------------------------------------------------------------------
+
+
+def test_only_the_open_part_is_drawn_and_its_controls_are_kept_while_closed():
+    at = u.run_page(PAGE)
+    assert u.chart_keys(at) == ["tokens_chips"]  # the other five parts send nothing
+    at = part(at, 5)
+    assert u.chart_keys(at) == ["tokens_neighbours"]
+    at.slider(key="tokens_k").set_value(25).run()
+    at = part(part(at, 3), 5)  # away and back
+    assert at.slider(key="tokens_k").value == 25
+    assert len(u.chart(at, "tokens_neighbours")["data"][0]["text"]) == 25

@@ -21,6 +21,8 @@ WIDTHS = (390, 768, 1024, 1440)
 PAGES = {
     # ×100 (the address holds the label): the worked table's widest numbers
     "softmax": ("Softmax_and_temperature?softmax_scale=%C3%97100", None, None),
+    "softmaxdk": ("Softmax_and_temperature", "2 · Why divide by √d_k?", None),
+    "softmaxrow": ("Softmax_and_temperature", "3 · τ on one of the model's rows", None),
     "context": ("Context", None, None),
     "ablation": ("Multi_head", "5 · Switch heads off", None),
     "cross": ("Cross_attention", None, None),
@@ -39,6 +41,10 @@ PAGES = {
     "shared": ("RoPE_and_shared_heads?model=smollm2-135m", "4 · Shared key/value heads", None),
     "home": ("", None, None),
     "tokens": ("Tokens_and_embeddings?model=smollm2-135m", None, None),  # its chips: long tokens ("␣hiking")
+    "tokensrows": ("Tokens_and_embeddings?model=smollm2-135m", "2 · Tokens → vectors", None),
+    "tokensmap": ("Tokens_and_embeddings?model=smollm2-135m", "3 · A map of the space", None),
+    "tokensnear": ("Tokens_and_embeddings?model=smollm2-135m", "5 · Nearest neighbours", None),
+    "analogy": ("Tokens_and_embeddings?model=smollm2-135m", "6 · a − b + c", None),
     # a sentence short enough for numbers in the cells (10 tokens)
     "onehead": ("One_head?sentence=The+cat+sat+on+the+mat.", "4 · Mask, then softmax", None),
     "block": ("Inside_a_block", None, None),
@@ -58,8 +64,8 @@ MAX_BLANK_PX = 96  # the tallest band with nothing drawn in it, between a chart'
 # Any chart not listed must hold MIN_PLOT_PX; a listed chart must still hold MIN_LISTED_PX.
 NARROW_IN_COLUMNS = {
     ("softmax", "Entropy and top probability"): (390,),  # 156: two y axes
-    ("softmax", "Saturation"): (390,),  # 233
-    ("softmax", "Scores of query"): (390,),  # 233
+    ("softmaxdk", "Saturation"): (390,),  # 233
+    ("softmaxrow", "Scores of query"): (390,),  # 233
     ("context", "Cosine similarity"): (390,),  # 233
     ("context", "The word's vectors in 2 principal components"): (390,),  # 225
     ("context", "Sentence "): (390,),  # 233
@@ -90,10 +96,10 @@ NARROW_IN_COLUMNS = {
     ("rope", "How many positions each pair needs"): (390,),  # 217
     ("shared", "9 query heads"): (390, 1440),  # 230; 191: beside its explanation at 1440 (three columns of "reads")
     ("home", "Attention weights, layer"): (390,),  # 228
-    ("tokens", "Embedding rows W_E"): (390,),  # 228
-    ("tokens", ""): (390,),  # 233: the vocabulary map (no title)
-    ("tokens", "The 10 tokens nearest"): (390,),  # 233
-    ("tokens", "Nearest to"): (390,),  # 233
+    ("tokensrows", "Embedding rows W_E"): (390,),  # 228
+    ("tokensmap", ""): (390,),  # 233: the vocabulary map (no title)
+    ("tokensnear", "The 10 tokens nearest"): (390,),  # 233
+    ("analogy", "Nearest to"): (390,),  # 233
     ("onehead", "Masked scores"): (390,),  # 228
     ("onehead", "Attention weights α"): (390,),  # 228
     ("block", "Length ‖x‖"): (390,),  # 163: stage names on the left
