@@ -8,7 +8,7 @@ default the bundled shakespeare-gpt) with a Shakespeare passage of exactly N tok
 per page, so no page finds another page's traces in the server's cache). It focuses
 the sidebar's "Attention temperature τ" slider and presses an arrow key: one press = one 0.05 step = one rerun.
 A page whose parts sit in lazy tabs (only the open one runs and is drawn) is measured with the tab that τ changes
-open (scripts/browser.py SHOWN_TAB: One head's step 4).
+open (OPEN_TAB: One head's step 4, as scripts/browser.py SHOWN_TAB; Tokens' part 3, where its main control is).
 "new": every press goes on to a τ not seen before (a fresh trace and fresh figures: what dragging costs);
 "repeat": the opposite key, then the key again, toggles between two values already seen (what caches save).
 When τ redraws no chart of a page (found in the warm-up), three samples of it are kept (the bare rerun), and when
@@ -55,11 +55,12 @@ from transformer.loading import load_model  # noqa: E402
 PASSAGE = (ROOT.parent / "shared" / "corpora" / "tinyshakespeare.txt").read_text()[:40_000]
 TAU = "Attention temperature τ"
 PAGE_CONTROLS = {  # each page's main control, for pages where τ changes no chart
-    "1_Tokens_and_embeddings": "Vocabulary tokens in the map (N)",
+    "1_Tokens_and_embeddings": "Vocabulary tokens in the map (N)",  # in its part 3 (OPEN_TAB)
     "2_Positional_encoding": "d (dimensions)",
     "5_Softmax_and_temperature": "τ on this page",
     "6_Lecture_example": "Seed",
 }
+OPEN_TAB = SHOWN_TAB | {"1_Tokens_and_embeddings": "3 · A map of the space"}  # the tab measured
 START_TAU = {16: 1.0, 64: 2.5}  # per length, so a later length never meets τ values cached by an earlier one
 WARMUP = 2
 QUIET_MS = 300  # a rerun is over once the server said so and the DOM has not changed for this long
@@ -279,8 +280,8 @@ def bench_page(browser, base: str, page: Path | None, sentence: str, tau: float,
         )
     )
     wait_rendered(tab)
-    if name in SHOWN_TAB:
-        open_tab(tab, SHOWN_TAB[name])
+    if name in OPEN_TAB:
+        open_tab(tab, OPEN_TAB[name])
     try:
         if tab.locator('[data-testid="stException"]').count():
             print(f"{name:38}  the page shows an exception: not measured")
