@@ -52,7 +52,8 @@ TABBED = [p for p in PAGES if p and "ui.lazy_tabs(" in p.read_text(encoding="utf
 
 def test_the_pages_with_lazy_tabs_are_found():
     assert [p.stem for p in TABBED] == [
-        "13_RoPE_and_shared_heads", "14_Encoder_vs_decoder", "3_One_head", "4_Masking", "7_Multi_head", "9_Next_token",
+        "13_RoPE_and_shared_heads", "14_Encoder_vs_decoder", "1_Tokens_and_embeddings", "3_One_head", "4_Masking",
+        "5_Softmax_and_temperature", "7_Multi_head", "9_Next_token",
     ]
 
 
