@@ -149,11 +149,18 @@ def concat_wo() -> None:
     )
     concat_fig, wo_fig, out_fig, error = cached.concat_figures(key.untempered, L, t)  # τ on the weights: no change
     ui.show_figure(concat_fig, key="multihead_concat")
-    ui.side_by_side({"multihead_wo": wo_fig, "multihead_out": out_fig})
+    ui.show_figure(out_fig, key="multihead_out")
     st.caption(
         f"Recomputed here: concat·W_O{read.b_O} differs from the model's "
         f"attention output for token {t} by at most {error:.1e} (float32 rounding)."
     )
+    rows, cols = cfg.n_head * cfg.d_head, cfg.d_model
+    help_wo = (
+        "W_O's rows in blocks, one block per head. Every one of its numbers goes to your browser again at each move "
+        "(1.8 MB for SmolLM2: heavy on a class's Wi-Fi), so it is drawn on request."
+    )
+    if st.toggle(f"Show W_O itself ({rows:,} × {cols:,} weights)", **ui.kept("multihead_show_wo", False), help=help_wo):
+        ui.show_figure(wo_fig, key="multihead_wo")
     ui.as_trained(state, "The heads' outputs z and the attention output")
 
 

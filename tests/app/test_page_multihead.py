@@ -352,6 +352,8 @@ def test_concat_and_w_o_for_a_chosen_token(lm):
     # concat = the heads' z side by side
     np.testing.assert_allclose(concat[0], tr[a + "hook_z"][i].reshape(-1), rtol=1e-6)
     assert fig["layout"]["xaxis"]["ticktext"] == [f"z, head {h}" for h in range(nh)]
+    assert "multihead_wo" not in u.chart_keys(at)  # drawn on request only
+    at.toggle(key="multihead_show_wo").set_value(True).run()
     W_O = z(at, f"W_O of layer 0, ({nh * hs}, {d})")
     attn = lm.model.blocks[0].attn
     np.testing.assert_allclose(W_O, attn.W_O.detach().reshape(nh * hs, d).numpy(), rtol=1e-6)
@@ -433,5 +435,5 @@ def test_long_text_pools_the_overview(lm):
 def test_bad_inputs(name, text):
     if at := u.run_typed(PAGE, text):
         figs = [c for _ in u.each_tab(at) for c in u.charts(at)]
-        assert len(figs) == 10
+        assert len(figs) == 9  # every chart of the five parts (W_O, drawn on request, shows no text of the sentence)
         u.assert_bad_input_drawn(at, name, figs, n_tokens=len(u.array(figs[0]["data"][0]["z"])))
