@@ -27,8 +27,8 @@ st.latex(
 )
 
 
-def page_tau(where=st) -> float:
-    """The page's own τ (parts 1 and 3 share it; kept while neither is open)."""
+def page_tau(where) -> float:
+    """The page's own τ slider in `where` (parts 1 and 3 share it; kept while neither is open)."""
     return where.slider(
         "τ on this page",
         0.05,
