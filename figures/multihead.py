@@ -3,7 +3,7 @@ token-to-token lines, W_O, ablation bars."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -182,7 +182,7 @@ def head_overview(
     title: str,
     *,
     zmax: float = 1.0,
-    badges: dict[tuple[int, int], str] | None = None,
+    badges: Mapping[tuple[int, int], str] | None = None,
     layers_across: bool = False,
 ) -> go.Figure:
     """Every head's (n × n) thumbnail, thumbs (n_layer, n_head, n, n), in one heatmap: rows = layers, columns = heads

@@ -83,8 +83,8 @@ def every_head_part() -> None:
     # SmolLM2's thumbnails 10 px)
     across = presenter.on() and n_layer > nh
     short = across or ui.drawn_narrow("multihead_overview")  # there and on a phone two badges do not fit a thumbnail
-    badges = head_roles.badges(cached.head_scores(state.model), short)
-    fig, block, n = cached.overview_figure(key, (OL, OH), hide, badges, across)
+    cached.head_scores(state.model)  # measured once per model, with a progress bar, before the figure reads them
+    fig, block, n = cached.overview_figure(key, (OL, OH), hide, short, across)
     st.markdown(heads.overview_note(block, n, T, causal, across) + (head_roles.MORE_NOTE if short else ""))
     ui.show_figure(fig, key="multihead_overview")
     ui.head_role(state.model, OL, OH)

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
+from types import MappingProxyType
 
 import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
 from figures import multihead as fm
-from lessons import heads
+from lessons import head_roles, heads
 from lessons.words import noun
 from transformer.head_scores import HeadScores, probe_scores
 
@@ -47,13 +49,15 @@ def averages_figure(key: TraceKey, layer: int, hide: tuple[int, ...], per_row: i
 
 @shared(max_entries=32)
 def overview_figure(
-    key: TraceKey, opened: tuple[int, int], hide: tuple[int, ...], badges: dict, layers_across: bool = False
+    key: TraceKey, opened: tuple[int, int], hide: tuple[int, ...], short: bool, layers_across: bool = False
 ) -> tuple[go.Figure, int, int]:
-    """Every head's pattern as a small map (b × b blocks averaged), the opened head outlined, with the badges (from
-    head_roles.badges), a row per layer or a column (figures.multihead.head_overview); b and the thumbnail size."""
+    """Every head's pattern as a small map (b × b blocks averaged), the opened head outlined, with the model's badges
+    (head_badges: short or not), a row per layer or a column (figures.multihead.head_overview); b and the thumbnail
+    size. The model's head scores must be measured first (head_scores, with its progress bar)."""
     tr = get_trace(key)
     thumbs, block, zmax = heads.overview(tr, hide, THUMB)  # thumbs (n_layer, nh, n, n)
     title = f"All {tr.cfg.n_layer * tr.cfg.n_head} heads"
+    badges = head_badges(key.model, short)
     fig = fm.head_overview(thumbs, opened, title, zmax=zmax, badges=badges, layers_across=layers_across)
     return fig, block, thumbs.shape[-1]
 
@@ -147,3 +151,16 @@ def head_scores(model_name: str) -> HeadScores:
             _HEAD_SCORES[model_name] = probe_scores(m.model, m.tokenizer, on_progress=shown)
             slot.empty()
         return _HEAD_SCORES[model_name]
+
+
+_BADGES: dict[tuple[str, bool], Mapping[tuple[int, int], str]] = {}
+
+
+def head_badges(model_name: str, short: bool) -> Mapping[tuple[int, int], str]:
+    """head_roles.badges of the model's head scores (head_scores), made once per model and server process for each
+    size; read-only. (Built on every run, and hashed as an argument of a cached figure, the 270 heads' badges of
+    SmolLM2 were ~12 % of a run of Multi-head's part 3.)"""
+    found = _BADGES.get((model_name, short))
+    if found is None:
+        found = _BADGES[model_name, short] = MappingProxyType(head_roles.badges(head_scores(model_name), short))
+    return found
