@@ -89,6 +89,7 @@ bench: $(VENV)/.dev
 	$(PY) bench/load_students.py $(CLASS_AT_13) --model smollm2-135m
 	$(PY) bench/load_students.py $(CLASS_HOME) --model smollm2-135m
 	$(PY) bench/load_students.py $(CLASS_MIX) --model smollm2-135m
+	$(PY) bench/move_costs.py --model smollm2-135m
 	$(PY) bench/load_students.py $(CLASS_AT_13) --model smollm2-135m --workers 1
 
 screenshots: $(VENV)/.dev
