@@ -158,8 +158,8 @@ _BADGES: dict[tuple[str, bool], Mapping[tuple[int, int], str]] = {}
 
 def head_badges(model_name: str, short: bool) -> Mapping[tuple[int, int], str]:
     """head_roles.badges of the model's head scores (head_scores), made once per model and server process for each
-    size; read-only. (Built on every run, and hashed as an argument of a cached figure, the 270 heads' badges of
-    SmolLM2 were ~12 % of a run of Multi-head's part 3.)"""
+    size; read-only. (Built on every run, and hashed as an argument of a cached figure, SmolLM2's 270 badges would
+    cost ~12 % of a run of Multi-head's part 3.)"""
     found = _BADGES.get((model_name, short))
     if found is None:
         found = _BADGES[model_name, short] = MappingProxyType(head_roles.badges(head_scores(model_name), short))
