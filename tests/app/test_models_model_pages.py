@@ -21,6 +21,7 @@ from transformer import Interventions, run_trace, run_traces
 from transformer import head_scores as hs
 from transformer.loading import missing_real_models
 from ui import widths
+from ui.caches import heads as cached_heads
 
 pytestmark = pytest.mark.skipif(bool(missing_real_models()), reason="the real models are not installed")
 
@@ -200,6 +201,10 @@ def test_head_badges_on_smollm2(smol):
     found = badges_by_head(chart(at, "multihead_overview"), 30, 9)
     assert "prev" in found[(16, 0)].split("·") and "ind" in found[(18, 6)].split("·")
     assert len(found) > 20  # many heads are labelled (most of them sinks)
+    table = cached_heads.head_badges(SMOL, False)  # what the overview drew: one read-only table per model and size
+    assert dict(table) == found and cached_heads.head_badges(SMOL, False) is table
+    with pytest.raises(TypeError):
+        table[(0, 0)] = "x"  # type: ignore[index]
     ids = hs.probe_ids(hs.allowed_ids(smol.tokenizer, smol.cfg.vocab_size))  # (4, 96): 48 random tokens, twice
     rec = {}
     with torch.inference_mode():

@@ -437,16 +437,3 @@ def test_bad_inputs(name, text):
         figs = [c for _ in u.each_tab(at) for c in u.charts(at)]
         assert len(figs) == 9  # every chart of the five parts (W_O, drawn on request, shows no text of the sentence)
         u.assert_bad_input_drawn(at, name, figs, n_tokens=len(u.array(figs[0]["data"][0]["z"])))
-
-
-def test_head_badges_are_made_once_per_model_and_size_and_read_only(default_page):
-    """The overview's badges come from one read-only table per model and size, the head scores' own labels."""
-    from lessons import head_roles
-    from ui.caches import heads as cached
-
-    for short in (False, True):
-        found = cached.head_badges(MODEL, short)
-        assert dict(found) == head_roles.badges(cached.head_scores(MODEL), short)
-        assert cached.head_badges(MODEL, short) is found  # not built again on the next run
-        with pytest.raises(TypeError):
-            found[(0, 0)] = "x"  # type: ignore[index]
