@@ -9,6 +9,7 @@ st.set_page_config(
     page_title="Attention Atlas", page_icon="🧭", layout="wide", initial_sidebar_state=presenter.sidebar_state()
 )
 try:
-    navigation.run(first=panel.follow, before=panel.bar)  # the live class: a student follows; the class's bar
+    # the live class: a student follows; the class's bar; a run of the page alone ends as a whole run does (below)
+    navigation.run(first=panel.follow, before=panel.bar, after=panel.publish)
 finally:
     panel.publish()  # a teacher's view, as the page left the address, goes to the class

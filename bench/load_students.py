@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from st_client import Run, Session  # noqa: E402
+from st_client import DONE, Run, Session  # noqa: E402
 
 from scripts.browser import SHOWN_TAB, serve_app  # noqa: E402
 from scripts.serve import WORKERS_ENV, serving, worker_count  # noqa: E402
@@ -262,7 +262,7 @@ async def student(
                 )
                 if run.exceptions and args.verbose:
                     print(f"student {i} {action}: {run.exceptions[:2]}", file=sys.stderr)
-                if run.status != "FINISHED_SUCCESSFULLY" or run.exceptions:
+                if not run.ok:
                     break  # an error on screen or a dead connection: the student reloads the tab
                 first = first_moves(args, s, i) if first is None else first
                 if first:  # no think time: the student is getting the page ready
@@ -317,17 +317,17 @@ def slope_per_min(points: list[tuple[float, float]]) -> float:
 
 def report(args, records: list[Record], samples, rss_start: float, client_cpu: float, wall: float) -> dict:
     steady = [r for r in records if r.action != "load" and r.t >= args.warmup]
-    ok = [r for r in steady if r.status == "FINISHED_SUCCESSFULLY" and not r.exceptions]
+    ok = [r for r in steady if r.status in DONE and not r.exceptions]
     lat = [1000 * r.latency for r in ok]
     rest_ms = [1000 * (r.latency - r.first_msg) for r in ok]
     loads = [
         1000 * r.latency
         for r in records
-        if r.action == "load" and r.status == "FINISHED_SUCCESSFULLY" and not r.exceptions
+        if r.action == "load" and r.status in DONE and not r.exceptions
     ]
     errors: dict[str, int] = {}
     for r in records:
-        if r.status != "FINISHED_SUCCESSFULLY":
+        if r.status not in DONE:
             errors[r.status] = errors.get(r.status, 0) + 1
         if r.exceptions:
             key = f"exception element ({r.action})"

@@ -35,6 +35,7 @@ from ui import widths
 
 XSRF_COOKIE = "_streamlit_xsrf"
 FINISHED = {v: k for k, v in ForwardMsg.ScriptFinishedStatus.items()}  # number -> name
+DONE = {"FINISHED_SUCCESSFULLY", "FINISHED_FRAGMENT_RUN_SUCCESSFULLY"}  # a whole run's end, or a fragment's
 
 
 def fetch_cookies(base: str) -> dict[str, str]:
@@ -91,7 +92,7 @@ class Run:
 
     @property
     def ok(self) -> bool:
-        return self.status == "FINISHED_SUCCESSFULLY" and not self.exceptions
+        return self.status in DONE and not self.exceptions
 
 
 class Session:
@@ -119,6 +120,9 @@ class Session:
         self._sent_at = 0.0
         self._seen: set[str] = set()
         self._reader: asyncio.Task | None = None
+        self._current_fragment = ""
+        self._run_fragment = ""
+        self.widget_fragment: dict[str, str] = {}  # widget id -> the fragment it was drawn in ("": none)
         self.fragments: set[str] = set()  # the ids of the fragments that rerun on a timer (st.fragment(run_every=…))
 
     async def open(self) -> None:
@@ -163,13 +167,18 @@ class Session:
             raise KeyError(f"no button with key {user_key!r} on this page")
         self.widgets[wid] = WidgetState(id=wid, trigger_value=True)
         try:
-            return await self.rerun(timeout=timeout)
+            return await self.rerun(timeout=timeout, moved=[wid])
         finally:
             self.widgets.pop(wid, None)  # a trigger is sent once
 
-    async def rerun(self, changes: dict[str, object] | None = None, timeout: float = 60.0, fragment: str = "") -> Run:
-        """Set widgets by user key (slider: float, selectbox/text: str, checkbox: bool),
-        rerun (only `fragment`, an id from self.fragments, as its run_every timer does), wait for script_finished."""
+    async def rerun(
+        self, changes: dict[str, object] | None = None, timeout: float = 60.0, fragment: str = "", moved=()
+    ) -> Run:
+        """Set widgets by user key (slider: float, selectbox/text: str, checkbox: bool), rerun, wait for
+        script_finished. As a browser does, a move of widgets drawn in one fragment reruns that fragment alone (`moved`:
+        widget ids moved besides `changes`); `fragment`, an id from self.fragments: rerun it as its run_every timer
+        does."""
+        moved = [*moved, *(self.widget_id(k) for k in changes or {})]
         for key, value in (changes or {}).items():
             ws = self.widgets[self.widget_id(key)]
             if ws.WhichOneof("value") == "double_array_value":
@@ -182,7 +191,10 @@ class Session:
         state.query_string = self.query_string
         state.page_script_hash = self.page_script_hash
         state.page_name = "" if self.page_script_hash else self.page_name
-        state.fragment_id, state.is_auto_rerun = fragment, bool(fragment)
+        owners = {self.widget_fragment.get(wid, "") for wid in moved}
+        state.fragment_id = fragment or (owners.pop() if len(owners) == 1 else "")
+        state.is_auto_rerun = bool(fragment)
+        self._run_fragment = state.fragment_id
         state.widget_states.widgets.extend(self.widgets.values())
         state.cached_message_hashes.extend(self.cache)
         state.context_info.CopyFrom(
@@ -254,8 +266,10 @@ class Session:
         elif kind == "page_not_found" and run is not None:
             run.exceptions.append(f"page not found: {msg.page_not_found.page_name}")
         elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
+            self._current_fragment = msg.delta.fragment_id
             self._element(msg.delta.new_element, run)
         elif kind == "delta" and msg.delta.WhichOneof("type") == "add_block":
+            self._current_fragment = msg.delta.fragment_id
             self._block(msg.delta.add_block, tuple(msg.metadata.delta_path))
         elif kind == "script_finished":
             self._finish(msg.script_finished)
@@ -276,6 +290,7 @@ class Session:
             return
         self._seen.add(wid)
         self.elements[wid] = sub
+        self.widget_fragment[wid] = self._current_fragment
         if kind == "bidi_component" and self.screen is not None and wid.endswith("-" + widths.KEY):
             self.widgets[wid] = WidgetState(id=wid, json_value=json.dumps({"widths": {widths.SCREEN: self.screen}}))
             return
@@ -292,10 +307,12 @@ class Session:
         if kind == "expandable" and block.expandable.id:
             wid = block.expandable.id
             self._seen.add(wid)
+            self.widget_fragment[wid] = self._current_fragment
             self.widgets.setdefault(wid, WidgetState(id=wid, bool_value=block.expandable.expanded))
         elif kind == "tab_container" and block.tab_container.id:
             wid = block.tab_container.id
             self._seen.add(wid)
+            self.widget_fragment[wid] = self._current_fragment
             self._tab_paths[path] = (wid, block.tab_container.default_tab_index)
             self.tabs[wid] = []
         elif kind == "tab" and path[:-1] in self._tab_paths:
@@ -312,7 +329,12 @@ class Session:
         run.status = FINISHED[status]
         if status != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
             # The frontend forgets widgets the run did not draw and ages its message cache.
-            self.widgets = {k: v for k, v in self.widgets.items() if k in self._seen}
+            rerun = self._run_fragment  # a fragment's run leaves the widgets outside it as they were
+            self.widgets = {
+                k: v
+                for k, v in self.widgets.items()
+                if k in self._seen or (rerun and self.widget_fragment.get(k) != rerun)
+            }
             self.cache = {h: (m, age + 1) for h, (m, age) in self.cache.items() if age + 1 <= self.max_cache_age}
         # A run that finished early for a rerun (the script's st.rerun, or a request the server took meanwhile) is
         # followed by that rerun, as a browser sees it: the request is answered by the run that finishes.

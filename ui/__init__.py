@@ -1,6 +1,6 @@
 """Streamlit glue shared by the pages: sidebar state, cached models and traces, messages."""
 
-from . import serving, user_keys
+from . import lost_fragments, serving, user_keys
 from .models import BatchKey, TraceKey, get_model, get_trace, get_traces, models_of
 from .page import (
     SIDE_BY_SIDE_PX,
@@ -26,6 +26,7 @@ from .state import PRESETS, State, controls_place, sidebar
 from .widths import drawn_at_least, drawn_narrow, panels_per_row
 
 serving.install()  # one script run at a time per process (ui/serving.py)
+lost_fragments.install()  # a move in a fragment a session does not hold runs the whole page (ui/lost_fragments.py)
 user_keys.install()  # widgets look up their own key, not the whole session state (ui/user_keys.py)
 
 __all__ = [

@@ -28,7 +28,7 @@ MENU_KEY = "atlas_menu"  # the sidebar menu's key (ui/navigation.py, ui/menu.py)
 ANCHOR_KEY = "atlas_anchor"  # the visually hidden container of the skip link's target
 ANCHOR_ID = "atlas-chart"  # where the skip link moves the focus: just before the page's first chart
 TABLE_SUFFIX = "_as_text"  # a chart's key + this: its "Read as text, data as table" expander, open or not
-FIRST_KEY = "atlas_first_chart"  # set at the start of a run (skip_link); the first chart of the run takes it
+FIRST_KEY = "atlas_first_chart"  # set as the page starts (chart_target_ahead); the page's first chart takes it
 # Text colours with a WCAG AA contrast (≥ 4.5) on white, the sidebar's grey (#f0f2f6) and code blocks' (#f7f7f6), where
 # Streamlit's light theme falls short: captions (2.9), and the code colours of keywords (3.6), numbers and strings (2.5)
 # and comments (3.5).
@@ -124,7 +124,6 @@ def skip_link() -> None:
     """At the top of the page: a link that moves the focus to the page's first chart (the keyboard skips the
     sidebar and the controls), and the page's accessibility CSS. (The script that lets wide formulas take the focus
     and gives a tab back the focus a redraw took from it, KEYBOARD_JS, is part of the page's script.)"""
-    st.session_state[FIRST_KEY] = True
     st.html(CSS)
     with st.container(key=SKIP_KEY):  # out of the page's flow: it takes no room until focused
         st.markdown(SKIP_LINK, unsafe_allow_html=True)  # a fixed string
@@ -147,6 +146,11 @@ def description(fig: go.Figure, spec: dict | None = None) -> str:
         text = _DESCRIBED[key] = describe(fig if spec is None else spec)
         weakref.finalize(fig, _DESCRIBED.pop, key, None)
     return text
+
+
+def chart_target_ahead() -> None:
+    """At the start of the page's run (navigation.page_alone): its first chart takes the skip link's target."""
+    st.session_state[FIRST_KEY] = True
 
 
 def before_chart() -> None:

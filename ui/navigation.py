@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from . import a11y
+from . import a11y, widths
 from .menu import links as menu_links
 
 log = logging.getLogger("atlas.navigation")
@@ -19,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CURRENT_KEY = "atlas_page"
 PAGES_KEY = "atlas_pages"  # this session's st.Page of each page, by section (menu())
 LED_KEY = "atlas_led"  # this run shows a view someone else leads (led())
+OPENED_KEY = "atlas_opened"  # this run opens its page (another page, or none, ran before it: opened())
 PIPELINE_KEY = "home_pipeline"  # the home page's pipeline (draw_pipeline)
 
 
@@ -181,20 +183,52 @@ def page_link(info: PageInfo, where=st, **kwargs) -> None:
     where.page_link(pages[ORDER.index(info)], **kwargs)
 
 
-def run(first: Callable[[], bool] = lambda: False, before: Callable[[], None] = lambda: None) -> None:
+def run(
+    first: Callable[[], bool] = lambda: False,
+    before: Callable[[], None] = lambda: None,
+    after: Callable[[], None] = lambda: None,
+) -> None:
     """`first` (app.py: a student's page opening the teacher's view), which says whether this run shows a view someone
     else leads (`led`); then the sidebar menu, grouped by section, with every page visible, unless it does; then run
     the page the address names, after a link that skips to its first chart (ui/a11y.py) and `before` (app.py: the live
-    class's bar)."""
+    class's bar). The page runs as a fragment (page_alone); `after` (app.py: publish the teacher's view) is what the
+    caller does after a whole run, done by the page's own runs at their end."""
     page = st.navigation(menu(), position="hidden")
-    st.session_state[CURRENT_KEY] = next(p.path for p in ORDER if p.url_path == page.url_path)
+    path = next(p.path for p in ORDER if p.url_path == page.url_path)
+    st.session_state[OPENED_KEY] = st.session_state.get(CURRENT_KEY) != path
+    st.session_state[CURRENT_KEY] = path
     st.session_state[LED_KEY] = first()
-    if not led():
-        with st.sidebar:
+    with st.sidebar:
+        if not led():
             draw_menu(menu())
+        widths.measure()  # it watches the page's charts, whatever redraws them
     a11y.skip_link()
     before()
-    page.run()
+    page_alone(page, after)
+
+
+@st.fragment
+def page_alone(page, after: Callable[[], None]) -> None:
+    """The page, as a fragment: a move of any of its controls (all but the menu and the live class's bar, drawn
+    before it) runs the page alone, without the router, the menu, the skip link and the class's bar, which stay as
+    they are (~5 ms of a ~40 ms run on SmolLM2: bench/history/class.md). A page's st.rerun() still runs it all."""
+    ctx = get_script_run_ctx()
+    alone = ctx is not None and bool(ctx.fragment_ids_this_run)
+    if alone:
+        st.session_state[OPENED_KEY] = False
+    a11y.chart_target_ahead()
+    page._can_be_called = True  # Streamlit runs the page st.navigation returned once a whole run: again here
+    try:
+        page.run()
+    finally:
+        if alone:
+            after()
+
+
+def opened() -> bool:
+    """Whether this run of the router opens its page: the browser draws the page's controls anew, with no value of
+    its own. (False for a page run without the router, as in tests.)"""
+    return st.session_state.get(OPENED_KEY, False)
 
 
 def led() -> bool:

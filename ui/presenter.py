@@ -20,6 +20,7 @@ from . import navigation
 
 AXIS = re.compile(r"[xy]axis\d*$")
 KEY = "present"
+SHOWN_KEY = "atlas_presented"  # whether the last whole run was in presenter view (sidebar_state)
 TABS_KEY = "atlas_tabs"  # (page, tabs key, labels) of the lazy tabs the current page drew last
 GOTO_KEY = "atlas_goto"  # the page a step key asked for, opened at the start of the next run
 # A step key opens a tab from the script; a request the browser sent before that run reached it carries the tab it
@@ -101,6 +102,8 @@ def on() -> bool:
 
 
 def sidebar_state() -> str:
+    """The sidebar's state for st.set_page_config, at the start of each whole run."""
+    st.session_state[SHOWN_KEY] = on()
     return "collapsed" if on() else "auto"
 
 
@@ -110,6 +113,8 @@ def toggle() -> None:
         "no written explanations (you give them). ← → (or a clicker) step through the tabs and pages."
     )
     st.toggle("Presenter view", key=KEY, bind="query-params", persist_state="session", help=help_present)
+    if on() != st.session_state.get(SHOWN_KEY, on()):
+        st.rerun(scope="app")  # switched in a run of the page alone (navigation.page_alone): the sidebar's state too
 
 
 def style(presenting: bool) -> None:

@@ -148,10 +148,11 @@ def _apply_preset(prefix: str) -> None:
 
 def _widget(key: str, prefix: str) -> dict:
     """Arguments that bind a widget (key prefix + key) to the persistent value `key`. The widget's value is set only
-    when it differs: a value set by the script is sent to the browser, which moves the control to it, undoing a key
-    press made on that control while this run was on its way."""
+    when it differs, or when the run opens the page (the browser's new controls hold no value): a value set by the
+    script is sent to the browser, which moves the control to it, undoing a key press made on that control while
+    this run was on its way."""
     name, value, stale = prefix + key, st.session_state["atlas_" + key], st.session_state.setdefault(STALE, {})
-    if name in st.session_state and st.session_state[name] == value:
+    if name in st.session_state and st.session_state[name] == value and not navigation.opened():
         stale.pop(name, None)  # the browser shows the value
     else:
         old, _ = stale.get(name, ((), 0.0))
@@ -284,7 +285,6 @@ def sidebar() -> State:
     with st.sidebar:
         presenter.toggle()
         export.sidebar()
-        widths.measure()
         page_script.mount()
     state = current()
     # Only what changed, in one message: each write sends the whole address as the server last knew it, and the

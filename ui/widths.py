@@ -124,7 +124,8 @@ _rooms = watcher("atlas_chart_rooms", ROOM_SCAN, "charts keep their heights in p
 
 @st.fragment
 def measure() -> None:
-    """Mount the measuring component (once per page run; its reports rerun only this fragment); nothing without it.
+    """Mount the measuring component (once per whole run, navigation.run: it watches the charts of every run of the
+    page, and its reports rerun only this fragment); nothing without it.
     A report that changes how a chart is drawn (the maps per row of a panel figure; a narrow column's colour bar
     and legend under the plot) reruns the page, to draw it again."""
     if _measure is not None:

@@ -91,10 +91,11 @@ def test_serving_with_its_hook_patches_without_warning(monkeypatch, caplog):
 
 
 def run_masking() -> AppTest:
-    """The masking page with a width report for masking_mask, as if the browser had sent it."""
-    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    """The masking page, opened through the app's router (which mounts the measurer), with a width report for
+    masking_mask, as if the browser had sent it."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     at.session_state[widths.KEY] = REPORT
-    return at.run()
+    return at.switch_page(PAGE).run()
 
 
 def drawn_widths(at: AppTest) -> dict:

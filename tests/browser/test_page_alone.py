@@ -1,0 +1,79 @@
+"""A move of a page's own controls runs the page alone (ui/navigation.page_alone), in headless Chromium: the browser
+sends the move with the page's fragment, and the server runs the page without the router, the menu, the skip link
+and the class's bar, which stay on screen as they were. Presenter view, whose sidebar state only a whole run sets,
+still gets a whole run. Read from the websocket's own messages (Streamlit's ForwardMsg)."""
+
+from __future__ import annotations
+
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+from scripts.browser import ROOT, page_url, wait_rendered
+from ui import a11y, presenter
+
+FINISHED = {v: k for k, v in ForwardMsg.ScriptFinishedStatus.items()}
+TEMPERATURE = '[data-testid="stSidebar"] input[aria-label^="Attention temperature"]'
+
+
+def record_runs(tab) -> list[dict]:
+    """The runs the server sends this tab from now on, each as {"status", "kinds": message kinds, "keys": element
+    ids}, the run still going last."""
+    runs: list[dict] = [{"status": "", "kinds": [], "keys": []}]
+
+    def frame(payload) -> None:
+        if isinstance(payload, str):
+            return
+        msg = ForwardMsg()
+        msg.ParseFromString(payload)
+        kind, run = msg.WhichOneof("type"), runs[-1]
+        run["kinds"].append(kind)
+        if kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
+            element = msg.delta.new_element
+            run["keys"].append(getattr(getattr(element, element.WhichOneof("type")), "id", ""))
+        if kind == "script_finished":
+            run["status"] = FINISHED[msg.script_finished]
+            runs.append({"status": "", "kinds": [], "keys": []})
+
+    tab.on("websocket", lambda ws: ws.on("framereceived", frame))
+    return runs
+
+
+def finished(runs: list[dict]) -> list[dict]:
+    return [r for r in runs if r["status"] and r["status"] != "FINISHED_EARLY_FOR_RERUN"]
+
+
+def test_a_control_of_the_page_runs_the_page_alone(base_url, tab):
+    runs = record_runs(tab)
+    tab.goto(page_url(base_url, ROOT / "pages" / "3_One_head.py") + "?present=false")
+    wait_rendered(tab)
+    assert finished(runs)[0]["status"] == "FINISHED_SUCCESSFULLY"  # opening the page: a whole run
+    assert "navigation" in finished(runs)[0]["kinds"]
+    del runs[:-1]
+    tab.locator(TEMPERATURE).press("ArrowRight")
+    wait_rendered(tab)
+    after = finished(runs)  # the page's run, and maybe the width report's (ui/widths.py: a fragment of its own)
+    assert {r["status"] for r in after} == {"FINISHED_FRAGMENT_RUN_SUCCESSFULLY"}, after
+    [move] = [r for r in after if any(k.endswith("-w_temperature") for k in r["keys"])]
+    assert "navigation" not in move["kinds"]  # no router
+    assert not any(k.endswith(a11y.MENU_KEY) for k in move["keys"])  # no menu
+    assert any(k.endswith("-onehead_x") for k in move["keys"])  # the page: its chart, and its sidebar controls
+    assert "temperature=1.05" in tab.url  # the move reached the page: its state is in the address
+    # what the whole run drew stays: the menu and the skip link
+    assert tab.locator(f".st-key-{a11y.MENU_KEY}, [data-testid='stSidebar'] nav").count() >= 1
+    assert tab.locator(f".st-key-{a11y.SKIP_KEY}").count() == 1
+    assert tab.locator('[data-testid="stException"]').count() == 0
+    assert tab.errors == []
+
+
+def test_presenter_view_switched_in_the_page_gets_a_whole_run(base_url, tab):
+    runs = record_runs(tab)
+    tab.goto(page_url(base_url, ROOT / "pages" / "3_One_head.py") + "?present=false")
+    wait_rendered(tab)
+    del runs[:-1]
+    tab.get_by_text("Presenter view", exact=True).click()
+    wait_rendered(tab)
+    # the page's own run (ended early, or not), a whole one, and the width reports' runs (ui/widths.py)
+    whole = [r for r in finished(runs) if r["status"] == "FINISHED_SUCCESSFULLY"]
+    assert len(whole) == 1 and "navigation" in whole[0]["kinds"], finished(runs)
+    assert tab.locator('[data-testid="stSidebar"]').evaluate("e => e.getBoundingClientRect().right") <= 1  # collapsed
+    assert f"{presenter.KEY}=true" in tab.url
+    assert tab.errors == []
