@@ -60,6 +60,7 @@ def test_a_control_of_the_page_runs_the_page_alone(base_url, tab):
     # what the whole run drew stays: the menu and the skip link
     assert tab.locator(f".st-key-{a11y.MENU_KEY}, [data-testid='stSidebar'] nav").count() >= 1
     assert tab.locator(f".st-key-{a11y.SKIP_KEY}").count() == 1
+    assert tab.locator(f"#{a11y.ANCHOR_ID}").count() == 1  # the page's run drew the skip link's target again
     assert tab.locator('[data-testid="stException"]').count() == 0
     assert tab.errors == []
 
