@@ -26,7 +26,7 @@ from .state import PRESETS, State, controls_place, sidebar
 from .widths import drawn_at_least, drawn_narrow, panels_per_row
 
 serving.install()  # one script run at a time per process (ui/serving.py)
-lost_fragments.install()  # a move in a fragment a session does not hold runs the whole page (ui/lost_fragments.py)
+lost_fragments.install()  # fragment requests a session cannot run as sent (ui/lost_fragments.py)
 user_keys.install()  # widgets look up their own key, not the whole session state (ui/user_keys.py)
 
 __all__ = [

@@ -1,26 +1,39 @@
-"""A move made in a fragment the session does not hold runs the whole page, instead of nothing.
+"""A fragment's request that cannot run as the browser sent it runs as the page the session shows needs.
 
 Every page runs as a fragment (ui/navigation.page_alone), so the browser sends each move of a page's controls as a
-rerun of that fragment. Streamlit ignores a rerun of a fragment the session does not hold. A session holds none
-before its first whole run: a student whose process died reconnects, through the proxy, to a new session on a live
-process (docs/serving.md), and the first request the browser sends there can be a fragment's (the move it was
-making, or a chart-width report). Ignored, the page keeps what the dead process drew and every later move is
-ignored too: the slider moves, the chart never does.
+rerun of that fragment, as it sends the live class's polls (ui/live/panel.py). Two such requests go wrong in Streamlit:
 
-`install` wraps AppSession.request_rerun: a user's move (not a fragment's timer, `is_auto_rerun`) in a fragment the
-session does not hold runs the whole page, which draws the page and its fragments again, with the move's widget
-states. request_rerun and has_fragment are Streamlit's (private to its runtime): if a release renames them, `install`
-logs one warning and leaves Streamlit's behaviour.
+- **A fragment the session does not hold.** Streamlit ignores it. A session holds none before its first whole run:
+  a student whose process died reconnects, through the proxy, to a new session on a live process
+  (docs/serving.md), and the first request the browser sends there can be a fragment's (the move it was making, or
+  a chart-width report). Ignored, the page keeps what the dead process drew and every later move is ignored too:
+  the slider moves, the chart never does. `whole_run_for_lost_fragments` runs the whole page instead, with the
+  move's widget states, for a user's move (not a fragment's timer, `is_auto_rerun`).
+- **A fragment of the page the browser has left.** The server opened another page (a following student's, when the
+  teacher opened one; or a menu link, while a control of the old page was still moved) and the browser, which had
+  not drawn it yet, sent a request with the old page's hash. Streamlit runs it after the run that opens the new
+  page, with the old page's hash, and its frontend, which now shows the new page, clears all of it and draws only
+  that fragment back (App.handleNewSession: another page → clearAppState): a blank page until the next move.
+  `on_the_page_shown` runs it on the page the session shows, at its address and with its controls' values as the
+  server holds them (the old page's move is dropped: its controls are gone).
+
+`install` wraps AppSession.request_rerun and ScriptRunner._run_script; they and the attributes read here are
+private to Streamlit's runtime: if a release renames them, `install` logs one warning for each and leaves
+Streamlit's behaviour.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import logging
+import urllib.parse
 
 log = logging.getLogger("atlas.lost_fragments")
-TARGET = ("streamlit.runtime.app_session", "AppSession", "request_rerun")  # module, class, method
+SESSION = ("streamlit.runtime.app_session", "AppSession", "request_rerun")  # module, class, method
+RUNNER = ("streamlit.runtime.scriptrunner.script_runner", "ScriptRunner", "_run_script")
+RUNNER_ATTRIBUTES = {"_pages_manager", "_session_state"}  # what on_the_page_shown reads of a ScriptRunner
 
 
 def whole_run_for_lost_fragments(request_rerun):
@@ -41,21 +54,59 @@ def whole_run_for_lost_fragments(request_rerun):
     return request
 
 
-def install() -> None:
-    """Wrap AppSession.request_rerun (whole_run_for_lost_fragments); idempotent; one warning and nothing wrapped if
-    Streamlit lacks request_rerun or has_fragment."""
-    module, cls_name, method = TARGET
+def on_the_page_shown(run_script):
+    """`run_script` (ScriptRunner._run_script) that runs a fragment request sent from another page than the one the
+    session's last run showed on that page, at its address, with the widget values the session holds."""
+
+    @functools.wraps(run_script)
+    def run(runner, rerun_data, *args, **kwargs):
+        shown = runner._pages_manager.current_page_script_hash  # the page of the session's last run ("" before one)
+        sent = rerun_data.page_script_hash
+        if rerun_data.fragment_id_queue and sent and shown and sent != shown:
+            state = runner._session_state
+            with state.query_params() as qp:
+                address = urllib.parse.urlencode([(k, v) for k in qp for v in qp.get_all(k)])
+            held = type(rerun_data.widget_states)() if rerun_data.widget_states is not None else None
+            if held is not None:
+                held.widgets.extend(state.get_widget_states())
+            rerun_data = dataclasses.replace(
+                rerun_data, page_script_hash=shown, page_name="", query_string=address, widget_states=held
+            )
+        return run_script(runner, rerun_data, *args, **kwargs)
+
+    run.on_page_shown = True  # marks the wrapper (install is idempotent)
+    return run
+
+
+def _streamlit_class(target: tuple[str, str, str]) -> type | None:
+    """The class of `target` (module, class, method) if it has that method."""
+    module, cls_name, method = target
     try:
         cls = getattr(importlib.import_module(module), cls_name, None)
     except ImportError:
-        cls = None
-    found = isinstance(cls, type) and all(callable(getattr(cls, name, None)) for name in (method, "has_fragment"))
-    if not found:
+        return None
+    return cls if isinstance(cls, type) and callable(getattr(cls, method, None)) else None
+
+
+def install() -> None:
+    """Wrap AppSession.request_rerun (whole_run_for_lost_fragments) and ScriptRunner._run_script
+    (on_the_page_shown); idempotent; for each, one warning and nothing wrapped if Streamlit lacks what it reads."""
+    session = _streamlit_class(SESSION)
+    if session is None or not callable(getattr(session, "has_fragment", None)):
         log.warning(
             "%s.%s.%s or has_fragment not found: a move in a fragment a session does not hold is ignored "
             "(Streamlit's default behaviour)",
-            *TARGET,
+            *SESSION,
         )
-        return
-    if not getattr(cls.request_rerun, "whole_for_lost", False):
-        cls.request_rerun = whole_run_for_lost_fragments(cls.request_rerun)
+    elif not getattr(session.request_rerun, "whole_for_lost", False):
+        session.request_rerun = whole_run_for_lost_fragments(session.request_rerun)
+    runner = _streamlit_class(RUNNER)
+    if runner is None or not RUNNER_ATTRIBUTES <= set(runner.__init__.__code__.co_names):
+        log.warning(
+            "%s.%s.%s or its %s not found: a fragment's request sent from a page the browser has left may blank "
+            "the page it opened (Streamlit's default behaviour)",
+            *RUNNER,
+            " and ".join(sorted(RUNNER_ATTRIBUTES)),
+        )
+    elif not getattr(runner._run_script, "on_page_shown", False):
+        runner._run_script = on_the_page_shown(runner._run_script)

@@ -1,14 +1,22 @@
-"""A move made in a fragment the session does not hold (a new session after a reconnect) runs the whole page
-(ui/lost_fragments.py). The browser test tests/browser/test_class_server_browser.py shows the real case: a student
-whose process died moves the head on the live one, and the chart follows."""
+"""A move made in a fragment the session does not hold (a new session after a reconnect) runs the whole page, and a
+fragment's request sent from a page the browser has left runs on the page the session shows (ui/lost_fragments.py).
+The browser tests show the real cases: tests/browser/test_class_server_browser.py (a student whose process died moves
+the head on the live one, and the chart follows) and tests/browser/test_page_alone.py (a request from the old page
+does not blank the new one)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from types import SimpleNamespace
 
 import pytest
 from streamlit.proto.ClientState_pb2 import ClientState
+from streamlit.proto.WidgetStates_pb2 import WidgetState, WidgetStates
 from streamlit.runtime.app_session import AppSession
+from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
+from streamlit.runtime.scriptrunner_utils.script_requests import RerunData
+from streamlit.runtime.state.query_params import QueryParams
 
 from ui import lost_fragments
 
@@ -61,12 +69,69 @@ def test_a_timer_of_a_lost_fragment_and_a_whole_run_are_passed_on_as_they_are(as
     assert [s.fragment_id if s is not None else None for s in passed] == ["poll", "", None]
 
 
+def head(value: float) -> WidgetState:
+    state = WidgetState(id="$$ID-abc-w_head")
+    state.double_array_value.data.append(value)
+    return state
+
+
+class Runner:
+    """What the wrapper reads of a ScriptRunner: the page of the session's last run, its address and its widgets."""
+
+    def __init__(self, shown: str, address: str, held: list[WidgetState]):
+        self._pages_manager = SimpleNamespace(current_page_script_hash=shown)
+        params = QueryParams()
+        params.populate_from_query_string(address)
+        self._session_state = SimpleNamespace(
+            query_params=contextlib.contextmanager(lambda: (yield params)), get_widget_states=lambda: held
+        )
+
+
+@pytest.fixture
+def ran() -> tuple[list, object]:
+    """The rerun data the wrapped _run_script runs, and the wrapped method."""
+    runs = []
+    return runs, lost_fragments.on_the_page_shown(lambda runner, data: runs.append(data))
+
+
+def sent(page: str, fragments: list[str], value: float = 5.0) -> RerunData:
+    return RerunData(
+        query_string="sentence=old&head=5",
+        widget_states=WidgetStates(widgets=[head(value)]),
+        page_script_hash=page,
+        page_name="Home",
+        fragment_id_queue=fragments,
+        is_auto_rerun=True,
+    )
+
+
+def test_a_fragment_request_from_the_page_the_browser_left_runs_on_the_page_shown(ran):
+    runs, run = ran
+    run(Runner("one_head", "sentence=new&head=2&head=3", [head(2.0)]), sent("home", ["poll"]))
+    [data] = runs
+    assert data.page_script_hash == "one_head" and data.page_name == ""
+    assert data.query_string == "sentence=new&head=2&head=3"  # the address the session holds, every value
+    assert [w.double_array_value.data[0] for w in data.widget_states.widgets] == [2.0]  # its values, not the move
+    assert data.fragment_id_queue == ["poll"] and data.is_auto_rerun  # still that fragment's run
+
+
+def test_requests_on_the_page_shown_whole_runs_and_first_runs_run_as_sent(ran):
+    runs, run = ran
+    asked = [sent("one_head", ["page"]), sent("home", []), sent("home", ["page"]), sent("", ["page"])]
+    shown = ["one_head", "one_head", "", "one_head"]  # same page; a whole run; no run yet; no page in the request
+    for data, page in zip(asked, shown, strict=True):
+        run(Runner(page, "head=2", [head(2.0)]), data)
+    assert runs == asked
+
+
 def test_install_wraps_streamlit_once(monkeypatch):
     monkeypatch.setattr(AppSession, "request_rerun", AppSession.request_rerun)  # restored after the test
+    monkeypatch.setattr(ScriptRunner, "_run_script", ScriptRunner._run_script)
     lost_fragments.install()
-    wrapped = AppSession.request_rerun
+    wrapped, run = AppSession.request_rerun, ScriptRunner._run_script
     lost_fragments.install()
     assert wrapped.whole_for_lost and AppSession.request_rerun is wrapped
+    assert run.on_page_shown and ScriptRunner._run_script is run
 
 
 def test_without_has_fragment_install_warns_once_and_wraps_nothing(monkeypatch, caplog):
@@ -77,3 +142,13 @@ def test_without_has_fragment_install_warns_once_and_wraps_nothing(monkeypatch, 
         lost_fragments.install()
     assert [r.levelno for r in caplog.records if r.name == "atlas.lost_fragments"] == [logging.WARNING]
     assert AppSession.request_rerun is unwrapped
+
+
+def test_without_the_runner_attributes_install_warns_once_and_leaves_run_script(monkeypatch, caplog):
+    monkeypatch.setattr(ScriptRunner, "_run_script", ScriptRunner._run_script)
+    unwrapped = ScriptRunner._run_script
+    monkeypatch.setattr(ScriptRunner, "__init__", lambda self: None)  # sets none of what the wrapper reads
+    with caplog.at_level(logging.WARNING, logger="atlas.lost_fragments"):
+        lost_fragments.install()
+    assert [r.levelno for r in caplog.records if r.name == "atlas.lost_fragments"] == [logging.WARNING]
+    assert ScriptRunner._run_script is unwrapped

@@ -48,8 +48,8 @@ def view(page) -> tuple:
 
 
 # What a page that does not show the view has on screen instead: Streamlit's run status (its status widget: "Running…",
-# a lost connection) and the start of the page's main text (a follow once left a student's page blank at the teacher's
-# address for over 10 s, under the whole suite's load: not seen alone).
+# a lost connection) and the start of the page's main text (a class poll sent from the old page while the server
+# opened the teacher's left a student's page blank at the teacher's address: ui/lost_fragments.py).
 ON_SCREEN = """() => {
   const status = document.querySelector('[data-testid="stStatusWidget"]');
   const main = document.querySelector('[data-testid="stMain"]');

@@ -1,15 +1,21 @@
 """A move of a page's own controls runs the page alone (ui/navigation.page_alone), in headless Chromium: the browser
 sends the move with the page's fragment, and the server runs the page without the router, the menu, the skip link
 and the class's bar, which stay on screen as they were. Presenter view, whose sidebar state only a whole run sets,
-still gets a whole run. Read from the websocket's own messages (Streamlit's ForwardMsg)."""
+still gets a whole run. A fragment's request sent from the page the browser has left does not blank the page the
+server opened. Read from the websocket's own messages (Streamlit's ForwardMsg)."""
 
 from __future__ import annotations
 
+import re
+
+import pytest
+from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from scripts.browser import ROOT, page_url, wait_rendered
 from ui import a11y, presenter
 
+expect = pytest.importorskip("playwright.sync_api").expect
 FINISHED = {v: k for k, v in ForwardMsg.ScriptFinishedStatus.items()}
 TEMPERATURE = '[data-testid="stSidebar"] input[aria-label^="Attention temperature"]'
 
@@ -77,4 +83,53 @@ def test_presenter_view_switched_in_the_page_gets_a_whole_run(base_url, tab):
     assert len(whole) == 1 and "navigation" in whole[0]["kinds"], finished(runs)
     assert tab.locator('[data-testid="stSidebar"]').evaluate("e => e.getBoundingClientRect().right") <= 1  # collapsed
     assert f"{presenter.KEY}=true" in tab.url
+    assert tab.errors == []
+
+
+
+def test_a_fragment_request_sent_from_the_page_the_browser_left_does_not_blank_the_new_page(base_url, tab):
+    """The server opens another page (a following student's, when the teacher opened one; here a menu link) while the
+    browser, still on the old page, sends a fragment's request: the class poll, or a move of the old page's controls.
+    Streamlit ran it after the run that opened the new page with the old page's hash, and its frontend then cleared
+    the whole new page (ui/lost_fragments.py). Here the request is sent as the new page's run starts (Playwright
+    stands between the page and the server on the websocket)."""
+    held: dict = {"request": None, "armed": False, "sent": 0}
+
+    def between(ws) -> None:
+        server = ws.connect_to_server()
+
+        def up(payload) -> None:  # the browser's messages: keep its first fragment request
+            if isinstance(payload, bytes) and held["request"] is None:
+                msg = BackMsg()
+                msg.ParseFromString(payload)
+                if msg.WhichOneof("type") == "rerun_script" and msg.rerun_script.fragment_id:
+                    held["request"] = payload
+            server.send(payload)
+
+        def down(payload) -> None:  # the server's: once armed, send the old request as the next run starts
+            ws.send(payload)
+            if held["armed"] and isinstance(payload, bytes):
+                msg = ForwardMsg()
+                msg.ParseFromString(payload)
+                if msg.WhichOneof("type") == "new_session":
+                    held["armed"] = False
+                    server.send(held["request"])
+                    held["sent"] += 1
+
+        ws.on_message(up)
+        server.on_message(down)
+
+    tab.route_web_socket(re.compile(r".*/_stcore/stream"), between)
+    tab.goto(base_url + "/")
+    wait_rendered(tab)
+    tab.locator(TEMPERATURE).press("ArrowRight")  # a move on the home page: its fragment's request
+    wait_rendered(tab)
+    assert held["request"] is not None
+    held["armed"] = True
+    tab.locator('[data-testid="stSidebar"]').get_by_role("link", name=re.compile("One head")).click()
+    wait_rendered(tab)
+    assert held["sent"] == 1
+    expect(tab.locator('[data-testid="stMain"] h1')).to_contain_text("One head", timeout=10_000)
+    expect(tab.locator(TEMPERATURE)).to_have_count(1)  # the page's controls too
+    assert tab.locator('[data-testid="stMain"] .stPlotlyChart').count() >= 1
     assert tab.errors == []
