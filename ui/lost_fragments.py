@@ -26,13 +26,16 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib
 import logging
 import urllib.parse
 
+from streamlit.proto.WidgetStates_pb2 import WidgetStates
+
+from .serving import TARGET as RUNNER
+from .serving import streamlit_class
+
 log = logging.getLogger("atlas.lost_fragments")
 SESSION = ("streamlit.runtime.app_session", "AppSession", "request_rerun")  # module, class, method
-RUNNER = ("streamlit.runtime.scriptrunner.script_runner", "ScriptRunner", "_run_script")
 RUNNER_ATTRIBUTES = {"_pages_manager", "_session_state"}  # what on_the_page_shown reads of a ScriptRunner
 
 
@@ -55,8 +58,8 @@ def whole_run_for_lost_fragments(request_rerun):
 
 
 def on_the_page_shown(run_script):
-    """`run_script` (ScriptRunner._run_script) that runs a fragment request sent from another page than the one the
-    session's last run showed on that page, at its address, with the widget values the session holds."""
+    """`run_script` (ScriptRunner._run_script) that runs a fragment's request sent from another page than the one the
+    session's last run showed on the page shown, at its address, with the widget values the session holds."""
 
     @functools.wraps(run_script)
     def run(runner, rerun_data, *args, **kwargs):
@@ -66,9 +69,7 @@ def on_the_page_shown(run_script):
             state = runner._session_state
             with state.query_params() as qp:
                 address = urllib.parse.urlencode([(k, v) for k in qp for v in qp.get_all(k)])
-            held = type(rerun_data.widget_states)() if rerun_data.widget_states is not None else None
-            if held is not None:
-                held.widgets.extend(state.get_widget_states())
+            held = WidgetStates(widgets=state.get_widget_states())
             rerun_data = dataclasses.replace(
                 rerun_data, page_script_hash=shown, page_name="", query_string=address, widget_states=held
             )
@@ -78,20 +79,10 @@ def on_the_page_shown(run_script):
     return run
 
 
-def _streamlit_class(target: tuple[str, str, str]) -> type | None:
-    """The class of `target` (module, class, method) if it has that method."""
-    module, cls_name, method = target
-    try:
-        cls = getattr(importlib.import_module(module), cls_name, None)
-    except ImportError:
-        return None
-    return cls if isinstance(cls, type) and callable(getattr(cls, method, None)) else None
-
-
 def install() -> None:
     """Wrap AppSession.request_rerun (whole_run_for_lost_fragments) and ScriptRunner._run_script
     (on_the_page_shown); idempotent; for each, one warning and nothing wrapped if Streamlit lacks what it reads."""
-    session = _streamlit_class(SESSION)
+    session = streamlit_class(SESSION)
     if session is None or not callable(getattr(session, "has_fragment", None)):
         log.warning(
             "%s.%s.%s or has_fragment not found: a move in a fragment a session does not hold is ignored "
@@ -100,7 +91,7 @@ def install() -> None:
         )
     elif not getattr(session.request_rerun, "whole_for_lost", False):
         session.request_rerun = whole_run_for_lost_fragments(session.request_rerun)
-    runner = _streamlit_class(RUNNER)
+    runner = streamlit_class(RUNNER)
     if runner is None or not RUNNER_ATTRIBUTES <= set(runner.__init__.__code__.co_names):
         log.warning(
             "%s.%s.%s or its %s not found: a fragment's request sent from a page the browser has left may blank "

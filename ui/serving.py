@@ -45,14 +45,19 @@ def gate(run, runs: int):
     return gated
 
 
-def runner_class() -> type | None:
-    """Streamlit's ScriptRunner if it still has a callable _run_script to wrap; else None, after one warning."""
-    module, cls_name, method = TARGET
+def streamlit_class(target: tuple[str, str, str]) -> type | None:
+    """The class of `target` (module, class, method) if it has that method, callable; else None."""
+    module, cls_name, method = target
     try:
         cls = getattr(importlib.import_module(module), cls_name, None)
     except ImportError:
-        cls = None
-    if isinstance(cls, type) and callable(getattr(cls, method, None)):
+        return None
+    return cls if isinstance(cls, type) and callable(getattr(cls, method, None)) else None
+
+
+def runner_class() -> type | None:
+    """Streamlit's ScriptRunner if it still has a callable _run_script to wrap; else None, after one warning."""
+    if (cls := streamlit_class(TARGET)) is not None:
         return cls
     log.warning(
         "%s.%s.%s not found or not callable: script runs are not gated (Streamlit's default behaviour)", *TARGET

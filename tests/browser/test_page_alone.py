@@ -86,7 +86,6 @@ def test_presenter_view_switched_in_the_page_gets_a_whole_run(base_url, tab):
     assert tab.errors == []
 
 
-
 def test_a_fragment_request_sent_from_the_page_the_browser_left_does_not_blank_the_new_page(base_url, tab):
     """The server opens another page (a following student's, when the teacher opened one; here a menu link) while the
     browser, still on the old page, sends a fragment's request: the class poll, or a move of the old page's controls.
