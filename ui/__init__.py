@@ -1,6 +1,6 @@
 """Streamlit glue shared by the pages: sidebar state, cached models and traces, messages."""
 
-from . import lost_fragments, serving, user_keys
+from . import event_batches, lost_fragments, serving, user_keys
 from .models import BatchKey, TraceKey, get_model, get_trace, get_traces, models_of
 from .page import (
     SIDE_BY_SIDE_PX,
@@ -27,6 +27,7 @@ from .widths import drawn_at_least, drawn_narrow, panels_per_row
 
 serving.install()  # one script run at a time per process (ui/serving.py)
 lost_fragments.install()  # fragment requests a session cannot run as sent (ui/lost_fragments.py)
+event_batches.install()  # a run's messages reach the event loop in batches (ui/event_batches.py)
 user_keys.install()  # widgets look up their own key, not the whole session state (ui/user_keys.py)
 
 __all__ = [
