@@ -108,10 +108,12 @@ class Class:
         cfg = Path(tempfile.mkdtemp(prefix="atlas-proxy-")) / "haproxy.cfg"
         cfg.write_text(proxy_config(TEMPLATE.read_text(), self.addrs, self.bind))
         self.proxy = subprocess.Popen(["haproxy", "-db", "-f", str(cfg)], stdout=self.out, stderr=self.out)
-        time.sleep(0.5)
-        if self.proxy.poll() is not None:
-            self.stop()
-            raise RuntimeError(f"HAProxy did not start with {cfg} (is the port {self.bind} free?)")
+        deadline = time.time() + 30
+        while not healthy(self.url.removeprefix("http://")):  # the students' address answers (a busy machine: ~1 s)
+            if time.time() > deadline or self.proxy.poll() is not None:
+                self.stop()
+                raise RuntimeError(f"HAProxy did not start with {cfg} (is the port {self.bind} free?)")
+            time.sleep(0.1)
 
     def check(self) -> None:
         """Start again every worker that has died (HAProxy's health check brings it back into use)."""

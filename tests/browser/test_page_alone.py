@@ -55,10 +55,14 @@ def test_a_control_of_the_page_runs_the_page_alone(base_url, tab):
     assert "navigation" in finished(runs)[0]["kinds"]
     del runs[:-1]
     tab.locator(TEMPERATURE).press("ArrowRight")
+    # the move's run has begun (on a busy machine it can start after wait_rendered's first wait)
+    expect(tab).to_have_url(re.compile(r"temperature=1\.05"), timeout=30_000)
     wait_rendered(tab)
     after = finished(runs)  # the page's run, and maybe the width report's (ui/widths.py: a fragment of its own)
     assert {r["status"] for r in after} == {"FINISHED_FRAGMENT_RUN_SUCCESSFULLY"}, after
-    [move] = [r for r in after if any(k.endswith("-w_temperature") for k in r["keys"])]
+    moved = [r for r in after if any(k.endswith("-w_temperature") for k in r["keys"])]
+    assert len(moved) == 1, after
+    [move] = moved
     assert "navigation" not in move["kinds"]  # no router
     assert not any(k.endswith(a11y.MENU_KEY) for k in move["keys"])  # no menu
     assert any(k.endswith("-onehead_x") for k in move["keys"])  # the page: its chart, and its sidebar controls
