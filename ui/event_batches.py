@@ -60,10 +60,6 @@ def batched_events(on_event):
     return queued
 
 
-def parameters(method) -> list[str]:
-    return list(inspect.signature(method).parameters)
-
-
 def install() -> None:
     """Wrap AppSession._on_scriptrunner_event (batched_events); idempotent; one warning and nothing wrapped if
     Streamlit lacks the methods the wrapper calls, or the handler's parameters are not the event's."""
@@ -72,13 +68,11 @@ def install() -> None:
         log.warning(
             "%s.%s.%s, %s or %s not found: each message makes its own hop to the event loop", *TARGET, SCHEDULE, HANDLE
         )
-    elif getattr(cls._on_scriptrunner_event, "batched", False):
-        return
-    elif parameters(getattr(cls, HANDLE)) != parameters(cls._on_scriptrunner_event):
+    elif inspect.signature(getattr(cls, HANDLE)) != inspect.signature(cls._on_scriptrunner_event):
         log.warning(
             "%s.%s.%s and %s take different parameters: each message makes its own hop to the event loop",
             *TARGET,
             HANDLE,
         )
-    else:
+    elif not getattr(cls._on_scriptrunner_event, "batched", False):
         cls._on_scriptrunner_event = batched_events(cls._on_scriptrunner_event)
