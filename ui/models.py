@@ -43,6 +43,14 @@ def threads_from(text: str | None) -> int:
 
 torch.set_num_threads(threads_from(os.environ.get("ATLAS_TORCH_THREADS")))
 
+# The collector looks at the young objects after every 700 more allocations than frees (Python's default), and at
+# everything not frozen (get_model) after ten times ten of those. A served process allocates so much a rerun
+# (widgets, protobuf messages, figures) that with 50 students it made a full collection every ~7 s, ~140 ms each
+# with the GIL held for every session. After 10,000: a third as many full collections, ~40 % less time collecting
+# (bench/history/class.md).
+GC_THRESHOLDS = (10_000, 10, 10)
+gc.set_threshold(*GC_THRESHOLDS)
+
 
 @st.cache_data(ttl=10, show_spinner=False)  # the folders are read again at most every 10 s, not on every rerun
 def model_choices() -> list[str]:
