@@ -160,4 +160,3 @@ def test_a_served_process_collects_garbage_rarely():
     run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert int(run.stdout.split()[-1]) <= 30  # Python's default threshold makes ~260 here
-
