@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui import navigation, presenter
+from ui import navigation, page_script, presenter, state
 from ui.live import panel
 
 st.set_page_config(
@@ -10,6 +10,12 @@ st.set_page_config(
 )
 try:
     # the live class: a student follows; the class's bar; a run of the page alone ends as a whole run does (below)
-    navigation.run(first=panel.follow, before=panel.bar, after=panel.publish)
+    navigation.run(
+        first=panel.follow,
+        before=panel.bar,
+        after=panel.publish,
+        side_head=state.side_head,
+        side_tail=page_script.mount,
+    )
 finally:
     panel.publish()  # a teacher's view, as the page left the address, goes to the class

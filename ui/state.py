@@ -243,20 +243,32 @@ def _value_controls(prefix: str, where: tuple, cfg, compact: bool) -> None:
     tau.toggle("τ in every layer", help=every_help, **_widget("tau_every_layer", prefix))
 
 
+def side_head() -> None:
+    """The sidebar's model and preset controls, drawn by the router (navigation.run) before the page, once a whole run:
+    a move that runs the page alone (every other control's) leaves them as they are, two select boxes and a caption
+    fewer to draw. Choosing a model or a preset runs it all. A page that follows a teacher draws neither."""
+    _init()
+    if not navigation.led():
+        _model_control()
+        _preset_control("w_", st)
+
+
 def sidebar() -> State:
     """Draw the shared controls and return the current state. They sit in the sidebar and, bound to the same state, in
     a bar above the page that shows on a narrow screen (where the sidebar starts closed) and in presenter view. Once
     the browser has said its screen is wider, the bar's controls are not drawn (ui/widths.bar_wanted): 13 messages
     fewer a run; once it has said its screen is at most presenter.NARROW_PX wide, the sidebar keeps only the presets
     (ui/widths.side_wanted). A page that follows a teacher (navigation.led) draws none of them: the teacher's view sets
-    the state, and the class's bar says it."""
+    the state, and the class's bar says it. Under the router, the model and preset controls and the page's script are
+    the router's (side_head, page_script.mount); a page run on its own (as in tests) draws them here."""
     navigation.take_over()
     _init()
     presenter.follow()
     presenting = presenter.on()
     ours = not navigation.led()
+    alone = navigation.current() is None  # no router: this page draws the whole sidebar
     with st.sidebar:
-        if ours:
+        if ours and alone:
             _model_control()
     # The model may have changed: keep layer and head inside it.
     fixed = _clean({k: st.session_state["atlas_" + k] for k in KEYS})
@@ -264,7 +276,7 @@ def sidebar() -> State:
         st.session_state["atlas_" + k] = fixed[k]
     cfg = get_model(fixed["model"]).cfg
     with st.sidebar:
-        if ours:
+        if ours and alone:
             _preset_control("w_", st)
         # Kept in its place when empty, as the bar below (a screen at most presenter.NARROW_PX wide shows the bar)
         with st.container(key="atlas_side_controls"):
@@ -285,7 +297,8 @@ def sidebar() -> State:
     with st.sidebar:
         presenter.toggle()
         export.sidebar()
-        page_script.mount()
+        if alone:
+            page_script.mount()
     state = current()
     # Only what changed, in one message: each write sends the whole address as the server last knew it, and the
     # server's copy of the pages' own controls (bind="query-params", which the browser writes itself) is not
