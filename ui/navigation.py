@@ -191,12 +191,12 @@ def run(
     side_tail: Callable[[], None] = lambda: None,
 ) -> None:
     """`first` (app.py: a student's page opening the teacher's view), which says whether this run shows a view someone
-    else leads (`led`); then the sidebar menu, grouped by section, with every page visible, unless it does, and
-    `side_head` (app.py: the model and preset controls); then run the page the address names, after a link that skips
-    to its first chart (ui/a11y.py) and `before` (app.py: the live class's bar); then `side_tail` at the sidebar's end
-    (app.py: the page's script). The page runs as a fragment (page_alone): what is drawn around it stays as it is when
-    the page runs alone; `after` (app.py: publish the teacher's view) is what the caller does after a whole run, done by
-    the page's own runs at their end."""
+    else leads (`led`); then the sidebar menu, grouped by section, with every page visible, unless it does; then run
+    the page the address names, after a link that skips to its first chart (ui/a11y.py), `before` (app.py: the live
+    class's bar) and `side_head` in the sidebar (app.py: the model and preset controls); then `side_tail` at the
+    sidebar's end (app.py: the page's script). The page runs as a fragment (page_alone): what is drawn around it
+    stays as it is when the page runs alone; `after` (app.py: publish the teacher's view) is what the caller does after
+    a whole run, done by the page's own runs at their end."""
     page = st.navigation(menu(), position="hidden")
     path = next(p.path for p in ORDER if p.url_path == page.url_path)
     st.session_state[OPENED_KEY] = st.session_state.get(CURRENT_KEY) != path
@@ -206,9 +206,10 @@ def run(
         if not led():
             draw_menu(menu())
         widths.measure()  # it watches the page's charts, whatever redraws them
-        side_head()
     a11y.skip_link()
     before()
+    with st.sidebar:
+        side_head()
     page_alone(page, after)
     with st.sidebar:
         side_tail()
