@@ -267,17 +267,15 @@ def sidebar() -> State:
     presenting = presenter.on()
     ours = not navigation.led()
     alone = navigation.current() is None  # no router: this page draws the whole sidebar
-    with st.sidebar:
-        if ours and alone:
-            _model_control()
+    if alone:
+        with st.sidebar:
+            side_head()
     # The model may have changed: keep layer and head inside it.
     fixed = _clean({k: st.session_state["atlas_" + k] for k in KEYS})
     for k in ("layer", "head"):
         st.session_state["atlas_" + k] = fixed[k]
     cfg = get_model(fixed["model"]).cfg
     with st.sidebar:
-        if ours and alone:
-            _preset_control("w_", st)
         # Kept in its place when empty, as the bar below (a screen at most presenter.NARROW_PX wide shows the bar)
         with st.container(key="atlas_side_controls"):
             if side := widths.side_wanted() and ours:

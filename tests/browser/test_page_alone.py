@@ -13,7 +13,7 @@ from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from scripts.browser import ROOT, page_url, wait_rendered
-from ui import a11y, presenter
+from ui import a11y, page_script, presenter
 
 expect = pytest.importorskip("playwright.sync_api").expect
 FINISHED = {v: k for k, v in ForwardMsg.ScriptFinishedStatus.items()}
@@ -65,11 +65,16 @@ def test_a_control_of_the_page_runs_the_page_alone(base_url, tab):
     [move] = moved
     assert "navigation" not in move["kinds"]  # no router
     assert not any(k.endswith(a11y.MENU_KEY) for k in move["keys"])  # no menu
+    # nor the model and preset controls and the page's script (ui/state.side_head, ui/page_script.py)
+    assert not any(k.endswith(("-w_model", "-w_preset", "-" + page_script.KEY)) for k in move["keys"]), move["keys"]
     assert any(k.endswith("-onehead_x") for k in move["keys"])  # the page: its chart, and its sidebar controls
     assert "temperature=1.05" in tab.url  # the move reached the page: its state is in the address
     # what the whole run drew stays: the menu and the skip link
     assert tab.locator(f".st-key-{a11y.MENU_KEY}, [data-testid='stSidebar'] nav").count() >= 1
     assert tab.locator(f".st-key-{a11y.SKIP_KEY}").count() == 1
+    sidebar = tab.locator('[data-testid="stSidebar"]')
+    for label in ("Model", "Preset sentences"):
+        expect(sidebar.get_by_label(label, exact=True)).to_have_count(1)
     assert tab.locator(f"#{a11y.ANCHOR_ID}").count() == 1  # the page's run drew the skip link's target again
     assert tab.locator('[data-testid="stException"]').count() == 0
     assert tab.errors == []
