@@ -145,7 +145,41 @@ def figure(traces: Sequence[dict], layout: dict) -> Spec:
         lay["height"] = max(lay["height"], margin["t"] + margin["b"] + margins.y_title_px(lay))
     # the toolbar stands up along the right edge: lying across the top, on a phone it covers the chart's title
     lay.setdefault("modebar", {"orientation": "v"})
-    return Spec({"data": [plain(t) for t in traces], "layout": {**lay, "margin": margin, "template": TEMPLATE}})
+    lay["margin"] = margin
+    lay |= rows_fitted(lay)
+    return Spec({"data": [plain(t) for t in traces], "layout": {**lay, "template": TEMPLATE}})
+
+
+ROW_GAP_PX = 40  # between two rows of maps: the lower row's map titles (presenter view's 16 px text, with room)
+PANEL_GRID = "panel-grid"  # layout.meta of a figure of maps in rows (figures.multihead.panel_grid): a y axis a row
+
+
+def rows_fitted(layout: dict) -> dict:
+    """Layout updates that place the rows of a panel_grid figure in its plot area at the figure's height now: rows of
+    equal height, ROW_GAP_PX apart whatever that height (as fractions of the plot, gaps fitted once would shrink with
+    a chart squeezed onto a projector's first screen until each row's titles ran into the row above). {} for a figure
+    of one row, or of another kind."""
+    grid = layout.get("meta") == PANEL_GRID
+    n_rows = sum(1 for k in layout if margins.AXIS.match(k) and k.startswith("y")) if grid else 1
+    if n_rows < 2:
+        return {}
+    margin = layout.get("margin") or {}
+    plot = max(1.0, layout["height"] - margin.get("t", 0) - margin.get("b", 0))  # px
+    gap = min(ROW_GAP_PX / plot, 0.5 / (n_rows - 1))  # fraction of the plot between rows (at most half of it in all)
+    row = (1 - gap * (n_rows - 1)) / n_rows
+    tops = [1 - r * (row + gap) for r in range(n_rows)]  # the top of each row, top row first
+    names = ["yaxis" + ("" if r == 0 else str(r + 1)) for r in range(n_rows)]
+    out = {
+        name: {**layout[name], "domain": [round(max(0.0, top - row), 6), round(top, 6)]}
+        for name, top in zip(names, tops, strict=True)
+    }
+    row_of = {"y" + name[5:]: r for r, name in enumerate(names)}  # "y2" → 1
+    out["annotations"] = [
+        {**a, "y": round(tops[row_of[layout["xaxis" + a["xref"][1:-7]]["anchor"]]], 6)}
+        if a.get("yref") == "paper" and str(a.get("xref", "")).endswith(" domain") else a
+        for a in layout.get("annotations") or []
+    ]
+    return out
 
 
 def _dark_text(trace: dict) -> dict:

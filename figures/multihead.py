@@ -12,6 +12,7 @@ from .colours import BLACK, BLANK, DIVERGING, HIGHLIGHT, INK, KEY, PALETTE, QUER
 from .common import (
     LEGEND_BELOW,
     MASKED_NOTE,
+    PANEL_GRID,
     esc,
     figure,
     grouped_bars,
@@ -118,39 +119,38 @@ def weight_panels(
 def panel_grid(
     panels: list[dict], titles: Sequence[str], y_axis: dict, x_axis: dict, per_row: int, height: int
 ) -> tuple[list[dict], dict, int]:
-    """Panels (traces without axes) in rows of at most per_row, all rows of equal length and `height` px high: each
-    row gets its own y axis (y_axis), each panel its own x axis (x_axis) and its title above it. Returns the traces
-    with their axes, the layout's axes and annotations, and the number of rows."""
+    """Panels (traces without axes) in rows of at most per_row, all rows of equal length and about `height` px high:
+    each row gets its own y axis (y_axis; its title on the middle row only), each panel its own x axis (x_axis; its
+    tick labels and title only under a panel with none below it) and its title above it. Returns the traces with
+    their axes, the layout's axes and annotations (the rows placed by rows_fitted once the figure's margins are known),
+    and the number of rows."""
     n = len(panels)
     n_rows = -(-n // max(1, per_row))
     per_row = -(-n // n_rows)
-    # between panels; between rows, room for tick labels and the next row's titles
-    gap, vgap = 0.03, 160 / (height * n_rows)
-    width, row_height = (1 - gap * (per_row - 1)) / per_row, (1 - vgap * (n_rows - 1)) / n_rows
-    traces, lay = [], {"annotations": []}
+    gap = 0.03  # between panels
+    width = (1 - gap * (per_row - 1)) / per_row
+    traces, lay = [], {"annotations": [], "meta": PANEL_GRID}
     for r in range(n_rows):
-        top = 1 - r * (row_height + vgap)
-        domain = [round(max(0.0, top - row_height), 6), round(min(1.0, top), 6)]
-        lay["yaxis" + ("" if r == 0 else str(r + 1))] = (
-            y_axis if n_rows == 1 else {**y_axis, "domain": domain, "anchor": f"x{r * per_row + 1 if r else ''}"}
-        )
+        titled = y_axis if r == n_rows // 2 else {**y_axis, "title": None}
+        anchor = {} if n_rows == 1 else {"anchor": f"x{r * per_row + 1 if r else ''}"}
+        lay["yaxis" + ("" if r == 0 else str(r + 1))] = {**titled, **anchor}
     for k, panel in enumerate(panels):
         r, c = divmod(k, per_row)
         ax, ay = "" if k == 0 else str(k + 1), "" if r == 0 else str(r + 1)
         traces.append({**panel, "xaxis": "x" + ax, "yaxis": "y" + ay})
+        bottom = k + per_row >= n  # no panel below: the tokens are named under this one
         lay["xaxis" + ax] = {
-            **x_axis,
+            **(x_axis if bottom else {**x_axis, "showticklabels": False, "title": None}),
             "domain": [round(c * (width + gap), 6), round(min(1.0, c * (width + gap) + width), 6)],
             "anchor": "y" + ay,
         }
-        top = 1.0 if n_rows == 1 else 1 - r * (row_height + vgap)
         lay["annotations"].append(
             {
                 "text": esc(titles[k]),
                 "xref": f"x{ax} domain",
                 "yref": "paper",
                 "x": 0.5,
-                "y": top,
+                "y": 1.0,
                 "yanchor": "bottom",
                 "showarrow": False,
             }

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 import plotly.graph_objects as go
 import streamlit as st
 
-from figures.common import Spec
+from figures.common import Spec, rows_fitted
 from figures.narrow import narrow, readable_from, without_cell_numbers
 from lessons import head_roles
 from transformer import Trace, TraceInputError
@@ -143,6 +143,7 @@ def show_figure(fig: go.Figure, key: str, on_click: Callable[[], None] | None = 
         layout.update(presenter.larger(layout))
         spec = {**spec, "data": presenter.cell_text(spec["data"])}
         layout["height"] = widths.fitted_height(key, layout, spec["data"])  # the chart whole on the screen
+        layout.update(rows_fitted(layout))  # rows of maps kept apart at the new height
         layout.update(presenter.thinned_ticks(layout))
     spec = {**spec, "layout": layout}
     export.add_figure(key, spec)

@@ -64,6 +64,22 @@ TICKS_OVER = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-
   })"""
 
 
+# Axis titles that run over another axis title, a tick label or a note of the same chart in the open tab, as
+# "title|text": Multi-head · 1's rows of maps, squeezed onto the first screen, put each row's "key j" over the tick
+# labels of the row below.
+TITLES_OVER = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')]
+  .filter((p) => p.getBoundingClientRect().width > 0).flatMap((p) => {
+    const box = (e) => ({text: e.textContent, r: e.getBoundingClientRect()});
+    const shown = (b) => b.text.trim() && b.r.width > 0 && b.r.height > 0;
+    const titles = [...p.querySelectorAll('.infolayer g[class^="g-x"] > text, .infolayer g[class^="g-y"] > text')]
+      .map(box).filter(shown);
+    const others = [...p.querySelectorAll('[class$="tick"] > text, .annotation-text')].map(box).filter(shown);
+    const over = (a, b) => a.left < b.right - 2 && b.left < a.right - 2 && a.top < b.bottom - 2 && b.top < a.bottom - 2;
+    return titles.flatMap((a, i) => [...titles.slice(i + 1), ...others].filter((b) => over(a.r, b.r))
+      .map((b) => a.text + '|' + b.text));
+  })"""
+
+
 # Formulas that run under the element after them (Encoder vs decoder's formula under its expander), as (text, px).
 FORMULAS_UNDER = """() => [...document.querySelectorAll('[data-testid="stMain"] .katex-display')]
   .filter((k) => k.getBoundingClientRect().width > 0).map((k) => {
@@ -124,6 +140,8 @@ def test_the_main_chart_is_whole_on_the_first_screen(base_url, profile, page):
                 bad.append(f"{label or name_of(page)} at {width}×{height}: formulas under the next element {under}")
             if over := tab.evaluate(TICKS_OVER):
                 bad.append(f"{label or name_of(page)} at {width}×{height}: y labels run over each other {over[:3]}")
+            if titles := tab.evaluate(TITLES_OVER):
+                bad.append(f"{label or name_of(page)} at {width}×{height}: axis titles over other text {titles[:3]}")
             if touching := tab.evaluate(TEXTS_TOUCH):
                 bad.append(f"{label or name_of(page)} at {width}×{height}: texts run together {touching}")
             if first:  # the same elements at either size: axe once, on the smaller screen

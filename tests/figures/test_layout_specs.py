@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from figures import margins
 from figures.attention import WRITTEN_MAX, padding_heatmap
-from figures.common import LEGEND_BELOW, grouped_bars
+from figures.common import LEGEND_BELOW, ROW_GAP_PX, grouped_bars, rows_fitted
 from figures.context import cosine_lines
 from figures.heads_forming import head_patterns
 from figures.matrices import lecture_figures
@@ -146,3 +147,26 @@ def test_a_padded_batch_in_a_narrow_column_has_one_column_per_text():
     long = padding_heatmap(np.ones((2, T), dtype=bool), [list(map(str, range(T)))] * 2, names, "t", by_column=True)
     trace = long.to_dict()["data"][0]
     assert array(trace["z"]).shape == (2, T) and "texttemplate" not in trace
+
+
+def test_rows_of_maps_stay_apart_at_any_height():
+    """Nine maps in three rows: the tokens and "key j" are named under the bottom row only, "query i" once, and at the
+    figure's own height or squeezed onto a projector's first screen the rows stay ROW_GAP_PX apart, each map's title
+    on top of its own row (squeezed as fractions of the plot, the gaps shrank until each row's "key j" sat on the tick
+    labels of the row below)."""
+    maps, labels = np.full((9, 5, 5), 0.2), list("abcde")
+    spec = weight_panels(maps, labels, np.ones((5, 5), dtype=bool), [f"h{k}" for k in range(9)], "t", per_row=3)
+    layout = spec.to_dict()["layout"]
+    named = [k for k in range(9) if layout["xaxis" + (str(k + 1) if k else "")].get("showticklabels", True)]
+    assert named == [6, 7, 8]
+    assert [bool(layout[y].get("title")) for y in ("yaxis", "yaxis2", "yaxis3")] == [False, True, False]
+    for height in (layout["height"], 480, 420):
+        fitted = {**layout, "height": height}
+        fitted |= rows_fitted(fitted)
+        plot = height - fitted["margin"]["t"] - fitted["margin"]["b"]
+        rows = [fitted[y]["domain"] for y in ("yaxis", "yaxis2", "yaxis3")]
+        gaps = [(upper[0] - lower[1]) * plot for upper, lower in zip(rows[:-1], rows[1:], strict=True)]
+        assert gaps == pytest.approx([ROW_GAP_PX] * 2, abs=0.01)
+        assert rows[0][1] == 1.0 and rows[2][0] == pytest.approx(0.0, abs=1e-6)
+        tops = [a["y"] for a in fitted["annotations"]]
+        assert tops == [rows[k // 3][1] for k in range(9)]
