@@ -156,16 +156,20 @@ PANEL_GRID = "panel-grid"  # layout.meta of a figure of maps in rows (figures.mu
 
 def rows_fitted(layout: dict) -> dict:
     """Layout updates that place the rows of a panel_grid figure in its plot area at the figure's height now: rows of
-    equal height, ROW_GAP_PX apart whatever that height (as fractions of the plot, gaps fitted once would shrink with
-    a chart squeezed onto a projector's first screen until each row's titles ran into the row above). {} for a figure
-    of one row, or of another kind."""
+    equal height, ROW_GAP_PX apart (the bottom margin apart when each row names its tokens) whatever that height.
+    (As fractions of the plot, gaps fitted once shrank with a chart squeezed onto a projector's first screen until
+    each row's titles ran into the row above.) {} for a figure of one row, or of another kind."""
     grid = layout.get("meta") == PANEL_GRID
     n_rows = sum(1 for k in layout if margins.AXIS.match(k) and k.startswith("y")) if grid else 1
     if n_rows < 2:
         return {}
     margin = layout.get("margin") or {}
     plot = max(1.0, layout["height"] - margin.get("t", 0) - margin.get("b", 0))  # px
-    gap = min(ROW_GAP_PX / plot, 0.5 / (n_rows - 1))  # fraction of the plot between rows (at most half of it in all)
+    # rows that name their tokens (a single column) need under each the room the bottom margin gives the last one's
+    # (an upper estimate of the labels, with room to spare for the next row's titles)
+    named = layout["xaxis"].get("showticklabels", True)
+    gap_px = max(ROW_GAP_PX, margin.get("b", 0)) if named else ROW_GAP_PX
+    gap = min(gap_px / plot, 0.5 / (n_rows - 1))  # fraction of the plot between rows (at most half of it in all)
     row = (1 - gap * (n_rows - 1)) / n_rows
     tops = [1 - r * (row + gap) for r in range(n_rows)]  # the top of each row, top row first
     names = ["yaxis" + ("" if r == 0 else str(r + 1)) for r in range(n_rows)]

@@ -121,9 +121,9 @@ def panel_grid(
 ) -> tuple[list[dict], dict, int]:
     """Panels (traces without axes) in rows of at most per_row, all rows of equal length and about `height` px high:
     each row gets its own y axis (y_axis; its title on the middle row only), each panel its own x axis (x_axis; its
-    tick labels and title only under a panel with none below it) and its title above it. Returns the traces with
-    their axes, the layout's axes and annotations (the rows placed by rows_fitted once the figure's margins are known),
-    and the number of rows."""
+    tick labels and title only under a panel with none below it, or in a single column) and its title above it.
+    Returns the traces with their axes, the layout's axes and annotations (the rows placed by rows_fitted once the
+    figure's margins are known), and the number of rows."""
     n = len(panels)
     n_rows = -(-n // max(1, per_row))
     per_row = -(-n // n_rows)
@@ -138,7 +138,8 @@ def panel_grid(
         r, c = divmod(k, per_row)
         ax, ay = "" if k == 0 else str(k + 1), "" if r == 0 else str(r + 1)
         traces.append({**panel, "xaxis": "x" + ax, "yaxis": "y" + ay})
-        bottom = k + per_row >= n  # no panel below: the tokens are named under this one
+        # the tokens are named under a panel with none below it, and under each one of a column (a phone's)
+        bottom = per_row == 1 or k + per_row >= n
         lay["xaxis" + ax] = {
             **(x_axis if bottom else {**x_axis, "showticklabels": False, "title": None}),
             "domain": [round(c * (width + gap), 6), round(min(1.0, c * (width + gap) + width), 6)],

@@ -170,3 +170,18 @@ def test_rows_of_maps_stay_apart_at_any_height():
         assert rows[0][1] == 1.0 and rows[2][0] == pytest.approx(0.0, abs=1e-6)
         tops = [a["y"] for a in fitted["annotations"]]
         assert tops == [rows[k // 3][1] for k in range(9)]
+
+
+def test_a_column_of_maps_names_the_tokens_under_each():
+    """A phone's column of maps (one a row): each map keeps its tokens and "key j" under it, and the rows stand apart by
+    the room the bottom margin gives those labels."""
+    maps, labels = np.full((3, 5, 5), 0.2), list("abcde")
+    layout = weight_panels(maps, labels, np.ones((5, 5), dtype=bool), ["h0", "h1", "h2"], "t", per_row=1).to_dict()[
+        "layout"
+    ]
+    assert all(layout[x].get("showticklabels", True) and layout[x]["title"] for x in ("xaxis", "xaxis2", "xaxis3"))
+    plot = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
+    rows = [layout[y]["domain"] for y in ("yaxis", "yaxis2", "yaxis3")]
+    gaps = [(upper[0] - lower[1]) * plot for upper, lower in zip(rows[:-1], rows[1:], strict=True)]
+    assert layout["margin"]["b"] > ROW_GAP_PX
+    assert gaps == pytest.approx([layout["margin"]["b"]] * 2, abs=0.01)
