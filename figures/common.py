@@ -178,8 +178,9 @@ def rows_fitted(layout: dict) -> dict:
         for name, top in zip(names, tops, strict=True)
     }
     row_of = {"y" + name[5:]: r for r, name in enumerate(names)}  # "y2" → 1
+    # a map's title is placed on its x axis's domain ("x2 domain"); that axis is anchored on its row's y axis
     out["annotations"] = [
-        {**a, "y": round(tops[row_of[layout["xaxis" + a["xref"][1:-7]]["anchor"]]], 6)}
+        {**a, "y": round(tops[row_of[layout["xaxis" + a["xref"].split()[0][1:]]["anchor"]]], 6)}
         if a.get("yref") == "paper" and str(a.get("xref", "")).endswith(" domain") else a
         for a in layout.get("annotations") or []
     ]
