@@ -60,6 +60,7 @@ def weights_map(
 
 
 PANELS_PER_ROW = 6  # more maps than this wrap into rows of equal length (SmolLM2 has 9 heads, MiniLM 12)
+PANEL_GAP = 0.03  # between two maps of a row, a fraction of the plot's width
 
 
 @reused
@@ -127,7 +128,7 @@ def panel_grid(
     n = len(panels)
     n_rows = -(-n // max(1, per_row))
     per_row = -(-n // n_rows)
-    gap = 0.03  # between panels
+    gap = PANEL_GAP
     width = (1 - gap * (per_row - 1)) / per_row
     traces, lay = [], {"annotations": [], "meta": PANEL_GRID}
     for r in range(n_rows):

@@ -150,20 +150,26 @@ def larger(layout: dict) -> dict:
 def thinned_ticks(layout: dict) -> dict:
     """Layout updates for a chart fitted to the first screen (layout.height): each y axis of token labels (tickvals)
     whose labels would stand closer than TICK_GAP_PX keeps every k-th, so the ones shown can be read (SmolLM2's 61
-    stages of the residual stream in ~300 px: each label ran over the next three)."""
+    stages of the residual stream in ~300 px: each label ran over the next three); each x axis too when the chart's
+    width is known, TICK_PX apart (tokens turned on their side under maps in rows: the ␣ and ↵ of a fallback font
+    stand out of the line)."""
     margin = layout.get("margin") or {}
-    plot = layout["height"] - margin.get("t", 0) - margin.get("b", 0)  # px, every y axis's domain in it
+    plot = {  # px, every axis's domain in it
+        "y": layout["height"] - margin.get("t", 0) - margin.get("b", 0),
+        "x": (layout.get("width") or 0) - margin.get("l", 0) - margin.get("r", 0),
+    }
+    least = {"y": TICK_GAP_PX, "x": TICK_PX}  # px between two labels
     out = {}
     for name, axis in layout.items():
-        ticks = axis.get("tickvals") if name.startswith("yaxis") and isinstance(axis, dict) else None
+        ticks = axis.get("tickvals") if AXIS.match(name) and isinstance(axis, dict) else None
         numbers = isinstance(ticks, list) and all(isinstance(t, int | float) for t in ticks)
-        if not numbers or len(ticks) < 2 or ticks[-1] <= ticks[0]:  # (a typed array, categories: left as they are)
-            continue
+        if not numbers or len(ticks) < 2 or ticks[-1] <= ticks[0] or plot[name[0]] <= 0:  # (a typed array,
+            continue  # categories, an x axis of a chart whose width is not known: left as they are)
         low, high = (axis.get("domain") or [0, 1])[:2]
         step = (ticks[-1] - ticks[0]) / (len(ticks) - 1)  # data units between two labels
-        gap = plot * (high - low) * step / (ticks[-1] - ticks[0] + step)  # px: the labels' rows fill the domain
-        if gap < TICK_GAP_PX:
-            k = math.ceil(TICK_GAP_PX / gap)
+        gap = plot[name[0]] * (high - low) * step / (ticks[-1] - ticks[0] + step)  # px: the labels fill the domain
+        if gap < least[name[0]]:
+            k = math.ceil(least[name[0]] / gap)
             out[name] = {**axis, "tickvals": ticks[::k], "ticktext": (axis.get("ticktext") or ticks)[::k]}
     return out
 

@@ -31,7 +31,8 @@ import math
 
 import streamlit as st
 
-from figures.multihead import PANELS_PER_ROW
+from figures.common import ROW_GAP_PX
+from figures.multihead import PANEL_GAP, PANELS_PER_ROW
 from figures.narrow import NARROW_PX
 
 from . import presenter
@@ -56,6 +57,7 @@ BAR_DRAWN_KEY = "atlas_bar_drawn"  # whether the last run drew the controls bar 
 SIDE_DRAWN_KEY = "atlas_side_drawn"  # whether the last run drew the sidebar's copy of the bar's controls (side_wanted)
 ROOM_KEY = "atlas_chart_rooms"  # presenter view: the browser's report {screen: px, rooms: {chart key: px}}
 HEIGHTS_KEY = "atlas_heights"  # chart key → (the height it asked for, the least it takes, the height it was drawn at)
+FRAMES_KEY = "atlas_frames"  # presenter view: chart key → its margins as last drawn: left + right, top, bottom (px)
 SLACK_PX = 12  # left under a chart that ends on the first screen (rounding, the chart frame's border)
 MIN_ROOM_PX = 200  # a chart that starts with less room than this under it is drawn for a screen of its own
 MIN_PLOT_PX = 90  # the least plot height (inside the margins) a chart is given to end on the first screen
@@ -145,7 +147,7 @@ def _check_drawn() -> None:
     heights = st.session_state.get(HEIGHTS_KEY, {}) if presenter.on() else {}
     report = _report()
     if (
-        any(min(n, per_row_at(w)) != per_row for key, (n, per_row) in panels.items() if (w := _width(report, key)))
+        any(_per_row(key, n, w) != per_row for key, (n, per_row) in panels.items() if (w := _width(report, key)))
         or any(narrow_at(w) != was for key, was in narrowed.items() if (w := _width(report, key)))
         or any((w >= least) != kept for (key, _), (least, kept) in least_widths.items() if (w := _width(report, key)))
         or any(_fit(key, asked, least) != drawn for key, (asked, least, drawn) in heights.items())
@@ -191,12 +193,39 @@ def per_row_at(width: float | None) -> int:
     return int(max(1, min(PANELS_PER_ROW, (width - PANEL_FRAME_PX) // PANEL_PX)))
 
 
+def per_row_on_screen(width: float, n: int, height: float, frame: tuple[float, float, float]) -> int:
+    """Presenter view: how many of n maps go in a row of a panel figure `width` px wide that ends on the first screen,
+    `height` px tall with margins `frame` (left + right, top, bottom; px): the count that gives each map the largest
+    square, in rows of equal length placed as figures.multihead.panel_grid and figures.common.rows_fitted place them.
+    (Held to PANEL_PX each, SmolLM2's nine heads went three a row on a 1024 × 768 projector, each map 3.5 times wider
+    than tall.)"""
+    sides, top, bottom = frame
+
+    def side(rows: int) -> float:  # px: the side of the largest square a map holds in `rows` rows
+        per_row = -(-n // rows)
+        gap = ROW_GAP_PX if per_row > 1 else max(ROW_GAP_PX, bottom)  # a column names its tokens under each map
+        across = (width - sides) * (1 - PANEL_GAP * (per_row - 1)) / per_row
+        return min(across, (height - top - bottom - gap * (rows - 1)) / rows)
+
+    return -(-n // max(range(1, n + 1), key=side))  # (of equal sides, the fewest rows)
+
+
 def panels_per_row(key: str, n: int) -> int:
-    """How many of its n maps the chart `key` puts in a row at its last measured width; remembered, so that a new
-    width that changes it redraws the page."""
-    per_row = min(n, per_row_at(width_of(key)))
+    """How many of its n maps the chart `key` puts in a row at its last measured width (in presenter view, and its
+    room on the first screen); remembered, so that a new width or room that changes it redraws the page."""
+    per_row = _per_row(key, n, width_of(key))
     st.session_state.setdefault(PANELS_KEY, {})[key] = (n, per_row)
     return per_row
+
+
+def _per_row(key: str, n: int, width: float | None) -> int:
+    """panels_per_row for the chart `key` at `width`: per_row_on_screen in presenter view once the chart's room and
+    margins are known, else as many maps as hold PANEL_PX each."""
+    room = _room(key) if presenter.on() else None
+    frame = st.session_state.get(FRAMES_KEY, {}).get(key)
+    if width is None or room is None or frame is None:
+        return min(n, per_row_at(width))
+    return per_row_on_screen(width, n, room, frame)
 
 
 def narrow_at(width: float | None) -> bool:
@@ -262,6 +291,8 @@ def fitted_height(key: str, layout: dict, data: list[dict]) -> int:
     least = min(asked, int(margin.get("t", 0) + margin.get("b", 0) + plot))
     drawn = _fit(key, asked, least)
     st.session_state.setdefault(HEIGHTS_KEY, {})[key] = (asked, least, drawn)
+    frame = (margin.get("l", 0) + margin.get("r", 0), margin.get("t", 0), margin.get("b", 0))
+    st.session_state.setdefault(FRAMES_KEY, {})[key] = frame
     return drawn
 
 
@@ -271,13 +302,20 @@ def _rows(z) -> int:
 
 
 def _fit(key: str, asked: int, least: int) -> int:
-    """fitted_height from the last report ({screen, rooms} in the component's state); `asked` without one."""
+    """fitted_height from the last report; `asked` without one."""
+    room = _room(key)
+    return asked if room is None else int(max(least, min(asked, room)))
+
+
+def _room(key: str) -> float | None:
+    """The most the chart `key` may be drawn tall, from the last report ({screen, rooms} in the component's state):
+    the room under its top on the first screen, or a screen's height when it starts lower (less than MIN_ROOM_PX),
+    less SLACK_PX; None without a report."""
     state = st.session_state.get(ROOM_KEY) if _rooms is not None else None
     report = state.get("rooms") if state is not None else None
     if not isinstance(report, dict) or not isinstance(report.get("rooms"), dict):
-        return asked
+        return None
     screen, room = report.get("screen"), report["rooms"].get(key)
     if not all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in (screen, room)):
-        return asked
-    cap = room if room >= MIN_ROOM_PX else screen
-    return int(max(least, min(asked, cap - SLACK_PX)))
+        return None
+    return (room if room >= MIN_ROOM_PX else screen) - SLACK_PX

@@ -122,6 +122,44 @@ def test_the_heads_of_a_layer_wrap_into_as_many_rows_as_the_width_needs(width, r
     assert panel_rows(charts_by_key(at)["multihead_heads"]) == rows
 
 
+def test_in_presenter_view_the_heads_of_a_layer_take_the_rows_that_give_each_map_the_most_room():
+    """(On a 1024 × 768 projector SmolLM2's nine heads went three a row, each map 3.5 times wider than tall.) In
+    presenter view, once the browser has reported the chart's room on the first screen, its maps go in the rows that
+    give each the largest square: the bundled model's four heads in a 570 px column 330 px above the screen's bottom
+    edge go in one row (margins 336 px across, 53 + 163 px down: one row gives each 234 × 0.91 / 4 = 53 px across and
+    318 − 216 = 102 px down, two rows 113 px across but (102 − 40) / 2 = 31 px down), where the width alone puts two
+    in a row."""
+    at = AppTest.from_file(page_path("7_Multi_head"), default_timeout=TIMEOUT)
+    at.query_params["model"] = "shakespeare-gpt"
+    at.query_params["present"] = "true"
+    at.session_state[widths.KEY] = {"widths": {"multihead_heads": 570.0}}
+    at.session_state[widths.ROOM_KEY] = {"rooms": {"screen": 768, "rooms": {"multihead_heads": 330}}}
+    at.run()
+    assert_ok(at)
+    assert panel_rows(charts_by_key(at)["multihead_heads"]) == [2, 2]  # its margins are not known before it is drawn
+    assert at.session_state[widths.FRAMES_KEY]["multihead_heads"] == (152 + 184, 53, 163)
+    at.run()  # (in the browser: the next report's redraw)
+    assert panel_rows(charts_by_key(at)["multihead_heads"]) == [4]
+    at.session_state[widths.ROOM_KEY] = {"rooms": {"screen": 768, "rooms": {"multihead_heads": 420}}}
+    at.run()  # 102 px more down: two rows give each map 76 px, one row 53
+    assert panel_rows(charts_by_key(at)["multihead_heads"]) == [2, 2]
+
+
+@pytest.mark.parametrize(
+    ("width", "height", "n", "per_row"),
+    [
+        (872.0, 406.0, 9, 5),  # SmolLM2 on a 1024 × 768 projector: 89 × 59 px a map in rows of 5 (3 a row: 158 × 26)
+        (1128.0, 403.0, 9, 9),  # on a 1280 × 720 one: 64 × 155 px in one row (5 a row: 134 × 58)
+        (872.0, 406.0, 12, 6),  # MiniLM's twelve heads: 71 × 59 px in rows of 6 (12 a row: 28 px across)
+        (872.0, 2000.0, 9, 2),  # a tall screen: 244 px across two a row (one a row: 195 px between maps, 21 px down)
+    ],
+)
+def test_per_row_on_screen_gives_each_map_the_largest_square(width, height, n, per_row):
+    """Margins of SmolLM2's heads in presenter view (184 + 184 across, 53 + 195 down), maps 3 % of the plot's width
+    apart, rows ROW_GAP_PX apart (a single column: the bottom margin apart)."""
+    assert widths.per_row_on_screen(width, n, height, (368.0, 53.0, 195.0)) == per_row
+
+
 @pytest.mark.parametrize(
     ("width", "expected"), [(None, 6), (150.0, 1), (358.0, 1), (570.0, 2), (736.0, 3), (980.0, 4), (8000.0, 6)]
 )

@@ -59,7 +59,7 @@ def test_a_bad_report_is_ignored(state):
 def test_token_labels_too_close_keep_every_kth():
     """(Inside a block's 61 stages of SmolLM2's residual stream fitted into ~300 px: each label ran over the next
     three.) A y axis of tick labels closer than TICK_GAP_PX keeps every k-th, the nearest that leaves the gap; one with
-    room keeps them all; x axes are left."""
+    room keeps them all; x axes are left when the chart's width is not known."""
     stages = {"tickvals": list(range(61)), "ticktext": [f"s{i}" for i in range(61)]}
     tokens = {"tickvals": list(range(9)), "ticktext": list("abcdefghi")}
     layout = {"height": 400, "margin": {"t": 50, "b": 50}, "yaxis": stages, "yaxis2": tokens, "xaxis": stages}
@@ -75,3 +75,37 @@ def test_token_labels_too_close_keep_every_kth():
     # categories and typed arrays are left as they are
     for odd in (["a", "b", "c"], {"dtype": "i4", "bdata": "AAAAAAEAAAA="}):
         assert presenter.thinned_ticks({"height": 60, "yaxis": {"tickvals": odd}}) == {}
+
+
+def test_token_labels_under_maps_in_rows_keep_every_kth_once_the_width_is_known():
+    """(SmolLM2's nine heads in one row on a 1280 × 720 projector: nine tokens on their side under each map of ~64 px,
+    7 px apart, ran into each other.) With the chart's width known, an x axis of labels closer than TICK_PX keeps
+    every k-th; without it, x axes are left as they are."""
+    tokens = {"tickvals": list(range(9)), "ticktext": list("abcdefghi")}
+    margin = {"l": 184, "r": 184, "t": 53, "b": 195}
+    layout = {"height": 400, "margin": margin, "xaxis": {**tokens, "domain": [0, 0.18]}}
+    assert presenter.thinned_ticks(layout) == {}
+    out = presenter.thinned_ticks({**layout, "width": 872})  # 504 px × 0.18 / 9 = 10.1 px a label: every 2nd, 20 px
+    assert out["xaxis"]["tickvals"] == [0, 2, 4, 6, 8] and out["xaxis"]["ticktext"] == list("acegi")
+    assert out["xaxis"]["domain"] == [0, 0.18]
+    wide = presenter.thinned_ticks({**layout, "width": 872, "xaxis": {**tokens, "domain": [0, 0.3]}})  # 16.8 px
+    assert wide == {}
+    # 14 px apart: enough for y labels (TICK_GAP_PX), not for tokens on their side
+    close = presenter.thinned_ticks({**layout, "width": 872, "xaxis": {**tokens, "domain": [0, 0.25]}})
+    assert close["xaxis"]["tickvals"] == [0, 2, 4, 6, 8]
+
+
+def test_a_room_that_changes_the_maps_per_row_redraws_the_page(state):
+    """A report of a chart's room on the first screen asks for a redraw when the heads' maps it was drawn with are no
+    longer the rows that give each map the most room (ui.widths.per_row_on_screen), and only then."""
+    state[presenter.KEY] = True
+    state[widths.KEY] = {"widths": {"heads": 872.0}}
+    state[widths.FRAMES_KEY] = {"heads": (368, 53, 195)}
+    state[widths.HEIGHTS_KEY] = {"heads": (1440, 338, 394)}  # asked, least, drawn: the fit of a room of 406 px
+    state[widths.PANELS_KEY] = {"heads": (9, 4)}  # as the width alone gives (872 − 260) // 150
+    report(state, 768, heads=406)
+    widths._check_drawn()
+    assert state.pop(widths.REDRAW_KEY, False) is True  # five a row now
+    state[widths.PANELS_KEY] = {"heads": (9, 5)}
+    widths._check_drawn()
+    assert widths.REDRAW_KEY not in state
