@@ -1,14 +1,21 @@
 """A fragment's request that cannot run as the browser sent it runs as the page the session shows needs.
 
 Every page runs as a fragment (ui/navigation.page_alone), so the browser sends each move of a page's controls as a
-rerun of that fragment, as it sends the live class's polls (ui/live/panel.py). Two such requests go wrong in Streamlit:
+rerun of that fragment, as it sends the live class's polls (ui/live/panel.py) and the chart-width reports
+(ui/widths.py). Three such requests go wrong in Streamlit:
 
 - **A fragment the session does not hold.** Streamlit ignores it. A session holds none before its first whole run:
   a student whose process died reconnects, through the proxy, to a new session on a live process
   (docs/serving.md), and the first request the browser sends there can be a fragment's (the move it was making, or
   a chart-width report). Ignored, the page keeps what the dead process drew and every later move is ignored too:
-  the slider moves, the chart never does. `whole_run_for_lost_fragments` runs the whole page instead, with the
+  the slider moves, the chart never does. `whole_run_when_needed` runs the whole page instead, with the
   move's widget states, for a user's move (not a fragment's timer, `is_auto_rerun`).
+- **Moves of two fragments in one request.** The browser sends the widget changes of one turn of its event loop
+  together, as a rerun of the first one's fragment. A tab opened in presenter view while a chart-width report was
+  due went as a rerun of the report's fragment: the server ran the report alone, took the new tab as seen, and the
+  page kept the old tab's charts, hidden under the new tab, until the next move (on a busy machine, several times in
+  ten). `whole_run_when_needed` runs the whole page when a request changes a widget drawn outside its fragment
+  (`moved_outside`).
 - **A fragment of the page the browser has left.** The server opened another page (a following student's, when the
   teacher opened one; or a menu link, while a control of the old page was still moved) and the browser, which had
   not drawn it yet, sent a request with the old page's hash. Streamlit runs it after the run that opens the new
@@ -39,14 +46,15 @@ SESSION = ("streamlit.runtime.app_session", "AppSession", "request_rerun")  # mo
 RUNNER_ATTRIBUTES = {"_pages_manager", "_session_state"}  # what on_the_page_shown reads of a ScriptRunner
 
 
-def whole_run_for_lost_fragments(request_rerun):
-    """`request_rerun` (AppSession's) that turns a user's rerun of a fragment the session does not hold into a rerun
-    of the whole page."""
+def whole_run_when_needed(request_rerun):
+    """`request_rerun` (AppSession's) that turns a user's rerun of a fragment the session does not hold, or one that
+    moves a widget drawn outside that fragment, into a rerun of the whole page."""
 
     @functools.wraps(request_rerun)
     def request(session, client_state, *args, **kwargs):
         fragment = getattr(client_state, "fragment_id", "")
-        if fragment and not client_state.is_auto_rerun and not session.has_fragment(fragment):
+        outside = client_state is not None and moved_outside(session, client_state)
+        if fragment and (outside or not client_state.is_auto_rerun and not session.has_fragment(fragment)):
             whole = type(client_state)()
             whole.CopyFrom(client_state)
             whole.fragment_id = ""
@@ -55,6 +63,23 @@ def whole_run_for_lost_fragments(request_rerun):
 
     request.whole_for_lost = True  # marks the wrapper (install is idempotent)
     return request
+
+
+def moved_outside(session, client_state) -> bool:
+    """Whether a request for a fragment changes, from what the browser sent before, a widget the session drew outside
+    that fragment (its WidgetMetadata.fragment_id); remembers what the browser sent. A widget the browser sends for
+    the first time (drawn since) is not a move. False when the session's widgets cannot be read."""
+    sent = {w.id: w.SerializeToString() for w in client_state.widget_states.widgets}
+    before, session.atlas_sent_widgets = getattr(session, "atlas_sent_widgets", None) or {}, sent
+    state = getattr(getattr(session, "_session_state", None), "_new_widget_state", None)
+    drawn = getattr(state, "widget_metadata", None)
+    if not client_state.fragment_id or not isinstance(drawn, dict):
+        return False
+    return any(
+        (meta := drawn.get(wid)) is not None and meta.fragment_id != client_state.fragment_id
+        for wid, value in sent.items()
+        if before.get(wid, value) != value
+    )
 
 
 def on_the_page_shown(run_script):
@@ -80,7 +105,7 @@ def on_the_page_shown(run_script):
 
 
 def install() -> None:
-    """Wrap AppSession.request_rerun (whole_run_for_lost_fragments) and ScriptRunner._run_script
+    """Wrap AppSession.request_rerun (whole_run_when_needed) and ScriptRunner._run_script
     (on_the_page_shown); idempotent; for each, one warning and nothing wrapped if Streamlit lacks what it reads."""
     session = streamlit_class(SESSION)
     if session is None or not callable(getattr(session, "has_fragment", None)):
@@ -90,7 +115,7 @@ def install() -> None:
             *SESSION,
         )
     elif not getattr(session.request_rerun, "whole_for_lost", False):
-        session.request_rerun = whole_run_for_lost_fragments(session.request_rerun)
+        session.request_rerun = whole_run_when_needed(session.request_rerun)
     runner = streamlit_class(RUNNER)
     if runner is None or not RUNNER_ATTRIBUTES <= set(runner.__init__.__code__.co_names):
         log.warning(

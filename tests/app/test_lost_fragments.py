@@ -1,5 +1,6 @@
-"""A move made in a fragment the session does not hold (a new session after a reconnect) runs the whole page, and a
-fragment's request sent from a page the browser has left runs on the page the session shows (ui/lost_fragments.py).
+"""A move made in a fragment the session does not hold (a new session after a reconnect) runs the whole page, as does
+a request that moves a widget drawn outside its fragment; and a fragment's request sent from a page the browser has left
+runs on the page the session shows (ui/lost_fragments.py).
 The browser tests show the real cases: tests/browser/test_class_server_browser.py (a student whose process died moves
 the head on the live one, and the chart follows) and tests/browser/test_page_alone.py (a request from the old page
 does not blank the new one)."""
@@ -35,7 +36,7 @@ class Session:
 def asked() -> tuple[list, object]:
     """The requests the wrapped request_rerun passes on, and the wrapped method."""
     passed = []
-    return passed, lost_fragments.whole_run_for_lost_fragments(lambda session, state: passed.append(state))
+    return passed, lost_fragments.whole_run_when_needed(lambda session, state: passed.append(state))
 
 
 def move(fragment: str, auto: bool = False) -> ClientState:
@@ -67,6 +68,46 @@ def test_a_timer_of_a_lost_fragment_and_a_whole_run_are_passed_on_as_they_are(as
     request(Session(set()), move(""))
     request(Session(set()), None)  # the session's own rerun (a source file saved)
     assert [s.fragment_id if s is not None else None for s in passed] == ["poll", "", None]
+
+
+class Drawn(Session):
+    """A session that holds the fragments "page" and "widths", and has drawn the head slider in the page's fragment,
+    the width report in its own and the model box in the whole run (no fragment)."""
+
+    def __init__(self):
+        super().__init__({"page", "widths"})
+        fragments = {"$$ID-abc-w_head": "page", "$$ID-def-widths": "widths", "$$ID-ghi-w_model": None}
+        metadata = {wid: SimpleNamespace(fragment_id=f) for wid, f in fragments.items()}
+        self._session_state = SimpleNamespace(_new_widget_state=SimpleNamespace(widget_metadata=metadata))
+
+
+def request_of(fragment: str, head_to: float, widths: str, model: str = "smollm2-135m") -> ClientState:
+    """A request for `fragment` with the head slider, the width report and the model box as the browser holds them."""
+    state = ClientState(fragment_id=fragment, query_string="", page_script_hash="p")
+    state.widget_states.widgets.add(id="$$ID-abc-w_head").double_array_value.data.append(head_to)
+    state.widget_states.widgets.add(id="$$ID-def-widths").json_value = widths
+    state.widget_states.widgets.add(id="$$ID-ghi-w_model").string_value = model
+    return state
+
+
+def test_a_request_that_moves_a_widget_outside_its_fragment_runs_the_whole_page(asked):
+    """(A tab opened in presenter view while a width report was due went as the report's rerun: the page kept the old
+    tab's charts under the new tab.) Against what the browser sent before: a report with a moved page control runs
+    the whole page; the report alone, or a page move alone, its fragment; a changed model box (drawn by the whole
+    run) with a page move, the whole page. A widget sent for the first time (drawn since) is not a move."""
+    passed, request = asked
+    session = Drawn()
+    request(session, request_of("", 0, '{"w": 1}'))  # the first whole run: nothing to compare with
+    request(session, request_of("widths", 0, '{"w": 2}'))  # a report alone
+    request(session, request_of("widths", 3, '{"w": 3}'))  # a report and a page move together
+    request(session, request_of("page", 4, '{"w": 3}'))  # a page move alone
+    request(session, request_of("page", 5, '{"w": 3}', model="minilm-l6"))  # a page move and the model box
+    assert [s.fragment_id for s in passed] == ["", "widths", "", "page", ""]
+    assert [s.widget_states.widgets[0].double_array_value.data[0] for s in passed] == [0, 0, 3, 4, 5]  # with the move
+    fresh = Drawn()
+    request(fresh, ClientState(fragment_id="", page_script_hash="p"))  # a page's first run: no widget drawn yet
+    request(fresh, request_of("widths", 3, '{"w": 3}'))  # every widget sent for the first time
+    assert passed[-1].fragment_id == "widths"
 
 
 def head(value: float) -> WidgetState:
