@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from playwright.sync_api import sync_playwright  # noqa: E402
 
-from scripts.browser import ROOT, SHOWN_TAB, launch, new_tab, open_tab, serve_app, wait_rendered  # noqa: E402
+from scripts.browser import ROOT, SHOWN_TAB, launch, new_tab, open_tab, serve_app, settled, wait_rendered  # noqa: E402
 from ui import navigation  # noqa: E402
 
 DOCS = ROOT / "docs"
@@ -26,6 +26,12 @@ VIEWS = {  # name: (width, height, presenter view)
     "desktop-1440": (1440, 900, False),
 }
 
+# Where each chart is drawn. A page's first run draws its charts before the browser has reported their widths; the
+# run that report asks for draws them again at those widths (and, in presenter view, fitted to the first screen:
+# ui/widths.py, ui/presenter.py). A screenshot waits until two readings agree.
+CHART_BOXES = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')]
+  .map((p) => { const r = p.getBoundingClientRect(); return [r.top, r.width, r.height]; })"""
+
 
 def name_of(page: navigation.PageInfo) -> str:
     return "home" if page is navigation.HOME else Path(page.path).stem
@@ -36,6 +42,7 @@ def shoot(tab, base: str, page: navigation.PageInfo, out: Path, presenter: bool 
     wait_rendered(tab)
     if name_of(page) in SHOWN_TAB:
         open_tab(tab, SHOWN_TAB[name_of(page)])
+    settled(tab, CHART_BOXES)
     tab.screenshot(path=str(out), **options)
     print(out.relative_to(ROOT))
 
