@@ -154,6 +154,13 @@ ROW_GAP_PX = 40  # between two rows of maps: the lower row's map titles (present
 PANEL_GRID = "panel-grid"  # layout.meta of a figure of maps in rows (figures.multihead.panel_grid): a y axis a row
 
 
+def row_gap_px(bottom: float, named: bool) -> float:
+    """px between two rows of maps: ROW_GAP_PX, or where each row names its tokens (a single column) the room the
+    bottom margin (`bottom` px) gives the last one's (an upper estimate of the labels, with room to spare for the next
+    row's titles)."""
+    return max(ROW_GAP_PX, bottom) if named else ROW_GAP_PX
+
+
 def rows_fitted(layout: dict) -> dict:
     """Layout updates that place the rows of a panel_grid figure in its plot area at the figure's height now: rows of
     equal height, ROW_GAP_PX apart (the bottom margin apart when each row names its tokens) whatever that height.
@@ -165,10 +172,7 @@ def rows_fitted(layout: dict) -> dict:
         return {}
     margin = layout.get("margin") or {}
     plot = max(1.0, layout["height"] - margin.get("t", 0) - margin.get("b", 0))  # px
-    # rows that name their tokens (a single column) need under each the room the bottom margin gives the last one's
-    # (an upper estimate of the labels, with room to spare for the next row's titles)
-    named = layout["xaxis"].get("showticklabels", True)
-    gap_px = max(ROW_GAP_PX, margin.get("b", 0)) if named else ROW_GAP_PX
+    gap_px = row_gap_px(margin.get("b", 0), named=layout["xaxis"].get("showticklabels", True))
     gap = min(gap_px / plot, 0.5 / (n_rows - 1))  # fraction of the plot between rows (at most half of it in all)
     row = (1 - gap * (n_rows - 1)) / n_rows
     tops = [1 - r * (row + gap) for r in range(n_rows)]  # the top of each row, top row first

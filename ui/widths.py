@@ -31,7 +31,7 @@ import math
 
 import streamlit as st
 
-from figures.common import ROW_GAP_PX
+from figures.common import row_gap_px
 from figures.multihead import PANEL_GAP, PANELS_PER_ROW
 from figures.narrow import NARROW_PX
 
@@ -203,7 +203,7 @@ def per_row_on_screen(width: float, n: int, height: float, frame: tuple[float, f
 
     def side(rows: int) -> float:  # px: the side of the largest square a map holds in `rows` rows
         per_row = -(-n // rows)
-        gap = ROW_GAP_PX if per_row > 1 else max(ROW_GAP_PX, bottom)  # a column names its tokens under each map
+        gap = row_gap_px(bottom, named=per_row == 1)  # a column names its tokens under each map
         across = (width - sides) * (1 - PANEL_GAP * (per_row - 1)) / per_row
         return min(across, (height - top - bottom - gap * (rows - 1)) / rows)
 

@@ -136,8 +136,11 @@ def test_in_presenter_view_the_heads_of_a_layer_take_the_rows_that_give_each_map
     at.session_state[widths.ROOM_KEY] = {"rooms": {"screen": 768, "rooms": {"multihead_heads": 330}}}
     at.run()
     assert_ok(at)
-    assert panel_rows(charts_by_key(at)["multihead_heads"]) == [2, 2]  # its margins are not known before it is drawn
-    assert at.session_state[widths.FRAMES_KEY]["multihead_heads"] == (152 + 184, 53, 163)
+    drawn = charts_by_key(at)["multihead_heads"]
+    assert panel_rows(drawn) == [2, 2]  # its margins are not known before it is drawn
+    m = drawn["layout"]["margin"]
+    assert at.session_state[widths.FRAMES_KEY]["multihead_heads"] == (m["l"] + m["r"], m["t"], m["b"])
+    assert (m["l"] + m["r"], m["t"], m["b"]) == (336, 53, 163)  # the margins the docstring's sums use
     at.run()  # (in the browser: the next report's redraw)
     assert panel_rows(charts_by_key(at)["multihead_heads"]) == [4]
     at.session_state[widths.ROOM_KEY] = {"rooms": {"screen": 768, "rooms": {"multihead_heads": 420}}}
